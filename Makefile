@@ -1,0 +1,56 @@
+# Two commands: `make serve` (site on http://127.0.0.1:8000) and `make test` (every test).
+# Each sets up what it needs: a pinned Python venv, the pinned npm packages (Pyodide, KaTeX)
+# and, for the tests, Debian's chromium. Slow steps are stamped and run once.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMPS := .stamps
+export NO_MKDOCS_2_WARNING := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: setup serve build test test-engine test-pyodide test-browser clean
+
+setup: $(STAMPS)/venv $(STAMPS)/npm
+
+$(STAMPS)/venv: requirements.txt pyproject.toml
+	@mkdir -p $(STAMPS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(STAMPS)/npm: package.json package-lock.json
+	@mkdir -p $(STAMPS)
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Debian's chromium for the browser tests (Playwright cannot download its own browser here).
+$(STAMPS)/chromium:
+	@mkdir -p $(STAMPS)
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
+	/usr/bin/chromium --version
+	touch $@
+
+serve: setup
+	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
+
+build: setup
+	$(BIN)/mkdocs build --strict
+
+test: setup $(STAMPS)/chromium
+	$(BIN)/python -m pytest
+
+test-engine: setup
+	$(BIN)/python -m pytest calc tests -m "not browser and not pyodide"
+
+test-pyodide: setup
+	$(BIN)/python -m pytest tests -m pyodide
+
+test-browser: setup $(STAMPS)/chromium
+	$(BIN)/python -m pytest tests -m browser
+
+clean:
+	rm -rf site $(STAMPS) .pytest_cache .hypothesis

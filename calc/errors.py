@@ -1,0 +1,56 @@
+"""One error family for every bad input the engine can be given.
+
+Every message names the field, the rule and the value, so that a reader who
+typed something wrong knows which box to fix and how:
+
+Examples:
+    >>> from calc.errors import CalcError
+    >>> err = CalcError("dp", "must be a whole number of at least 1", 0)
+    >>> str(err)
+    'dp must be a whole number of at least 1 (got 0)'
+    >>> err.field, err.code
+    ('dp', 'invalid-value')
+    >>> isinstance(err, ValueError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = ["CalcError"]
+
+
+class CalcError(ValueError):
+    """Bad input to the engine: a value the calculators and the CLI show verbatim.
+
+    Args:
+        field: The name of the input at fault, as the calculators name it
+            (``params``, ``dp``, ``tp``...).
+        rule: What the value should have been, phrased to follow the field name.
+        value: The offending value, echoed back in the message (omitted when ``None``).
+        code: A stable, machine-readable code (``invalid-value``, ``not-divisible``,
+            ``unknown-name``...). Codes are listed on the errors page of the docs.
+
+    Examples:
+        >>> CalcError("tp", "must divide attention heads (heads=32)", 5, code="not-divisible").message
+        'tp must divide attention heads (heads=32) (got 5)'
+    """
+
+    def __init__(self, field: str, rule: str, value: object = None, *, code: str = "invalid-value") -> None:
+        self.field = field
+        self.rule = rule
+        self.value = value
+        self.code = code
+        msg = f"{field} {rule}"
+        if value is not None:
+            msg += f" (got {value!r})" if isinstance(value, str) else f" (got {value})"
+        self.message = msg
+        super().__init__(msg)
+
+    def to_dict(self) -> dict[str, str]:
+        """Return the error as plain data, for the browser worker and the CLI.
+
+        Examples:
+            >>> CalcError("params", "must be positive", -1).to_dict()["field"]
+            'params'
+        """
+        return {"field": self.field, "message": self.message, "code": self.code}

@@ -1,0 +1,240 @@
+"""Model-state memory: weights, gradients and optimizer states, per GPU, under ZeRO.
+
+The bytes each parameter costs depend on precision and optimizer; these are
+named *conventions*, because published estimators disagree on which bytes to
+count (16 in the ZeRO paper, 18 in Megatron-LM, 20 in DeepSpeed's ZeRO-2
+estimator). ZeRO sharding follows Rajbhandari et al. 2020 (arXiv:1910.02054),
+Sec. 5.1-5.3: stage 1 shards the optimizer states (fp32 master weights,
+momentum, variance) over the data-parallel ranks, stage 2 also the gradients,
+stage 3 also the weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from calc.errors import CalcError
+from calc.units import parse_count, parse_positive_int
+
+__all__ = [
+    "CONVENTIONS",
+    "COMPONENTS",
+    "Convention",
+    "ModelState",
+    "model_state_bytes",
+    "smallest_fitting_layout",
+]
+
+COMPONENTS: tuple[str, ...] = ("weights", "gradients", "master", "momentum", "variance")
+"""The model-state components, in the order the calculators list them."""
+
+
+@dataclass(frozen=True)
+class Convention:
+    """Bytes per parameter of each model-state component, with the source that counts them so.
+
+    Attributes:
+        name: Stable identifier used in URLs and the API (``"mixed-adam-16"``).
+        label: Short human label.
+        weights: Bytes per parameter of the working (forward/backward) weights.
+        gradients: Bytes per parameter of gradients (all gradient copies the framework keeps).
+        master: Bytes per parameter of the fp32 master copy kept by the optimizer (0 when none).
+        momentum: Bytes per parameter of the first optimizer moment (Adam's m, SGD's momentum).
+        variance: Bytes per parameter of the second optimizer moment (Adam's v).
+        source: Where this accounting is published.
+    """
+
+    name: str
+    label: str
+    weights: int
+    gradients: int
+    master: int
+    momentum: int
+    variance: int
+    source: str
+
+    @property
+    def bytes_per_param(self) -> int:
+        """Total bytes per parameter, unsharded.
+
+        Examples:
+            >>> CONVENTIONS["mixed-adam-16"].bytes_per_param
+            16
+        """
+        return self.weights + self.gradients + self.master + self.momentum + self.variance
+
+
+CONVENTIONS: dict[str, Convention] = {
+    c.name: c
+    for c in (
+        Convention(
+            "mixed-adam-16", "Mixed precision + Adam, 16 B/param (2+2+4+4+4)", 2, 2, 4, 4, 4,
+            "ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054), Sec. 3.1: 2Ψ + 2Ψ + KΨ with K = 12",
+        ),
+        Convention(
+            "mixed-adam-18", "Mixed precision + Adam, fp32 gradients, 18 B/param (2+4+4+4+4)", 2, 4, 4, 4, 4,
+            "Megatron-LM theoretical_memory_usage.py and dist_optimizer.md: bf16 params + fp32 main grads, 18 B/param",
+        ),
+        Convention(
+            "mixed-adam-20", "Mixed precision + Adam, fp16 and fp32 gradients, 20 B/param (2+6+4+4+4)", 2, 6, 4, 4, 4,
+            "DeepSpeed estimate_zero2_model_states_mem_needs at 1 GPU: 2 params16 + 2 grads16 + 4 grads32 "
+            "+ 4 params32 + 8 optimizer states; Megatron dist_optimizer.md fp16 row (20)",
+        ),
+        Convention(
+            "fp32-adam-16", "fp32 training + Adam, 16 B/param (4+4+0+4+4)", 4, 4, 0, 4, 4,
+            "Megatron-LM dist_optimizer.md, fp32 params and grads row (16 B/param)",
+        ),
+    )
+}
+"""Named bytes-per-parameter conventions. The default, ``mixed-adam-16``, is the ZeRO paper's."""
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """Per-GPU bytes of model state, by component. All fields are exact integer bytes.
+
+    Attributes:
+        weights: Working weights held by this GPU.
+        gradients: Gradients held by this GPU.
+        master: fp32 master weights held by this GPU.
+        momentum: First optimizer moment held by this GPU.
+        variance: Second optimizer moment held by this GPU.
+    """
+
+    weights: int
+    gradients: int
+    master: int
+    momentum: int
+    variance: int
+
+    @property
+    def total(self) -> int:
+        """Sum of all components, in bytes per GPU."""
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    def as_dict(self) -> dict[str, int]:
+        """The components and the total as a plain ``dict`` (for JSON and the CLI).
+
+        Examples:
+            >>> model_state_bytes(1000).as_dict()["total"]
+            16000
+        """
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["total"] = self.total
+        return out
+
+
+def _convention(name: str) -> Convention:
+    try:
+        return CONVENTIONS[name]
+    except KeyError:
+        raise CalcError(
+            "convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", name, code="unknown-name"
+        ) from None
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def model_state_bytes(
+    params: int | float | str,
+    *,
+    zero_stage: int = 0,
+    dp: int = 1,
+    convention: str = "mixed-adam-16",
+) -> ModelState:
+    """Model-state bytes per GPU for ``params`` parameters under a ZeRO stage.
+
+    ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054), Sec. 5.1-5.3 and Table 1:
+    with N_d data-parallel ranks, stage 1 (P_os) stores ``4Ψ + 12Ψ/N_d`` bytes,
+    stage 2 (P_os+g) ``2Ψ + 14Ψ/N_d`` and stage 3 (P_os+g+p) ``16Ψ/N_d``, for the
+    16 B/param convention. A sharded component holds ``ceil(Ψ / N_d)`` elements
+    per rank, so the per-GPU bytes times ``dp`` never undercount the whole.
+
+    Args:
+        params: Parameter count Ψ (``7e9``, ``"7B"``...).
+        zero_stage: 0 (plain data parallel), 1, 2 or 3.
+        dp: Data-parallel degree N_d, the number of ranks the states are sharded over.
+        convention: A key of [`CONVENTIONS`][calc.model_state.CONVENTIONS].
+
+    Returns:
+        The per-GPU [`ModelState`][calc.model_state.ModelState].
+
+    Raises:
+        CalcError: On a bad parameter count, stage, degree or convention.
+
+    Examples:
+        >>> model_state_bytes(7.5e9, zero_stage=1, dp=64).total
+        31406250000
+        >>> from calc.units import format_bytes
+        >>> format_bytes(model_state_bytes(7.5e9, zero_stage=1, dp=64).total)
+        '31.4 GB'
+        >>> format_bytes(model_state_bytes("7B").total)
+        '112 GB'
+        >>> model_state_bytes("7B", zero_stage=4)
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: zero_stage must be a whole number from 0 to 3 (got 4)
+    """
+    n = parse_count(params, "params")
+    stage = parse_positive_int(zero_stage, "zero_stage", minimum=0, maximum=3)
+    ranks = parse_positive_int(dp, "dp")
+    conv = _convention(convention)
+    shard = _ceil_div(n, ranks)
+    sharded = {
+        "master": stage >= 1,
+        "momentum": stage >= 1,
+        "variance": stage >= 1,
+        "gradients": stage >= 2,
+        "weights": stage >= 3,
+    }
+    return ModelState(
+        **{name: (shard if sharded[name] else n) * getattr(conv, name) for name in COMPONENTS}
+    )
+
+
+def smallest_fitting_layout(
+    params: int | float | str,
+    memory_bytes: int,
+    *,
+    convention: str = "mixed-adam-16",
+    max_dp: int = 1 << 20,
+) -> tuple[int, int] | None:
+    """The lowest ZeRO stage, and for it the smallest ``dp``, whose model state fits in ``memory_bytes``.
+
+    Stages are tried in order 0, 1, 2, 3 (cheapest communication first, ZeRO Sec. 7);
+    for each, per-GPU memory only falls as ``dp`` grows, so the smallest fitting
+    degree is found by bisection.
+
+    Args:
+        params: Parameter count.
+        memory_bytes: Bytes available per GPU for model state.
+        convention: A key of [`CONVENTIONS`][calc.model_state.CONVENTIONS].
+        max_dp: The largest data-parallel degree considered.
+
+    Returns:
+        ``(zero_stage, dp)``, or ``None`` when nothing up to ``max_dp`` fits.
+
+    Examples:
+        >>> smallest_fitting_layout("7B", 80 * 10**9)
+        (1, 2)
+        >>> smallest_fitting_layout("70B", 80 * 10**9)
+        (3, 14)
+    """
+
+    def fits(stage: int, ranks: int) -> bool:
+        return model_state_bytes(params, zero_stage=stage, dp=ranks, convention=convention).total <= memory_bytes
+
+    for stage in range(4):
+        if not fits(stage, max_dp):
+            continue
+        lo, hi = 1, max_dp
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fits(stage, mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return stage, lo
+    return None

@@ -1,0 +1,218 @@
+"""The calculators: form descriptions plus one pure ``render`` that both the build and the browser call.
+
+Each calculator is a [`Calculator`][calc.widgets.Calculator]: a tuple of
+[`Field`][calc.widgets.Field]s (what the reader types) and a ``compute`` function
+that turns the typed strings into an HTML fragment of results, raising
+[`CalcError`][calc.errors.CalcError] for bad input. The build pre-renders each
+calculator's defaults with [`render_calculator`][calc.widgets.render_calculator];
+in the browser a Pyodide worker calls [`render`][calc.widgets.render] on every
+keystroke. Both run this same code, so the numbers a reader sees before and
+after Pyodide boots cannot disagree.
+
+DOM contract (the browser tests and later checks rely on it): the calculator is
+``[data-calc=NAME]`` with ``data-state`` in ``prerendered | loading | ready |
+error``; each input is an ``input``/``select``/``textarea`` with ``name=FIELD`` and a
+visible ``<label>``; results carry ``[data-output=FIELD]``; bad input is
+reported in the calculator's ``[role=alert]``.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from calc.errors import CalcError
+
+__all__ = [
+    "CALCULATOR_MODULES",
+    "Calculator",
+    "Field",
+    "calculators",
+    "render",
+    "render_calculator",
+]
+
+CALCULATOR_MODULES: tuple[str, ...] = (
+    "fit",
+)
+"""Modules of ``calc.widgets`` that each define a ``CALCULATOR``; their names are the registry keys."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One input of a calculator.
+
+    Attributes:
+        name: The parameter name (the ``name`` attribute of the HTML control, and the URL key).
+        label: The visible label.
+        default: The default value, as the reader would type it.
+        kind: ``"text"``, ``"number"``, ``"select"``, ``"checkbox"`` or ``"textarea"``.
+        options: For selects, ``(value, label)`` pairs.
+        help: A short hint shown under the control.
+        enabled_when: ``(other_field, value)``: the control is disabled unless that field has that value.
+    """
+
+    name: str
+    label: str
+    default: str
+    kind: str = "text"
+    options: tuple[tuple[str, str], ...] = ()
+    help: str = ""
+    enabled_when: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Calculator:
+    """A calculator: its fields and the pure function from typed values to an HTML fragment.
+
+    Attributes:
+        name: Registry key and ``data-calc`` value (``"will-it-fit"``).
+        title: Heading shown above the form.
+        fields: The inputs, in display order.
+        compute: Maps ``{field: typed string}`` to an HTML fragment containing ``[data-output]`` elements;
+            raises [`CalcError`][calc.errors.CalcError] on bad input.
+        description: One sentence under the title.
+    """
+
+    name: str
+    title: str
+    fields: tuple[Field, ...]
+    compute: Callable[[dict[str, str]], str]
+    description: str = ""
+    defaults: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "defaults", {f.name: f.default for f in self.fields})
+
+
+_REGISTRY: dict[str, Calculator] = {}
+
+
+def calculators() -> dict[str, Calculator]:
+    """All calculators by name, imported on first use.
+
+    Examples:
+        >>> "will-it-fit" in calculators()
+        True
+    """
+    if not _REGISTRY:
+        for module in CALCULATOR_MODULES:
+            calc = importlib.import_module(f"calc.widgets.{module}").CALCULATOR
+            _REGISTRY[calc.name] = calc
+    return _REGISTRY
+
+
+def _lookup(name: str) -> Calculator:
+    try:
+        return calculators()[name]
+    except KeyError:
+        known = ", ".join(sorted(calculators()))
+        raise CalcError("calculator", f"must be one of {known}", name, code="unknown-name") from None
+
+
+def _merge(calc: Calculator, inputs: Mapping[str, object] | None) -> dict[str, str]:
+    values = dict(calc.defaults)
+    for key, value in (inputs or {}).items():
+        if key in values:
+            values[key] = "" if value is None else str(value)
+    return values
+
+
+def render(name: str, inputs: Mapping[str, object] | None = None) -> dict[str, object]:
+    """Compute a calculator's result fragment; bad input comes back as data, never as an exception.
+
+    This is the one entry point the browser worker calls.
+
+    Args:
+        name: The calculator's name.
+        inputs: Typed values by field name; missing fields take their defaults, unknown keys are ignored.
+
+    Returns:
+        ``{"ok": True, "html": fragment}`` or ``{"ok": False, "error": {"field", "message", "code"}}``.
+
+    Examples:
+        >>> render("will-it-fit", {"params": "7B"})["ok"]
+        True
+        >>> render("will-it-fit", {"params": "lots"})["error"]["field"]
+        'params'
+    """
+    try:
+        calc = _lookup(name)
+        return {"ok": True, "html": calc.compute(_merge(calc, inputs))}
+    except CalcError as err:
+        return {"ok": False, "error": err.to_dict()}
+
+
+def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
+    esc = html.escape
+    cid = f"{calc_id}-{f.name}"
+    value = values[f.name]
+    attrs = f'id="{cid}" name="{esc(f.name)}"'
+    if f.help:
+        attrs += f' aria-describedby="{cid}-help"'
+    if f.enabled_when is not None:
+        other, wanted = f.enabled_when
+        attrs += f' data-enabled-when="{esc(other)}={esc(wanted)}"'
+        if values.get(other) != wanted:
+            attrs += " disabled"
+    if f.kind == "select":
+        opts = "".join(
+            f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(label)}</option>' for v, label in f.options
+        )
+        control = f"<select {attrs}>{opts}</select>"
+    elif f.kind == "checkbox":
+        checked = " checked" if value in ("1", "true", "on") else ""
+        control = f'<input type="checkbox" {attrs} value="1"{checked}>'
+    elif f.kind == "textarea":
+        control = f'<textarea {attrs} rows="6" spellcheck="false">{esc(value)}</textarea>'
+    else:
+        mode = ' inputmode="decimal"' if f.kind == "number" else ""
+        control = f'<input type="text" {attrs} value="{esc(value)}"{mode} autocomplete="off" spellcheck="false">'
+    help_ = f'<small id="{cid}-help" class="lc-field__help">{esc(f.help)}</small>' if f.help else ""
+    return f'<div class="lc-field lc-field--{f.kind}"><label for="{cid}">{esc(f.label)}</label>{control}{help_}</div>'
+
+
+def render_calculator(name: str, inputs: Mapping[str, object] | None = None, *, calc_id: str | None = None) -> str:
+    """The whole calculator as HTML, its results pre-rendered, for the build to embed in a page.
+
+    Args:
+        name: The calculator's name.
+        inputs: Values overriding the defaults for this embedding (a page can show the same
+            calculator with other numbers).
+        calc_id: A page-unique id (defaults to ``name``); it prefixes element ids and URL keys.
+
+    Returns:
+        An HTML string with no blank lines.
+
+    Raises:
+        CalcError: When the name is unknown or the values given are invalid: a page must never
+            ship an error as its pre-rendered state.
+
+    Examples:
+        >>> html_ = render_calculator("will-it-fit")
+        >>> 'data-calc="will-it-fit"' in html_ and 'data-state="prerendered"' in html_
+        True
+    """
+    calc = _lookup(name)
+    cid = calc_id or name
+    values = _merge(calc, inputs)
+    results = calc.compute(values)
+    esc = html.escape
+    controls = "".join(_control(cid, f, values) for f in calc.fields)
+    defaults = esc(json.dumps(values, sort_keys=True))
+    desc = f'<p class="lc-calc__desc">{esc(calc.description)}</p>' if calc.description else ""
+    return (
+        f'<div class="lc-calc" id="calc-{esc(cid)}" data-calc="{esc(calc.name)}" data-calc-id="{esc(cid)}" '
+        f'data-state="prerendered" data-defaults="{defaults}">'
+        f'<p class="lc-calc__title"><strong>{esc(calc.title)}</strong></p>{desc}'
+        f'<form class="lc-calc__form" novalidate autocomplete="off">{controls}</form>'
+        f'<div class="lc-calc__alert" role="alert" data-alert></div>'
+        f'<div class="lc-calc__results" data-results aria-live="polite">{results}</div>'
+        f'<div class="lc-calc__footer"><span class="lc-calc__status" data-status>'
+        f"Pre-rendered at build time by the same Python engine.</span>"
+        f'<button type="button" class="md-button lc-calc__link" data-copy-link>Copy link to these numbers</button>'
+        f"</div></div>"
+    )

@@ -1,0 +1,85 @@
+"""Small HTML builders shared by the calculators. Every value is escaped here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from calc.errors import CalcError
+from calc.units import format_bytes
+
+__all__ = [
+    "UNIT_FIELD_OPTIONS",
+    "bar",
+    "byte_formatter",
+    "checked",
+    "out",
+    "table",
+    "verdict",
+]
+
+UNIT_FIELD_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("GB", "GB (10⁹ bytes)"),
+    ("GiB", "GiB (2³⁰ bytes)"),
+)
+"""Options of the ``unit`` select every byte-showing calculator offers."""
+
+
+def byte_formatter(unit: str):
+    """A formatter for bytes in the reader's chosen system (``"GB"`` = SI, ``"GiB"`` = binary).
+
+    Examples:
+        >>> byte_formatter("GiB")(2**30)
+        '1.00 GiB'
+    """
+    if unit not in ("GB", "GiB"):
+        raise CalcError("unit", "must be GB or GiB", unit, code="unknown-name")
+    binary = unit == "GiB"
+    return lambda n: format_bytes(n, binary=binary)
+
+
+def checked(value: str) -> bool:
+    """Read a checkbox value as sent by the browser (``"1"``/``"true"``/``"on"``) or the build."""
+    return value.strip().lower() in ("1", "true", "on", "yes")
+
+
+def out(name: str, text: str, tag: str = "span", cls: str = "") -> str:
+    """An element carrying ``data-output=name``: the DOM contract for a result."""
+    klass = f' class="{escape(cls)}"' if cls else ""
+    return f'<{tag} data-output="{escape(name)}"{klass}>{escape(text)}</{tag}>'
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, raw_cells: bool = False) -> str:
+    """A plain table; cells are escaped unless ``raw_cells`` (for cells built with [`out`][calc.widgets._html.out])."""
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{c if raw_cells else escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f'<table class="lc-table"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def verdict(ok: bool, text: str, name: str = "verdict") -> str:
+    """A one-line verdict, styled as good or bad, with ``data-output=name`` and ``data-ok``."""
+    state = "yes" if ok else "no"
+    return f'<p class="lc-verdict lc-verdict--{state}" data-output="{escape(name)}" data-ok="{state}">{escape(text)}</p>'
+
+
+def bar(segments: Sequence[tuple[str, int]], capacity: int, fmt) -> str:
+    """A horizontal stacked bar of ``segments`` ``(label, bytes)`` against a ``capacity`` line.
+
+    Widths are percentages of ``max(capacity, total)``, so an overflow shows past the capacity mark.
+    """
+    total = sum(v for _, v in segments)
+    scale = max(capacity, total, 1)
+    parts = "".join(
+        f'<span class="lc-bar__seg lc-bar__seg--{i}" style="width:{100 * v / scale:.3f}%" '
+        f'title="{escape(label)}: {escape(fmt(v))}"></span>'
+        for i, (label, v) in enumerate(segments)
+        if v > 0
+    )
+    mark = f'<span class="lc-bar__cap" style="left:{100 * capacity / scale:.3f}%" title="GPU memory"></span>'
+    legend = "".join(
+        f'<span class="lc-bar__key"><i class="lc-bar__seg--{i}"></i>{escape(label)}</span>'
+        for i, (label, _) in enumerate(segments)
+    )
+    return f'<div class="lc-bar" aria-hidden="true"><div class="lc-bar__track">{parts}{mark}</div><div class="lc-bar__legend">{legend}</div></div>'

@@ -1,0 +1,147 @@
+"""MkDocs hook: pre-render calculators and prose numbers with the engine; ship Pyodide, KaTeX and the engine.
+
+Markers a page may use (anything else that looks like a marker fails the build):
+
+* ``[[calc NAME]]`` or ``[[calc NAME field=value ...]]`` alone on a line: a calculator, its
+  results computed now by the same ``calc.widgets.render`` the browser worker calls later.
+* ``[[num NAME]]`` inline: a number from ``hooks/numbers.py``.
+
+After the build, ``assets/pyodide/`` (the pinned npm ``pyodide``), ``assets/katex/`` (the pinned npm
+``katex``) and ``assets/calc/calc.zip`` (this checkout's ``calc`` package) are written into the site,
+so a page never needs another host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "hooks"))
+
+from numbers_registry import NUMBERS  # noqa: E402
+
+from calc.errors import CalcError  # noqa: E402
+from calc.widgets import calculators, render_calculator  # noqa: E402
+
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
+_CALC_LINE = re.compile(r"^\[\[calc (?P<args>[^\]]*)\]\]\s*$", re.MULTILINE)
+_NUM = re.compile(r"\[\[num (?P<name>[A-Za-z0-9_.\-]+)\]\]")
+_ANY_MARKER = re.compile(r"\[\[(calc|num)\b[^\]]*\]\]")
+_PLACEHOLDER = "LCCALCPLACEHOLDER{}X"
+
+_page_widgets: dict[str, list[str]] = {}
+
+
+def _npm_package(name: str) -> Path:
+    path = ROOT / "node_modules" / name
+    if not (path / "package.json").exists():
+        raise PluginError(f"node_modules/{name} is missing: run `make build` (it runs `npm ci`) first")
+    pinned = json.loads((ROOT / "package.json").read_text())["dependencies"][name]
+    found = json.loads((path / "package.json").read_text())["version"]
+    if found != pinned:
+        raise PluginError(f"node_modules/{name} is {found} but package.json pins {pinned}: run `npm ci`")
+    return path
+
+
+def on_config(config):
+    _npm_package("pyodide")
+    _npm_package("katex")
+    return config
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    src = page.file.src_uri
+    widgets: list[str] = []
+    counts: dict[str, int] = {}
+
+    def calc_marker(match: re.Match) -> str:
+        try:
+            parts = shlex.split(match["args"])
+        except ValueError as err:
+            raise PluginError(f"{src}: bad calculator marker {match[0]!r}: {err}") from None
+        if not parts:
+            raise PluginError(f"{src}: calculator marker without a name: {match[0]!r}")
+        name, pairs = parts[0], parts[1:]
+        if name not in calculators():
+            raise PluginError(f"{src}: unknown calculator {name!r}; known: {', '.join(sorted(calculators()))}")
+        inputs = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or key not in calculators()[name].defaults:
+                raise PluginError(f"{src}: calculator {name!r} has no input {key!r} (marker {match[0]!r})")
+            inputs[key] = value
+        counts[name] = counts.get(name, 0) + 1
+        calc_id = name if counts[name] == 1 else f"{name}-{counts[name]}"
+        try:
+            widgets.append(render_calculator(name, inputs, calc_id=calc_id))
+        except CalcError as err:
+            raise PluginError(f"{src}: calculator {name!r} cannot pre-render {inputs}: {err}") from None
+        return "\n" + _PLACEHOLDER.format(len(widgets) - 1) + "\n"
+
+    def num_marker(match: re.Match) -> str:
+        name = match["name"]
+        if name not in NUMBERS:
+            raise PluginError(f"{src}: unknown number [[num {name}]]; add it to hooks/numbers_registry.py")
+        try:
+            value = NUMBERS[name]()
+        except CalcError as err:
+            raise PluginError(f"{src}: number {name!r} failed in the engine: {err}") from None
+        return f'<span class="lc-num" data-num="{name}">{value}</span>'
+
+    out = _CALC_LINE.sub(calc_marker, markdown)
+    out = _NUM.sub(num_marker, out)
+    leftover = _ANY_MARKER.search(out)
+    if leftover:
+        raise PluginError(f"{src}: malformed marker {leftover[0]!r} (calc markers stand alone on a line)")
+    _page_widgets[src] = widgets
+    return out
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    widgets = _page_widgets.pop(page.file.src_uri, [])
+    for i, widget in enumerate(widgets):
+        token = f"<p>{_PLACEHOLDER.format(i)}</p>"
+        if html.count(token) != 1:
+            raise PluginError(f"{page.file.src_uri}: calculator placeholder {i} lost in rendering")
+        html = html.replace(token, widget)
+    return html
+
+
+def _engine_zip(dest: Path) -> str:
+    """Write calc/ as a zip with fixed timestamps (byte-identical for identical sources); return its sha256."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    sources = sorted(p for p in (ROOT / "calc").rglob("*.py"))
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sources:
+            info = zipfile.ZipInfo(str(path.relative_to(ROOT)), date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+    return hashlib.sha256(dest.read_bytes()).hexdigest()
+
+
+def on_post_build(config) -> None:
+    site = Path(config["site_dir"])
+    pyo, katex = _npm_package("pyodide"), _npm_package("katex")
+    (site / "assets" / "pyodide").mkdir(parents=True, exist_ok=True)
+    for name in PYODIDE_FILES:
+        shutil.copy2(pyo / name, site / "assets" / "pyodide" / name)
+    for name in KATEX_FILES:
+        src, dst = katex / "dist" / name, site / "assets" / "katex" / name
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    digest = _engine_zip(site / "assets" / "calc" / "calc.zip")
+    (site / "assets" / "calc" / "engine.json").write_text(json.dumps({"zip": "calc.zip", "sha256": digest}))

@@ -1,0 +1,157 @@
+"""Model-state memory against the ZeRO paper (Rajbhandari et al. 2020, arXiv:1910.02054)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from calc import CONVENTIONS, CalcError, format_bytes, model_state_bytes, smallest_fitting_layout
+
+GB = 10**9
+
+# ZeRO Table 1, exactly as printed (GB = 10^9 B). Columns: (params, stage) -> {dp: printed}.
+# The 7.5B columns are rounded to 3 significant figures; the 128B and 1T columns are truncated
+# (257.75 is printed 257) - see shared/reference/reference_numbers.md, Sec. 1.
+TABLE_1 = {
+    (7.5e9, 1): {1: 120, 4: 52.5, 16: 35.6, 64: 31.4, 256: 30.4, 1024: 30.1},
+    (7.5e9, 2): {1: 120, 4: 41.3, 16: 21.6, 64: 16.6, 256: 15.4, 1024: 15.1},
+    (7.5e9, 3): {1: 120, 4: 30, 16: 7.5, 64: 1.88, 256: 0.47, 1024: 0.12},
+    (128e9, 1): {1: 2048, 4: 896, 16: 608, 64: 536, 256: 518, 1024: 513},
+    (128e9, 2): {1: 2048, 4: 704, 16: 368, 64: 284, 256: 263, 1024: 257},
+    (128e9, 3): {1: 2048, 4: 512, 16: 128, 64: 32, 256: 8, 1024: 2},
+    (1e12, 1): {1: 16000, 4: 7000, 16: 4750, 64: 4187, 256: 4046, 1024: 4011},
+    (1e12, 2): {1: 16000, 4: 5500, 16: 2875, 64: 2218, 256: 2054, 1024: 2013},
+    (1e12, 3): {1: 16000, 4: 4000, 16: 1000, 64: 250, 256: 62.5, 1024: 15.6},
+}
+CELLS = [(p, s, dp, v) for (p, s), col in TABLE_1.items() for dp, v in col.items()]
+
+
+def _last_digit(printed: float) -> Fraction:
+    """One unit of the last printed digit: the tolerance for a rounded or truncated cell."""
+    text = repr(printed)
+    decimals = len(text.split(".")[1]) if "." in text and not text.endswith(".0") else 0
+    return Fraction(1, 10**decimals)
+
+
+@pytest.mark.parametrize(("params", "stage", "dp", "printed"), CELLS)
+def test_zero_table_1(params: float, stage: int, dp: int, printed: float) -> None:
+    got = Fraction(model_state_bytes(params, zero_stage=stage, dp=dp).total, GB)
+    assert abs(got - Fraction(str(printed))) <= _last_digit(printed)
+
+
+@pytest.mark.parametrize(
+    ("stage", "dp", "text"),
+    [
+        (0, 64, "120 GB"),
+        (1, 64, "31.4 GB"),  # the issue's acceptance number
+        (2, 64, "16.6 GB"),
+        (3, 64, "1.88 GB"),  # Sec. 5.3 text rounds this to "1.9 GB"
+    ],
+)
+def test_zero_text_examples(stage: int, dp: int, text: str) -> None:
+    assert format_bytes(model_state_bytes(7.5e9, zero_stage=stage, dp=dp).total) == text
+
+
+# ZeRO Table 2: the largest model whose states fit a 32 GB V100 with Nd = 64 (MP = 1 row, in billions,
+# printed to one decimal: 2B, 7.6B, 14.4B, 128B). Largest Ψ with per-GPU bytes <= 32e9.
+@pytest.mark.parametrize(("stage", "printed_billions"), [(0, 2), (1, 7.6), (2, 14.4), (3, 128)])
+def test_zero_table_2_max_model(stage: int, printed_billions: float) -> None:
+    lo, hi = 1, 10**13
+    while lo < hi:  # largest params that fit
+        mid = (lo + hi + 1) // 2
+        if model_state_bytes(mid, zero_stage=stage, dp=64).total <= 32 * GB:
+            lo = mid
+        else:
+            hi = mid - 1
+    assert abs(lo / 1e9 - printed_billions) < 0.05
+
+
+@pytest.mark.parametrize(
+    ("convention", "per_param", "parts"),
+    [
+        ("mixed-adam-16", 16, (2, 2, 4, 4, 4)),  # ZeRO Sec. 3.1
+        ("mixed-adam-18", 18, (2, 4, 4, 4, 4)),  # Megatron: fp32 main grads
+        ("mixed-adam-20", 20, (2, 6, 4, 4, 4)),  # DeepSpeed ZeRO-2 estimator at one GPU
+        ("fp32-adam-16", 16, (4, 4, 0, 4, 4)),
+    ],
+)
+def test_conventions(convention: str, per_param: int, parts: tuple[int, ...]) -> None:
+    state = model_state_bytes(1, convention=convention)
+    assert state.total == per_param == CONVENTIONS[convention].bytes_per_param
+    assert (state.weights, state.gradients, state.master, state.momentum, state.variance) == parts
+
+
+def test_headline_numbers() -> None:
+    assert model_state_bytes("7B").total == 112 * GB
+    assert model_state_bytes("70B").total == 1120 * GB
+    assert model_state_bytes("7B").total // model_state_bytes("7B").weights == 8
+
+
+def test_deepspeed_zero2_estimator_at_one_gpu() -> None:
+    # DeepSpeed estimate_zero2_model_states_mem_needs, no offload, 1 GPU: 2Ψ + 18Ψ = 20Ψ.
+    assert model_state_bytes(2851e6, convention="mixed-adam-20").total == 20 * 2_851_000_000
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"params": "abc"}, "params"),
+        ({"params": 0}, "params"),
+        ({"params": "1.5"}, "params"),  # not a whole number of parameters
+        ({"params": float("nan")}, "params"),
+        ({"params": "7B", "zero_stage": 4}, "zero_stage"),
+        ({"params": "7B", "zero_stage": -1}, "zero_stage"),
+        ({"params": "7B", "dp": 0}, "dp"),
+        ({"params": "7B", "dp": "two"}, "dp"),
+        ({"params": "7B", "convention": "adam-17"}, "convention"),
+    ],
+)
+def test_bad_input_names_the_field(kwargs: dict, field: str) -> None:
+    params = kwargs.pop("params")
+    with pytest.raises(CalcError) as info:
+        model_state_bytes(params, **kwargs)
+    assert info.value.field == field
+    assert field in str(info.value)
+
+
+def test_smallest_fitting_layout() -> None:
+    assert smallest_fitting_layout("1B", 80 * GB) == (0, 1)
+    assert smallest_fitting_layout("7B", 80 * GB) == (1, 2)
+    assert smallest_fitting_layout("70B", 80 * GB) == (3, 14)
+    assert smallest_fitting_layout("100T", 1 * GB, max_dp=1024) is None
+
+
+params_st = st.integers(min_value=1, max_value=10**13)
+dp_st = st.integers(min_value=1, max_value=1 << 16)
+conv_st = st.sampled_from(sorted(CONVENTIONS))
+
+
+@given(params_st, dp_st, conv_st)
+def test_more_zero_never_raises_memory(params: int, dp: int, conv: str) -> None:
+    totals = [model_state_bytes(params, zero_stage=s, dp=dp, convention=conv).total for s in range(4)]
+    assert totals == sorted(totals, reverse=True)
+
+
+@given(params_st, dp_st, st.integers(0, 3), conv_st)
+def test_more_gpus_never_raise_memory(params: int, dp: int, stage: int, conv: str) -> None:
+    assert (
+        model_state_bytes(params, zero_stage=stage, dp=2 * dp, convention=conv).total
+        <= model_state_bytes(params, zero_stage=stage, dp=dp, convention=conv).total
+    )
+
+
+@given(params_st, dp_st, st.integers(0, 3), conv_st)
+def test_shards_cover_the_whole_state(params: int, dp: int, stage: int, conv: str) -> None:
+    per_gpu = model_state_bytes(params, zero_stage=stage, dp=dp, convention=conv).total
+    assert per_gpu * dp >= params * CONVENTIONS[conv].bytes_per_param
+    assert per_gpu <= params * CONVENTIONS[conv].bytes_per_param
+
+
+@given(params_st, st.integers(1, 4096))
+def test_stage_3_is_16_psi_over_nd(params: int, dp: int) -> None:
+    # ZeRO Sec. 5.3: (4 + K)Ψ/N_d with K = 12, exactly when dp divides Ψ.
+    state = model_state_bytes(params * dp, zero_stage=3, dp=dp)
+    assert state.total == 16 * params

@@ -1,0 +1,79 @@
+"""Parsing and formatting: the one place units are decided."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from calc import CalcError, format_bytes, format_count, parse_count, to_bytes
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("7e9", 7_000_000_000),
+        ("7B", 7_000_000_000),
+        ("70b", 70_000_000_000),
+        ("405B", 405_000_000_000),
+        ("1.5T", 1_500_000_000_000),  # exact: no float rounding
+        ("125M", 125_000_000),
+        ("124439808", 124_439_808),
+        ("124,439,808", 124_439_808),
+        ("6_738_415_616", 6_738_415_616),
+        (" 7B ", 7_000_000_000),
+        ("0.5B", 500_000_000),
+        ("7.5e9", 7_500_000_000),
+        ("1e3k", 1_000_000),
+        (7.5e9, 7_500_000_000),
+        (42, 42),
+    ],
+)
+def test_parse_count(text: object, expected: int) -> None:
+    assert parse_count(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "seven", "7 GB", "-7B", "7BB", "1e-3", "0", "0.5", "nan", "inf", True, None, [7]])
+def test_parse_count_rejects(text: object) -> None:
+    with pytest.raises(CalcError) as info:
+        parse_count(text)
+    assert info.value.field == "params"
+
+
+@pytest.mark.parametrize(
+    ("n", "kwargs", "expected"),
+    [
+        (0, {}, "0 B"),
+        (999, {}, "999 B"),
+        (1000, {}, "1.00 kB"),
+        (31_406_250_000, {}, "31.4 GB"),
+        (1_875_000_000, {}, "1.88 GB"),  # half up, like ZeRO Table 1
+        (117_187_500, {"unit": "GB"}, "0.117 GB"),
+        (120 * 10**9, {}, "120 GB"),
+        (2**30, {"binary": True}, "1.00 GiB"),
+        (112 * 10**9, {"binary": True}, "104 GiB"),
+        (1_120 * 10**9, {"digits": 2}, "1.1 TB"),
+        (16_000 * 10**9, {"unit": "GB"}, "16,000 GB"),
+    ],
+)
+def test_format_bytes(n: int, kwargs: dict, expected: str) -> None:
+    assert format_bytes(n, **kwargs) == expected
+
+
+@pytest.mark.parametrize(("n", "expected"), [(7 * 10**9, "7B"), (124_439_808, "124M"), (1_500_000_000_000, "1.5T")])
+def test_format_count(n: int, expected: str) -> None:
+    assert format_count(n) == expected
+
+
+def test_to_bytes() -> None:
+    assert to_bytes("141", "GB", "gpu_memory") == 141 * 10**9
+    with pytest.raises(CalcError, match="gpu_memory must be a positive number"):
+        to_bytes("-3", "GB", "gpu_memory")
+    with pytest.raises(CalcError):
+        to_bytes("x", "GB", "gpu_memory")
+
+
+@given(st.integers(min_value=1, max_value=10**15))
+def test_parse_count_round_trips_integers(n: int) -> None:
+    assert parse_count(str(n)) == n
+    assert parse_count(f"{n:,}") == n
