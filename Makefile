@@ -13,6 +13,8 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 setup: $(STAMPS)/venv $(STAMPS)/npm
 
+pyodide-site := $(STAMPS)/pyodide-site/.done
+
 $(STAMPS)/venv: requirements.txt pyproject.toml
 	@mkdir -p $(STAMPS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +24,13 @@ $(STAMPS)/venv: requirements.txt pyproject.toml
 $(STAMPS)/npm: package.json package-lock.json
 	@mkdir -p $(STAMPS)
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Pure-Python test dependencies for running the engine suite inside Pyodide.
+$(pyodide-site): requirements-pyodide.txt $(STAMPS)/venv
+	rm -rf $(STAMPS)/pyodide-site
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+	  --target $(STAMPS)/pyodide-site -r requirements-pyodide.txt
 	touch $@
 
 # Debian's chromium for the browser tests (Playwright cannot download its own browser here).
@@ -40,13 +49,13 @@ serve: setup
 build: setup
 	$(BIN)/mkdocs build --strict
 
-test: setup $(STAMPS)/chromium
+test: setup $(pyodide-site) $(STAMPS)/chromium
 	$(BIN)/python -m pytest
 
 test-engine: setup
 	$(BIN)/python -m pytest calc tests -m "not browser and not pyodide"
 
-test-pyodide: setup
+test-pyodide: setup $(pyodide-site)
 	$(BIN)/python -m pytest tests -m pyodide
 
 test-browser: setup $(STAMPS)/chromium

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -15,11 +16,24 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def site_port() -> int:
+    """The port the test server will use; the site is built for it, since Material's instant
+    navigation only intercepts links under ``site_url``."""
+    return _free_port()
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory, site_port: int) -> Path:
     """Build the site once with ``mkdocs build --strict`` (the same command as ``make build``)."""
     out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": f"http://127.0.0.1:{site_port}/"}
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT, capture_output=True, text=True, env=env, timeout=900,
@@ -34,12 +48,19 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="session")
-def site_url(built_site: Path):
+def site_url(built_site: Path, site_port: int):
     """Serve the built site on 127.0.0.1 (an ephemeral port) for the browser tests."""
     handler = functools.partial(_QuietHandler, directory=str(built_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", site_port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+if sys.platform == "emscripten":  # the engine suite under Pyodide: no example database on the mounted tree
+    from hypothesis import settings
+
+    settings.register_profile("pyodide", database=None, deadline=None)
+    settings.load_profile("pyodide")

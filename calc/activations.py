@@ -1,0 +1,744 @@
+"""Activation memory: the tensors a training step keeps from the forward pass for the backward pass.
+
+The accounting follows Korthikanti et al. 2022, "Reducing Activation Recomputation
+in Large Transformer Models" (arXiv:2205.05198): Sec. 4.1 lists, tensor by tensor,
+what one GPT layer stores; Table 2 sums it per layer for each kind of
+parallelism and recomputation; Sec. 4.2.3 and 4.3 add the pipeline's in-flight
+micro-batches and the embedding and output layers. Its assumptions are kept:
+activations are 16-bit (2 bytes an element), dropout masks 1 byte an element,
+and normalization statistics are ignored unless asked for.
+
+Notation (the paper's): ``s`` sequence length, ``b`` micro-batch size, ``h``
+hidden size, ``a`` attention heads, ``t`` tensor-parallel degree, ``p``
+pipeline-parallel degree, ``L`` layers, ``v`` vocabulary size.
+
+Three levels:
+
+* [`activation_bytes_per_layer`][calc.activations.activation_bytes_per_layer]: Table 2 itself,
+  for the GPT layer (``ffn = 4h``, GeLU, multi-head attention, dropout).
+* [`layer_activations`][calc.activations.layer_activations]: the Sec. 4.1 breakdown with
+  explicit dimensions (grouped-query attention, SwiGLU, MoE, dropout off,
+  context parallelism, FlashAttention), returned tensor by tensor. With GPT
+  dimensions it equals Table 2 exactly.
+* [`stage_activations`][calc.activations.stage_activations]: the most loaded pipeline stage
+  (stage 0) under 1F1B, plain or interleaved, plus the embedding and output-layer terms.
+
+[`megatron_activation_bytes`][calc.activations.megatron_activation_bytes] reproduces the
+estimate Megatron-LM prints (``theoretical_memory_usage.py``), for comparison.
+
+Exact integers: every term is computed as an exact fraction of bytes and rounded
+**up** to a whole byte (a GPU cannot hold part of a byte, and rounding up never
+undercounts). For any layout [`calc.layout`][calc.layout] accepts (``t`` divides
+the heads, the KV heads and the MLP width; with sequence parallelism ``t``
+divides the sequence; ``cp`` divides the sequence) every term is already a whole
+number and nothing is rounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from fractions import Fraction
+
+from calc.compute import RECOMPUTE_MODES
+from calc.errors import CalcError
+from calc.units import parse_positive_int
+
+__all__ = [
+    "ACTIVATION_BYTES",
+    "FP32_BYTES",
+    "LayerActivations",
+    "MASK_BYTES",
+    "MLP_KINDS",
+    "NORM_KINDS",
+    "StageActivations",
+    "activation_bytes_per_layer",
+    "in_flight_chunks",
+    "layer_activations",
+    "megatron_activation_bytes",
+    "stage_activations",
+]
+
+ACTIVATION_BYTES: int = 2
+"""Bytes per stored activation element: 16-bit (fp16/bf16), as Korthikanti et al. 2022 Sec. 4.1 assume."""
+
+MASK_BYTES: int = 1
+"""Bytes per dropout-mask element (Korthikanti et al. 2022, Sec. 4.1: "a mask ... of size sbh" bytes)."""
+
+FP32_BYTES: int = 4
+"""Bytes per fp32 element: logits for the loss (Korthikanti Sec. 4.3), FlashAttention's log-sum-exp,
+normalization statistics."""
+
+MLP_KINDS: tuple[str, ...] = ("gelu", "swiglu")
+"""MLP kinds: ``gelu`` (GPT: one up-projection and GeLU) or ``swiglu`` (Llama: gate and up projections)."""
+
+NORM_KINDS: tuple[str, ...] = ("layernorm", "rmsnorm")
+"""Normalization kinds. Both store their input; LayerNorm also keeps a mean and a reciprocal
+standard deviation per token, RMSNorm only the reciprocal RMS."""
+
+_NORM_STATS = {"layernorm": 2, "rmsnorm": 1}
+"""fp32 statistics per token per norm."""
+
+
+def _ceil(x: Fraction | int) -> int:
+    """The smallest whole number of bytes that holds ``x`` bytes."""
+    x = Fraction(x)
+    return -(-x.numerator // x.denominator)
+
+
+def _recompute(value: object) -> str:
+    if value not in RECOMPUTE_MODES:
+        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", value, code="unknown-name")
+    return str(value)
+
+
+def _choice(value: object, field: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise CalcError(field, f"must be one of {', '.join(options)}", value, code="unknown-name")
+    return str(value)
+
+
+def _flag(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise CalcError(field, "must be true or false", value)
+    return value
+
+
+def _count(value: object, field: str, minimum: int = 1) -> int:
+    return parse_positive_int(value, field, minimum=minimum)
+
+
+def activation_bytes_per_layer(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+    flash_attention: bool = False,
+) -> int:
+    """Activation bytes one GPT transformer layer stores on one GPU: Table 2 of Korthikanti et al.
+
+    Korthikanti et al. 2022 (arXiv:2205.05198), Table 2, 16-bit activations:
+
+    ============================================  ==========================
+    configuration                                  bytes per layer
+    ============================================  ==========================
+    no parallelism                                 ``sbh(34 + 5as/h)``
+    tensor parallel                                ``sbh(10 + 24/t + 5as/(ht))``
+    tensor + sequence parallel                     ``sbh(34/t + 5as/(ht))``
+    tensor parallel + selective recompute          ``sbh(10 + 24/t)``
+    tensor + sequence parallel + selective         ``sbh(34/t)``
+    full recompute                                 ``2sbh``
+    ============================================  ==========================
+
+    ``tp=1`` is the no-parallelism row (all rows agree there). *Selective*
+    recomputation drops the ``5as/h`` term: the attention core (softmax, its
+    dropout mask and output, ``5as²b`` bytes) is recomputed in the backward pass.
+    *Full* recomputation keeps only the layer's input, ``2sbh``, whatever ``t``;
+    the paper notes that with sequence parallelism one could keep ``2sbh/t``
+    at the cost of an extra all-gather, and does not use it; neither does this function.
+
+    With ``flash_attention`` the ``5as²b`` term is gone: FlashAttention (Dao et
+    al. 2022, arXiv:2205.14135, Sec. 3.1) never materializes the ``s × s``
+    scores; its backward pass recomputes them from Q, K, V and the output (all
+    already counted) and the softmax statistics it saved, one fp32 log-sum-exp
+    per head per query: ``4asb/t`` bytes, which is what is kept instead.
+    (Its dropout is regenerated from a saved random seed: no mask is stored.)
+
+    Rounding: the formula is evaluated exactly and rounded up to a whole byte;
+    whenever ``t`` divides ``a`` and ``h`` the result is exact.
+
+    Args:
+        seq_len: Sequence length ``s``.
+        micro_batch: Micro-batch size ``b``.
+        hidden: Hidden size ``h``.
+        heads: Attention heads ``a``.
+        tp: Tensor-parallel degree ``t``.
+        sequence_parallel: Shard the layer norms' and dropouts' activations over the
+            tensor-parallel ranks along the sequence (Korthikanti Sec. 4.2.2).
+        recompute: ``"none"``, ``"selective"`` or ``"full"``.
+        flash_attention: The attention core is a fused FlashAttention kernel.
+
+    Returns:
+        Bytes of activations one layer holds on one GPU for one micro-batch.
+
+    Raises:
+        CalcError: For a non-positive size or an unknown recompute mode.
+
+    Examples:
+        >>> mib = 2**20
+        >>> # 175B (GPT-3): s=2048, b=1, h=12288, a=96, t=8; Korthikanti Table 3 config
+        >>> activation_bytes_per_layer(2048, 1, 12288, 96, tp=8) / mib
+        552.0
+        >>> activation_bytes_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True,
+        ...                            recompute="selective") / mib
+        102.0
+        >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="full") / mib
+        48.0
+        >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="some")
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: recompute must be one of none, selective, full (got 'some')
+    """
+    s = _count(seq_len, "seq_len")
+    b = _count(micro_batch, "micro_batch")
+    h = _count(hidden, "hidden")
+    a = _count(heads, "heads")
+    t = _count(tp, "tp")
+    sp = _flag(sequence_parallel, "sequence_parallel")
+    mode = _recompute(recompute)
+    flash = _flag(flash_attention, "flash_attention")
+    sbh = s * b * h
+    if mode == "full":
+        return 2 * sbh
+    linear = Fraction(34 * sbh, t) if sp else 10 * sbh + Fraction(24 * sbh, t)
+    if mode == "selective":
+        core = Fraction(0)
+    elif flash:
+        core = Fraction(FP32_BYTES * a * s * b, t)
+    else:
+        core = Fraction(5 * a * s * s * b, t)
+    return _ceil(linear + core)
+
+
+@dataclass(frozen=True)
+class LayerActivations:
+    """Bytes one transformer layer stores on one GPU for one micro-batch, tensor by tensor.
+
+    The names follow Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.1. With
+    ``a`` query heads, ``g`` KV heads, ``d`` the query/key head size, ``d_v`` the
+    value head size and ``f`` the MLP width, before any division by the
+    tensor-parallel degree:
+
+    Attributes:
+        norm_inputs: Inputs of the two norms, ``2 × 2sbh`` (the paper's "4sbh").
+        norm_stats: fp32 statistics of the two norms (0 unless asked for; the paper ignores them).
+        qkv_input: Input of the QKV projection, ``2sbh``.
+        query_key: Q and K, the inputs of ``QKᵀ``: ``2sbad + 2sbgd`` (the paper's ``4sbh``).
+        value: V, an input of the attention over values: ``2sbgd_v`` (the paper's ``2sbh``).
+        softmax_output: The softmax output, ``2as²b``.
+        softmax_dropout_mask: Dropout mask on the attention probabilities, ``as²b``.
+        softmax_dropout_output: The dropped-out probabilities, input of the attention over V, ``2as²b``.
+        flash_stats: FlashAttention's fp32 log-sum-exp, ``4asb``, in place of the three terms above.
+        out_proj_input: Input of the attention output projection, ``2sbad_v``.
+        attention_dropout_mask: Dropout mask after the attention block, ``sbh``.
+        mlp_input: Input of the first MLP projection, ``2sbh`` (an MoE layer also keeps the
+            copies dispatched to its experts and the experts' outputs for the weighted combine).
+        mlp_hidden: The first projection's output(s), inputs of the activation function:
+            ``2sbf`` for GeLU, ``4sbf`` for SwiGLU (gate and up).
+        mlp_activation_output: The activation function's output, input of the second projection, ``2sbf``.
+        mlp_dropout_mask: Dropout mask after the MLP, ``sbh``.
+        layer_input: The layer's input, ``2sbh``: the only tensor kept under full recomputation.
+    """
+
+    norm_inputs: int
+    norm_stats: int
+    qkv_input: int
+    query_key: int
+    value: int
+    softmax_output: int
+    softmax_dropout_mask: int
+    softmax_dropout_output: int
+    flash_stats: int
+    out_proj_input: int
+    attention_dropout_mask: int
+    mlp_input: int
+    mlp_hidden: int
+    mlp_activation_output: int
+    mlp_dropout_mask: int
+    layer_input: int
+
+    @property
+    def total(self) -> int:
+        """All stored bytes of the layer.
+
+        Examples:
+            >>> layer_activations(2048, 1, 12288, 96, tp=8).total / 2**20
+            552.0
+        """
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    @property
+    def attention_core(self) -> int:
+        """The bytes selective recomputation drops (Korthikanti Sec. 5): softmax, its dropout, and the
+        FlashAttention statistics.
+
+        Examples:
+            >>> layer_activations(2048, 1, 12288, 96).attention_core / 2**20
+            1920.0
+        """
+        return self.softmax_output + self.softmax_dropout_mask + self.softmax_dropout_output + self.flash_stats
+
+    def as_dict(self) -> dict[str, int]:
+        """The terms and the total as a plain ``dict``.
+
+        Examples:
+            >>> layer_activations(1, 1, 8, 1, recompute="full").as_dict()["layer_input"]
+            16
+        """
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["total"] = self.total
+        return out
+
+
+def layer_activations(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    *,
+    kv_heads: int | None = None,
+    head_dim: int | None = None,
+    v_head_dim: int | None = None,
+    ffn_hidden: int | None = None,
+    mlp: str = "gelu",
+    dropout: bool = True,
+    norm: str = "layernorm",
+    norm_stats: bool = False,
+    experts_per_token: int = 0,
+    shared_experts: int = 0,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    cp: int = 1,
+    recompute: str = "none",
+    flash_attention: bool = False,
+) -> LayerActivations:
+    """Activation bytes of one transformer layer with explicit dimensions, tensor by tensor.
+
+    Generalizes Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.1 and Table 2
+    term by term (``s`` sequence, ``b`` micro-batch, ``h`` hidden, ``a`` query heads,
+    ``g`` KV heads, ``d`` query/key head size, ``d_v`` value head size, ``f`` MLP width):
+
+    * **Attention**: QKV input ``2sbh``; Q and K ``2sbad + 2sbgd`` (grouped-query
+      attention stores K for ``g`` heads, Ainslie et al. 2023, arXiv:2305.13245);
+      softmax ``2as²b``, its dropout mask ``as²b`` and dropout output ``2as²b``;
+      V ``2sbgd_v``; output-projection input ``2sbad_v``; dropout mask ``sbh``.
+      Without dropout neither mask nor dropout output exists and the attention over V
+      reads the softmax output itself: the ``s²`` terms are ``2as²b``.
+    * **MLP**: input ``2sbh``; GeLU keeps its input (the first projection's output)
+      ``2sbf`` and output ``2sbf``; SwiGLU keeps the gate and up projections' outputs
+      ``2 × 2sbf`` and their product ``2sbf``, which is what a fused SwiGLU
+      (Megatron-LM's ``bias_swiglu``) saves; an unfused one also keeps ``SiLU(gate)``,
+      another ``2sbf``, not counted here. Dropout mask ``sbh``.
+    * **Norms**: each of the two stores its input, ``4sbh`` in all; with
+      ``norm_stats`` also their fp32 statistics (LayerNorm mean and reciprocal
+      standard deviation, ``8sb`` per norm; RMSNorm one value, ``4sb``).
+
+    With ``a = g``, ``d = d_v = h/a``, ``f = 4h``, GeLU and dropout this is ``34sbh + 5as²b``,
+    the paper's total, and every parallel row of Table 2 follows.
+
+    Parallelism and recomputation:
+
+    * Tensor parallelism ``t`` divides the head- and ``f``-sized terms (the paper's
+      ``24sbh/t``); the ``h``-sized ones (norm inputs, QKV and MLP inputs, the two
+      dropout masks: the paper's ``10sbh``) are replicated unless ``sequence_parallel``
+      also divides them by ``t``.
+    * Context parallelism ``cp`` (ring attention: Liu et al. 2023, arXiv:2310.01889)
+      gives each rank ``s/cp`` tokens; its queries still attend to all ``s`` keys, so
+      the ``s²`` terms become ``a(s/cp)s b``.
+    * ``flash_attention`` replaces the ``s²`` terms by FlashAttention's fp32 log-sum-exp,
+      ``4asb/t`` (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1); its dropout keeps a seed, not a mask.
+    * ``recompute="selective"`` drops the attention core (Korthikanti Sec. 5);
+      ``"full"`` keeps only the layer input ``2sbh`` (not divided by ``t``: Korthikanti
+      Table 2; divided by ``cp``, which shards the sequence).
+    * An MoE layer (``experts_per_token = k > 0``, ``ffn_hidden`` = one expert's width)
+      is counted as ``k`` routed experts plus ``shared_experts`` shared ones, each an MLP
+      of width ``f``, with balanced routing; it also keeps the ``k`` dispatched copies of
+      its input and the ``k`` expert outputs for the weighted combine (``4sbhk``). Router
+      probabilities, permutation indices and all-to-all buffers are not counted.
+
+    Each term is rounded up to a whole byte (see the module docstring).
+
+    Args:
+        seq_len: Sequence length ``s`` (the whole sequence, before context parallelism).
+        micro_batch: Micro-batch size ``b``.
+        hidden: Hidden size ``h``.
+        heads: Query heads ``a``.
+        kv_heads: KV heads ``g`` (default: ``heads``, multi-head attention).
+        head_dim: Query/key head size ``d`` (default: ``hidden // heads``).
+        v_head_dim: Value head size ``d_v`` (default: ``head_dim``; differs under MLA).
+        ffn_hidden: MLP width ``f`` (default ``4 × hidden``); for MoE, one expert's width.
+        mlp: ``"gelu"`` or ``"swiglu"``.
+        dropout: Dropout on (attention probabilities and both residual branches).
+        norm: ``"layernorm"`` or ``"rmsnorm"`` (matters only with ``norm_stats``).
+        norm_stats: Count the norms' fp32 statistics.
+        experts_per_token: Routed experts per token ``k`` (0 for a dense MLP).
+        shared_experts: Shared experts of an MoE layer (each of width ``ffn_hidden``).
+        tp: Tensor-parallel degree ``t``.
+        sequence_parallel: Sequence parallelism over the tensor-parallel ranks.
+        cp: Context-parallel degree.
+        recompute: ``"none"``, ``"selective"`` or ``"full"``.
+        flash_attention: Fused FlashAttention kernel.
+
+    Returns:
+        The per-GPU [`LayerActivations`][calc.activations.LayerActivations] for one micro-batch.
+
+    Raises:
+        CalcError: For a non-positive size, an unknown ``mlp``, ``norm`` or ``recompute``,
+            or a ``head_dim`` that cannot default because ``heads`` does not divide ``hidden``.
+
+    Examples:
+        >>> gpt = layer_activations(2048, 1, 12288, 96, tp=8, sequence_parallel=True)
+        >>> gpt.total == activation_bytes_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True)
+        True
+        >>> # Llama-3-8B layer: GQA 32/8, SwiGLU 14336, RMSNorm, no dropout, FlashAttention, bf16
+        >>> llama = layer_activations(8192, 1, 4096, 32, kv_heads=8, ffn_hidden=14336, mlp="swiglu",
+        ...                           dropout=False, norm="rmsnorm", flash_attention=True)
+        >>> llama.total / 2**20
+        1089.0
+    """
+    s = _count(seq_len, "seq_len")
+    b = _count(micro_batch, "micro_batch")
+    h = _count(hidden, "hidden")
+    a = _count(heads, "heads")
+    g = a if kv_heads is None else _count(kv_heads, "kv_heads")
+    if head_dim is None:
+        if h % a:
+            raise CalcError("head_dim", f"must be given when heads do not divide hidden (hidden={h}, heads={a})",
+                            code="missing-field")
+        d = h // a
+    else:
+        d = _count(head_dim, "head_dim")
+    dv = d if v_head_dim is None else _count(v_head_dim, "v_head_dim")
+    f = 4 * h if ffn_hidden is None else _count(ffn_hidden, "ffn_hidden")
+    kind = _choice(mlp, "mlp", MLP_KINDS)
+    drop = _flag(dropout, "dropout")
+    norm_kind = _choice(norm, "norm", NORM_KINDS)
+    stats = _flag(norm_stats, "norm_stats")
+    k = _count(experts_per_token, "experts_per_token", minimum=0)
+    shared = _count(shared_experts, "shared_experts", minimum=0)
+    t = _count(tp, "tp")
+    sp = _flag(sequence_parallel, "sequence_parallel")
+    c = _count(cp, "cp")
+    mode = _recompute(recompute)
+    flash = _flag(flash_attention, "flash_attention")
+
+    tokens = Fraction(s * b, c)  # tokens of the micro-batch on this context-parallel rank
+    zero = dict.fromkeys((fl.name for fl in fields(LayerActivations)), 0)
+    if mode == "full":
+        return LayerActivations(**{**zero, "layer_input": _ceil(ACTIVATION_BYTES * tokens * h)})
+
+    rep = t if sp else 1  # what divides the h-sized terms: nothing under plain TP, t with SP
+    act = ACTIVATION_BYTES
+    mask = MASK_BYTES if drop else 0
+    scores = tokens * s * a / t  # attention-score elements per GPU: a (s/cp) s b / t
+    mlps = (k + shared) if k else 1
+    up = 2 if kind == "swiglu" else 1  # projections feeding the activation function
+    core = mode == "none"
+    terms = {
+        "norm_inputs": 2 * act * tokens * h / rep,
+        "norm_stats": 2 * FP32_BYTES * _NORM_STATS[norm_kind] * tokens / rep if stats else 0,
+        "qkv_input": act * tokens * h / rep,
+        "query_key": act * tokens * (a + g) * d / t,
+        "value": act * tokens * g * dv / t,
+        "softmax_output": act * scores if core and not flash else 0,
+        "softmax_dropout_mask": mask * scores if core and not flash else 0,
+        "softmax_dropout_output": act * scores if core and not flash and drop else 0,
+        "flash_stats": FP32_BYTES * tokens * a / t if core and flash else 0,
+        "out_proj_input": act * tokens * a * dv / t,
+        "attention_dropout_mask": mask * tokens * h / rep,
+        "mlp_input": act * tokens * h * (1 + 2 * k) / rep,
+        "mlp_hidden": up * act * tokens * f * mlps / t,
+        "mlp_activation_output": act * tokens * f * mlps / t,
+        "mlp_dropout_mask": mask * tokens * h / rep,
+        "layer_input": 0,
+    }
+    return LayerActivations(**{name: _ceil(value) for name, value in terms.items()})
+
+
+def _check_pipeline(num_layers: int, pp: int, interleave: int) -> None:
+    """Raise unless the layers split evenly into ``pp × interleave`` chunks."""
+    if interleave > 1 and pp < 2:
+        raise CalcError("interleave", "needs pp of at least 2 (it splits each pipeline stage into chunks)",
+                        interleave, code="unsupported")
+    if interleave > 1 and num_layers % (pp * interleave):
+        raise CalcError("pp", f"× interleave must divide the layers (layers={num_layers}, interleave={interleave})",
+                        pp, code="not-divisible")
+    if num_layers % pp:
+        raise CalcError("pp", f"must divide the layers (layers={num_layers})", pp, code="not-divisible")
+
+
+def in_flight_chunks(pp: int, *, interleave: int = 1, num_microbatches: int | None = None) -> int:
+    """Micro-batch chunks whose activations pipeline stage 0 holds at its peak under 1F1B.
+
+    A *chunk* is one micro-batch through one of the stage's ``interleave`` model
+    chunks (``L/(p·v)`` layers each). Under the 1F1B schedule (Narayanan et al.
+    2021, arXiv:2104.04473, Sec. 2.2.1) stage 0 runs ``p - 1`` warm-up forwards
+    and one more before its first backward: ``min(p, m)`` micro-batches in flight,
+    ``L/p`` layers each, i.e. ``L`` layers' worth once ``m ≥ p`` (Korthikanti et al.
+    2022, Sec. 4.2.3). Interleaved (Narayanan Sec. 2.2.2, as Megatron-LM schedules it),
+    stage 0 runs ``2(p-1) + (v-1)p`` warm-up chunk-forwards plus one: ``vp + p - 1``
+    chunks, at most the ``mv`` there are. Times ``L/(pv)`` layers that is
+    Korthikanti's factor: ``L(1 + (p-1)/(pv))``.
+
+    Args:
+        pp: Pipeline-parallel degree ``p``.
+        interleave: Model chunks per stage ``v`` (1 = plain 1F1B).
+        num_microbatches: Micro-batches per step per pipeline ``m``; ``None`` means
+            "at least ``p``" (the steady state the paper assumes).
+
+    Returns:
+        The number of chunk activations stage 0 holds at once.
+
+    Raises:
+        CalcError: For a non-positive degree or micro-batch count.
+
+    Examples:
+        >>> in_flight_chunks(8), in_flight_chunks(8, num_microbatches=3)
+        (8, 3)
+        >>> in_flight_chunks(8, interleave=3)  # 24 + 7: factor 31/24 = 1 + 7/24
+        31
+    """
+    p = _count(pp, "pp")
+    v = _count(interleave, "interleave")
+    chunks = v * p + p - 1 if v > 1 else p
+    if num_microbatches is not None:
+        chunks = min(chunks, _count(num_microbatches, "num_microbatches") * v)
+    return chunks
+
+
+@dataclass(frozen=True)
+class StageActivations:
+    """Activation bytes on one GPU of pipeline stage 0 at its peak, by source.
+
+    Attributes:
+        layers: The stage's transformer layers times the in-flight micro-batches.
+        embedding_dropout: Dropout mask on the embedding output, ``sbh`` per in-flight micro-batch.
+        final_norm_input: Input of the final norm, ``2sbh`` (only when ``p = 1``: otherwise on the last stage).
+        output_input: Input of the output projection, ``2sbh`` (only when ``p = 1``).
+        logits: fp32 logits kept for the cross-entropy loss, ``4sbv/t`` (only when ``p = 1``).
+        in_flight: Chunk activations held, from [`in_flight_chunks`][calc.activations.in_flight_chunks]
+            (a count, not bytes; excluded from ``total``).
+    """
+
+    layers: int
+    embedding_dropout: int
+    final_norm_input: int
+    output_input: int
+    logits: int
+    in_flight: int
+
+    @property
+    def extras(self) -> int:
+        """Bytes outside the transformer layers (embedding and output layer).
+
+        Examples:
+            >>> stage_activations(100, num_layers=2, seq_len=1, micro_batch=1, hidden=8,
+            ...                   vocab_size=16).extras
+            104
+        """
+        return self.embedding_dropout + self.final_norm_input + self.output_input + self.logits
+
+    @property
+    def total(self) -> int:
+        """All activation bytes on the GPU."""
+        return self.layers + self.extras
+
+    def as_dict(self) -> dict[str, int]:
+        """The terms, ``extras`` and ``total`` as a plain ``dict``.
+
+        Examples:
+            >>> sorted(stage_activations(100, num_layers=2, seq_len=1, micro_batch=1, hidden=8,
+            ...                          vocab_size=16).as_dict())[:3]
+            ['embedding_dropout', 'extras', 'final_norm_input']
+        """
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["extras"] = self.extras
+        out["total"] = self.total
+        return out
+
+
+def stage_activations(
+    layer_bytes: int | Sequence[int],
+    *,
+    num_layers: int,
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    vocab_size: int,
+    pp: int = 1,
+    interleave: int = 1,
+    num_microbatches: int | None = None,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    cp: int = 1,
+    dropout: bool = True,
+) -> StageActivations:
+    """Activation bytes on a GPU of pipeline stage 0, the most loaded stage, at its peak.
+
+    Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.2.3 and 4.3:
+
+    * **Layers**: stage 0 holds ``L/p`` layers for each of the micro-batches in flight
+      ([`in_flight_chunks`][calc.activations.in_flight_chunks]): ``L`` layers' worth under
+      1F1B once ``m ≥ p`` (Eq. 5, 6), ``L(1 + (p-1)/(pv))`` interleaved.
+    * **Embedding**: the dropout mask on the embedding output, ``sbh`` bytes per in-flight
+      micro-batch (``sbhp/t`` in the paper, which assumes sequence parallelism; without it
+      the mask is not divided by ``t``). Interleaved, it is scaled like the layers
+      (``p + (p-1)/v`` micro-batches), as Megatron-LM's estimate does.
+    * **Output layer** (on stage 0 only when ``p = 1``): final-norm input ``2sbh``,
+      output-projection input ``2sbh`` (both ``/t`` with sequence parallelism) and the
+      fp32 logits the cross-entropy loss keeps, ``4sbv/t`` (vocabulary-parallel).
+      Extra = ``(sbhL/t)(p/L + δ_{p=1}(4/L)(1 + v/h))``.
+
+    Everything is divided by ``cp`` (each context-parallel rank holds ``s/cp`` tokens).
+    The paper says these extras are under 0.01% of the total for the 22B model; with its
+    own configuration they come to about 0.57% (see the reference numbers, Sec. 2).
+
+    Args:
+        layer_bytes: Bytes one layer holds for one micro-batch (e.g. from
+            [`activation_bytes_per_layer`][calc.activations.activation_bytes_per_layer]), or a list
+            with one entry per layer of stage 0 (``num_layers / pp`` entries) when layers differ.
+        num_layers: Transformer layers of the whole model ``L``.
+        seq_len: Sequence length ``s``.
+        micro_batch: Micro-batch size ``b``.
+        hidden: Hidden size ``h``.
+        vocab_size: Vocabulary size ``v`` (as padded by the framework, if it pads).
+        pp: Pipeline-parallel degree ``p``.
+        interleave: Model chunks per stage (1 = plain 1F1B).
+        num_microbatches: Micro-batches per step per pipeline (``None``: at least ``p``).
+        tp: Tensor-parallel degree ``t``.
+        sequence_parallel: Sequence parallelism (divides the ``h``-sized extras by ``t``).
+        cp: Context-parallel degree.
+        dropout: Dropout on (the embedding dropout mask exists).
+
+    Returns:
+        The [`StageActivations`][calc.activations.StageActivations].
+
+    Raises:
+        CalcError: When ``pp`` (or ``pp × interleave``) does not divide the layers, or a list of
+            layer bytes has the wrong length.
+
+    Examples:
+        >>> # 22B, Korthikanti Table 3: TP+SP+selective (34sbh/t) on 48 layers: Eq. 6 = 9.5625 GiB
+        >>> per_layer = activation_bytes_per_layer(2048, 4, 6144, 64, tp=8, sequence_parallel=True,
+        ...                                        recompute="selective")
+        >>> st = stage_activations(per_layer, num_layers=48, seq_len=2048, micro_batch=4, hidden=6144,
+        ...                        vocab_size=51200, tp=8, sequence_parallel=True)
+        >>> st.layers / 2**30, round(st.extras / st.layers, 4)
+        (9.5625, 0.0235)
+    """
+    n_layers = _count(num_layers, "num_layers")
+    s = _count(seq_len, "seq_len")
+    b = _count(micro_batch, "micro_batch")
+    h = _count(hidden, "hidden")
+    vocab = _count(vocab_size, "vocab_size")
+    p = _count(pp, "pp")
+    v = _count(interleave, "interleave")
+    t = _count(tp, "tp")
+    sp = _flag(sequence_parallel, "sequence_parallel")
+    c = _count(cp, "cp")
+    drop = _flag(dropout, "dropout")
+    _check_pipeline(n_layers, p, v)
+    per_stage = n_layers // p
+    if isinstance(layer_bytes, int) and not isinstance(layer_bytes, bool):
+        stage_layers = _count(layer_bytes, "layer_bytes", minimum=0) * per_stage
+    elif isinstance(layer_bytes, Sequence) and not isinstance(layer_bytes, str):
+        if len(layer_bytes) != per_stage:
+            raise CalcError("layer_bytes", f"must list the {per_stage} layers of stage 0", len(layer_bytes))
+        stage_layers = sum(_count(x, "layer_bytes", minimum=0) for x in layer_bytes)
+    else:
+        raise CalcError("layer_bytes", "must be a whole number of bytes or a list of them", layer_bytes)
+    chunks = in_flight_chunks(p, interleave=v, num_microbatches=num_microbatches)
+    microbatches = Fraction(chunks, v)  # micro-batches' worth of the whole stage in flight
+    tokens = Fraction(s * b, c)
+    rep = t if sp else 1
+    head = p == 1
+    return StageActivations(
+        layers=_ceil(stage_layers * microbatches),
+        embedding_dropout=_ceil(MASK_BYTES * tokens * h * microbatches / rep) if drop else 0,
+        final_norm_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if head else 0,
+        output_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if head else 0,
+        logits=_ceil(FP32_BYTES * tokens * vocab / t) if head else 0,
+        in_flight=chunks,
+    )
+
+
+def megatron_activation_bytes(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    num_layers: int,
+    vocab_size: int,
+    *,
+    ffn_hidden: int | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    interleave: int = 1,
+    num_microbatches: int | None = None,
+    sequence_parallel: bool = True,
+    recompute: str = "selective",
+) -> int:
+    """The activation estimate Megatron-LM prints at start-up (``theoretical_memory_usage.py``).
+
+    NVIDIA/Megatron-LM ``megatron/training/theoretical_memory_usage.py`` (the
+    reference numbers, Sec. 9), "using formula in Table 2" of Korthikanti et al.
+    2022, first pipeline stage. With sequence parallelism **and** selective
+    recomputation (``compute_activation_memory``)::
+
+        (sbh(18 + 4f/h)·L + 8sbp + sbhp) × penalty + δ_{p=1}·4sbh(1 + v/h), all / t
+
+    where ``8sbp`` are the int64 token ids and ``sbhp`` the embedding dropout of ``p``
+    micro-batches in flight, and ``penalty`` is ``1 + (p-1)/(pv)`` interleaved, else
+    ``min(1, m/p)`` when ``m`` is known and ``p > 1``. Otherwise
+    (``compute_activation_memory_without_sp``)::
+
+        (sbh(10 + 24/t)·L + 8sbp + sbhp) × penalty + δ_{p=1}·2(sbv/t + sbh), times 1.05
+
+    with no division by ``t`` at the end and no attention-score term (it assumes
+    the scores are never stored). Megatron reports MB = 2^20 bytes; this returns
+    bytes, evaluated exactly and rounded up.
+
+    Args:
+        seq_len: ``--seq-length``.
+        micro_batch: ``--micro-batch-size``.
+        hidden: ``--hidden-size``.
+        num_layers: ``--num-layers``.
+        vocab_size: The padded vocabulary size.
+        ffn_hidden: ``--ffn-hidden-size`` (default ``4 × hidden``).
+        tp: ``--tensor-model-parallel-size``.
+        pp: ``--pipeline-model-parallel-size``.
+        interleave: ``--num-layers-per-virtual-pipeline-stage`` chunks per stage (1 = not interleaved).
+        num_microbatches: Micro-batches per step (``None`` when Megatron does not know it).
+        sequence_parallel: ``--sequence-parallel``.
+        recompute: ``--recompute-granularity`` (``"none"`` when unset).
+
+    Returns:
+        Bytes.
+
+    Raises:
+        CalcError: For a non-positive size or an unknown recompute mode.
+
+    Examples:
+        >>> # GPT-3 175B shape, tp 8, pp 8, b 1, SP + selective: "activation=9816.02 MB"
+        >>> megatron_activation_bytes(2048, 1, 12288, 96, 51200, tp=8, pp=8) / 2**20
+        9816.015625
+    """
+    s = _count(seq_len, "seq_len")
+    b = _count(micro_batch, "micro_batch")
+    h = _count(hidden, "hidden")
+    n_layers = _count(num_layers, "num_layers")
+    vocab = _count(vocab_size, "vocab_size")
+    f = 4 * h if ffn_hidden is None else _count(ffn_hidden, "ffn_hidden")
+    t = _count(tp, "tp")
+    p = _count(pp, "pp")
+    v = _count(interleave, "interleave")
+    sp = _flag(sequence_parallel, "sequence_parallel")
+    mode = _recompute(recompute)
+    sbh = s * b * h
+    with_sp = sp and mode == "selective"
+    per_layer = sbh * (18 + Fraction(4 * f, h)) if with_sp else sbh * (10 + Fraction(24, t))
+    total = per_layer * n_layers + 8 * s * b * p + sbh * p
+    if v > 1:
+        total *= 1 + Fraction(p - 1, p * v)
+    elif p > 1 and num_microbatches is not None:
+        total *= min(Fraction(1), Fraction(_count(num_microbatches, "num_microbatches"), p))
+    if with_sp:
+        if p == 1:
+            total += sbh * 4 * (1 + Fraction(vocab, h))
+        return _ceil(total / t)
+    if p == 1:
+        total += (Fraction(s * b * vocab, t) + sbh) * 2
+    return _ceil(total * Fraction(105, 100))

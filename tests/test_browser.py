@@ -1,0 +1,229 @@
+"""The built site in Debian's headless Chromium, driven by Playwright, served on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from calc import format_bytes, model_state_bytes
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+READY_TIMEOUT_MS = 90_000
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it"
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            ],
+        )
+        yield b
+        b.close()
+
+
+class Watch:
+    """Everything a page asked for, and every console error it printed."""
+
+    def __init__(self, context, origin: str) -> None:
+        self.origin = origin
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.bytes = 0
+        context.on("request", lambda r: self.requests.append(r.url))
+        context.on("response", self._response)
+
+    def _response(self, response) -> None:
+        try:
+            self.bytes += len(response.body())
+        except Exception:  # redirects and aborted requests have no body
+            pass
+
+    def attach(self, page) -> None:
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def foreign(self) -> list[str]:
+        return [u for u in self.requests if urlparse(u).scheme not in ("data", "blob") and not u.startswith(self.origin)]
+
+
+@pytest.fixture
+def session(browser, site_url):
+    context = browser.new_context()
+    watch = Watch(context, site_url)
+    page = context.new_page()
+    watch.attach(page)
+    yield page, watch
+    context.close()
+    assert watch.foreign() == [], f"requests to other hosts: {watch.foreign()}"
+    assert watch.errors == [], f"console errors: {watch.errors}"
+
+
+def calc(page, name: str = "will-it-fit"):
+    return page.locator(f'[data-calc="{name}"]').first
+
+
+def wait_ready(page, name: str = "will-it-fit") -> None:
+    page.wait_for_selector(f'[data-calc="{name}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+    page.wait_for_function(
+        "name => !document.querySelector(`[data-calc=\"${name}\"] [data-results]`).dataset.stale", arg=name
+    )
+
+
+def total_text(page) -> str:
+    return calc(page).locator('[data-output="total"]').inner_text()
+
+
+def test_prerendered_without_javascript(browser, site_url) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(f"{site_url}/")
+    root = calc(page)
+    assert root.get_attribute("data-state") == "prerendered"
+    assert total_text(page) == format_bytes(model_state_bytes("7B").total) == "112 GB"
+    for name in ("params", "convention", "zero_stage", "dp", "gpu", "unit"):
+        control = root.locator(f'[name="{name}"]')
+        assert control.count() == 1
+        label = root.locator(f'label[for="{control.get_attribute("id")}"]')
+        assert label.is_visible() and label.inner_text().strip()
+    context.close()
+
+
+def test_ready_then_live_updates(session, site_url) -> None:
+    page, watch = session
+    t0 = time.monotonic()
+    page.goto(f"{site_url}/", wait_until="domcontentloaded")
+    assert total_text(page) == "112 GB"  # correct before Pyodide has booted
+    wait_ready(page)
+    ready_s = time.monotonic() - t0
+    root = calc(page)
+    root.locator('[name="params"]').fill("70B")
+    root.locator('[name="zero_stage"]').select_option("3")
+    root.locator('[name="dp"]').fill("64")
+    expected = format_bytes(model_state_bytes("70B", zero_stage=3, dp=64).total)
+    page.wait_for_function(
+        "t => document.querySelector('[data-calc=\"will-it-fit\"] [data-output=\"total\"]').textContent === t",
+        arg=expected,
+    )
+    assert expected == "17.5 GB"
+    assert "will-it-fit.params=70B" in page.url and "will-it-fit.dp=64" in page.url
+    assert root.locator('[data-output="verdict"]').get_attribute("data-ok") == "yes"
+    metrics = {
+        "ready_seconds": round(ready_s, 2),
+        "ready_ms_in_page": int(root.get_attribute("data-ready-ms")),
+        "bytes_downloaded": watch.bytes,
+        "requests": len(watch.requests),
+    }
+    (ROOT / ".stamps").mkdir(exist_ok=True)
+    (ROOT / ".stamps" / "browser-metrics.json").write_text(json.dumps(metrics, indent=2))
+
+
+@pytest.mark.parametrize(
+    ("field", "garbage", "message"),
+    [
+        ("params", "seven", "params must be a positive count"),
+        ("params", "1.5", "params must be a whole number"),
+        ("dp", "0", "dp must be a whole number from 1"),
+        ("dp", "-4", "dp must be a whole number from 1"),
+    ],
+)
+def test_garbage_shows_alert_and_hides_results(session, site_url, field, garbage, message) -> None:
+    page, _ = session
+    page.goto(f"{site_url}/")
+    wait_ready(page)
+    root = calc(page)
+    root.locator(f'[name="{field}"]').fill(garbage)
+    alert = root.locator("[role=alert]")
+    alert.filter(has_text=message).wait_for(timeout=10_000)
+    assert root.locator('[data-output="total"]').is_hidden()  # no result left looking valid
+    assert root.locator(f'[name="{field}"]').get_attribute("aria-invalid") == "true"
+    assert root.locator(f'[name="{field}"]').input_value() == garbage  # nothing typed is lost
+    root.locator(f'[name="{field}"]').fill("7B" if field == "params" else "1")
+    page.wait_for_function("() => !document.querySelector('[data-calc] [role=alert]').textContent")
+    assert total_text(page) == "112 GB"
+
+
+def test_custom_gpu_memory_and_units(session, site_url) -> None:
+    page, _ = session
+    page.goto(f"{site_url}/")
+    wait_ready(page)
+    root = calc(page)
+    memory = root.locator('[name="gpu_memory"]')
+    assert memory.is_disabled()
+    root.locator('[name="gpu"]').select_option("custom")
+    assert memory.is_enabled()
+    root.locator('[name="unit"]').select_option("GiB")
+    page.wait_for_function(
+        "t => document.querySelector('[data-calc] [data-output=\"total\"]').textContent === t",
+        arg=format_bytes(112 * 10**9, binary=True),
+    )
+
+
+def test_shared_link_restores_state(session, site_url) -> None:
+    page, _ = session
+    page.goto(f"{site_url}/?will-it-fit.params=405B&will-it-fit.zero_stage=3&will-it-fit.dp=1024#calc-will-it-fit")
+    root = calc(page)
+    assert root.locator('[name="params"]').input_value() == "405B"
+    wait_ready(page)
+    assert total_text(page) == format_bytes(model_state_bytes("405B", zero_stage=3, dp=1024).total)
+
+
+def test_instant_navigation_keeps_one_worker(session, site_url) -> None:
+    page, watch = session
+    page.goto(f"{site_url}/")
+    wait_ready(page)
+    page.locator('a[href$="reference/api/"]').first.click()
+    page.wait_for_url(re.compile(r"reference/api/"))
+    page.go_back()
+    page.wait_for_url(re.compile(r"/$"))
+    wait_ready(page)
+    calc(page).locator('[name="params"]').fill("13B")
+    page.wait_for_function(
+        "t => document.querySelector('[data-calc] [data-output=\"total\"]').textContent === t",
+        arg=format_bytes(model_state_bytes("13B").total),
+    )
+    wasm = [u for u in watch.requests if u.endswith("pyodide.asm.wasm")]
+    assert len(wasm) == 1, wasm
+
+
+def _pages(built_site: Path) -> list[str]:
+    return sorted(
+        "/" + str(p.relative_to(built_site).parent).replace(".", "").strip("/") + ("/" if p.parent != built_site else "")
+        for p in built_site.rglob("index.html")
+        if "assets" not in p.parts
+    )
+
+
+def test_every_page_every_calculator(browser, site_url, built_site) -> None:
+    """Every page loads without console errors or foreign requests; every calculator reaches ready."""
+    context = browser.new_context()
+    watch = Watch(context, site_url)
+    page = context.new_page()
+    watch.attach(page)
+    pages = _pages(built_site)
+    assert "/" in pages
+    for path in pages:
+        page.goto(site_url + path.replace("//", "/"))
+        for root in page.locator("[data-calc]").all():
+            root.page.wait_for_function(
+                "el => el.dataset.state === 'ready' && !el.querySelector('[data-results]').dataset.stale",
+                arg=root.element_handle(), timeout=READY_TIMEOUT_MS,
+            )
+            assert root.locator("[role=alert]").inner_text() == "", path
+            assert root.locator("[data-output]").count() > 0, path
+    context.close()
+    assert watch.foreign() == [], watch.foreign()
+    assert watch.errors == [], watch.errors
