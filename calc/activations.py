@@ -461,57 +461,67 @@ def _check_pipeline(num_layers: int, pp: int, interleave: int) -> None:
         raise CalcError("pp", f"must divide the layers (layers={num_layers})", pp, code="not-divisible")
 
 
-def in_flight_chunks(pp: int, *, interleave: int = 1, num_microbatches: int | None = None) -> int:
-    """Micro-batch chunks whose activations pipeline stage 0 holds at its peak under 1F1B.
+def in_flight_chunks(
+    pp: int, *, interleave: int = 1, num_microbatches: int | None = None, stage: int = 0
+) -> int:
+    """Micro-batch chunks whose activations a pipeline stage holds at its peak under 1F1B.
 
     A *chunk* is one micro-batch through one of the stage's ``interleave`` model
     chunks (``L/(p·v)`` layers each). Under the 1F1B schedule (Narayanan et al.
-    2021, arXiv:2104.04473, Sec. 2.2.1) stage 0 runs ``p - 1`` warm-up forwards
-    and one more before its first backward: ``min(p, m)`` micro-batches in flight,
-    ``L/p`` layers each, i.e. ``L`` layers' worth once ``m ≥ p`` (Korthikanti et al.
-    2022, Sec. 4.2.3). Interleaved (Narayanan Sec. 2.2.2, as Megatron-LM schedules it),
-    stage 0 runs ``2(p-1) + (v-1)p`` warm-up chunk-forwards plus one: ``vp + p - 1``
-    chunks, at most the ``mv`` there are. Times ``L/(pv)`` layers that is
-    Korthikanti's factor: ``L(1 + (p-1)/(pv))``.
+    2021, arXiv:2104.04473, Sec. 2.2.1) stage ``k`` runs ``p - k - 1`` warm-up
+    forwards and one more before its first backward: ``min(p - k, m)``
+    micro-batches in flight. Stage 0 thus holds ``p`` micro-batches of ``L/p``
+    layers, ``L`` layers' worth once ``m ≥ p`` (Korthikanti et al. 2022, Sec. 4.2.3).
+    Interleaved (Narayanan Sec. 2.2.2, as Megatron-LM schedules it), stage ``k`` runs
+    ``2(p-k-1) + (v-1)p`` warm-up chunk-forwards plus one, at most the ``mv``
+    there are; for stage 0 that is ``vp + p - 1`` chunks of ``L/(pv)`` layers,
+    Korthikanti's ``L(1 + (p-1)/(pv))``.
 
     Args:
         pp: Pipeline-parallel degree ``p``.
         interleave: Model chunks per stage ``v`` (1 = plain 1F1B).
         num_microbatches: Micro-batches per step per pipeline ``m``; ``None`` means
             "at least ``p``" (the steady state the paper assumes).
+        stage: The pipeline stage ``k``, from 0 to ``p - 1``.
 
     Returns:
-        The number of chunk activations stage 0 holds at once.
+        The number of chunk activations the stage holds at once.
 
     Raises:
-        CalcError: For a non-positive degree or micro-batch count.
+        CalcError: For a non-positive degree or micro-batch count, or a stage outside the pipeline.
 
     Examples:
-        >>> in_flight_chunks(8), in_flight_chunks(8, num_microbatches=3)
-        (8, 3)
+        >>> in_flight_chunks(8), in_flight_chunks(8, num_microbatches=3), in_flight_chunks(8, stage=7)
+        (8, 3, 1)
         >>> in_flight_chunks(8, interleave=3)  # 24 + 7: factor 31/24 = 1 + 7/24
         31
     """
     p = _count(pp, "pp")
     v = _count(interleave, "interleave")
-    chunks = v * p + p - 1 if v > 1 else p
+    k = _stage(stage, p)
+    chunks = 2 * (p - k - 1) + (v - 1) * p + 1 if v > 1 else p - k
     if num_microbatches is not None:
         chunks = min(chunks, _count(num_microbatches, "num_microbatches") * v)
     return chunks
 
 
+def _stage(stage: object, pp: int) -> int:
+    return parse_positive_int(stage, "stage", minimum=0, maximum=pp - 1)
+
+
 @dataclass(frozen=True)
 class StageActivations:
-    """Activation bytes on one GPU of pipeline stage 0 at its peak, by source.
+    """Activation bytes on one GPU of a pipeline stage at its peak, by source.
 
     Attributes:
-        layers: The stage's transformer layers times the in-flight micro-batches.
-        embedding_dropout: Dropout mask on the embedding output, ``sbh`` per in-flight micro-batch.
-        final_norm_input: Input of the final norm, ``2sbh`` (only when ``p = 1``: otherwise on the last stage).
-        output_input: Input of the output projection, ``2sbh`` (only when ``p = 1``).
-        logits: fp32 logits kept for the cross-entropy loss, ``4sbv/t`` (only when ``p = 1``).
+        layers: The stage's transformer layers times the micro-batches in flight.
+        embedding_dropout: Dropout mask on the embedding output, ``sbh`` per in-flight micro-batch
+            (stage 0 only).
+        final_norm_input: Input of the final norm, ``2sbh`` (last stage only; stage 0 when ``p = 1``).
+        output_input: Input of the output projection, ``2sbh`` (last stage only).
+        logits: fp32 logits kept for the cross-entropy loss, ``4sbv/t`` (last stage only).
         in_flight: Chunk activations held, from [`in_flight_chunks`][calc.activations.in_flight_chunks]
-            (a count, not bytes; excluded from ``total``).
+            (a count, not bytes; not part of ``total``).
     """
 
     layers: int
@@ -566,22 +576,24 @@ def stage_activations(
     sequence_parallel: bool = False,
     cp: int = 1,
     dropout: bool = True,
+    stage: int = 0,
 ) -> StageActivations:
-    """Activation bytes on a GPU of pipeline stage 0, the most loaded stage, at its peak.
+    """Activation bytes on a GPU of one pipeline stage (by default stage 0, the most loaded) at its peak.
 
     Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.2.3 and 4.3:
 
-    * **Layers**: stage 0 holds ``L/p`` layers for each of the micro-batches in flight
-      ([`in_flight_chunks`][calc.activations.in_flight_chunks]): ``L`` layers' worth under
-      1F1B once ``m ≥ p`` (Eq. 5, 6), ``L(1 + (p-1)/(pv))`` interleaved.
-    * **Embedding**: the dropout mask on the embedding output, ``sbh`` bytes per in-flight
-      micro-batch (``sbhp/t`` in the paper, which assumes sequence parallelism; without it
-      the mask is not divided by ``t``). Interleaved, it is scaled like the layers
+    * **Layers**: the stage holds its ``L/p`` layers for each of the micro-batches in flight
+      ([`in_flight_chunks`][calc.activations.in_flight_chunks]). On stage 0 that is ``L``
+      layers' worth under 1F1B once ``m ≥ p`` (Eq. 5, 6), ``L(1 + (p-1)/(pv))`` interleaved.
+    * **Embedding** (stage 0): the dropout mask on the embedding output, ``sbh`` bytes per
+      in-flight micro-batch (``sbhp/t`` in the paper, which assumes sequence parallelism;
+      without it the mask is not divided by ``t``). Interleaved, it is scaled like the layers
       (``p + (p-1)/v`` micro-batches), as Megatron-LM's estimate does.
-    * **Output layer** (on stage 0 only when ``p = 1``): final-norm input ``2sbh``,
-      output-projection input ``2sbh`` (both ``/t`` with sequence parallelism) and the
-      fp32 logits the cross-entropy loss keeps, ``4sbv/t`` (vocabulary-parallel).
-      Extra = ``(sbhL/t)(p/L + δ_{p=1}(4/L)(1 + v/h))``.
+    * **Output layer** (last stage, so stage 0 only when ``p = 1``), for the one micro-batch
+      there: final-norm input ``2sbh``, output-projection input ``2sbh`` (both ``/t`` with
+      sequence parallelism) and the fp32 logits the cross-entropy loss keeps, ``4sbv/t``
+      (vocabulary-parallel). On stage 0 the extras are
+      ``(sbhL/t)(p/L + δ_{p=1}(4/L)(1 + v/h))``.
 
     Everything is divided by ``cp`` (each context-parallel rank holds ``s/cp`` tokens).
     The paper says these extras are under 0.01% of the total for the 22B model; with its
@@ -590,7 +602,7 @@ def stage_activations(
     Args:
         layer_bytes: Bytes one layer holds for one micro-batch (e.g. from
             [`activation_bytes_per_layer`][calc.activations.activation_bytes_per_layer]), or a list
-            with one entry per layer of stage 0 (``num_layers / pp`` entries) when layers differ.
+            with one entry per layer of the stage (``num_layers / pp`` entries) when layers differ.
         num_layers: Transformer layers of the whole model ``L``.
         seq_len: Sequence length ``s``.
         micro_batch: Micro-batch size ``b``.
@@ -603,13 +615,14 @@ def stage_activations(
         sequence_parallel: Sequence parallelism (divides the ``h``-sized extras by ``t``).
         cp: Context-parallel degree.
         dropout: Dropout on (the embedding dropout mask exists).
+        stage: The pipeline stage, from 0 to ``pp - 1``.
 
     Returns:
         The [`StageActivations`][calc.activations.StageActivations].
 
     Raises:
-        CalcError: When ``pp`` (or ``pp × interleave``) does not divide the layers, or a list of
-            layer bytes has the wrong length.
+        CalcError: When ``pp`` (or ``pp × interleave``) does not divide the layers, a list of
+            layer bytes has the wrong length, or the stage is outside the pipeline.
 
     Examples:
         >>> # 22B, Korthikanti Table 3: TP+SP+selective (34sbh/t) on 48 layers: Eq. 6 = 9.5625 GiB
@@ -631,27 +644,28 @@ def stage_activations(
     sp = _flag(sequence_parallel, "sequence_parallel")
     c = _count(cp, "cp")
     drop = _flag(dropout, "dropout")
+    k = _stage(stage, p)
     _check_pipeline(n_layers, p, v)
     per_stage = n_layers // p
     if isinstance(layer_bytes, int) and not isinstance(layer_bytes, bool):
         stage_layers = _count(layer_bytes, "layer_bytes", minimum=0) * per_stage
     elif isinstance(layer_bytes, Sequence) and not isinstance(layer_bytes, str):
         if len(layer_bytes) != per_stage:
-            raise CalcError("layer_bytes", f"must list the {per_stage} layers of stage 0", len(layer_bytes))
+            raise CalcError("layer_bytes", f"must list the {per_stage} layers of a stage", len(layer_bytes))
         stage_layers = sum(_count(x, "layer_bytes", minimum=0) for x in layer_bytes)
     else:
         raise CalcError("layer_bytes", "must be a whole number of bytes or a list of them", layer_bytes)
-    chunks = in_flight_chunks(p, interleave=v, num_microbatches=num_microbatches)
+    chunks = in_flight_chunks(p, interleave=v, num_microbatches=num_microbatches, stage=k)
     microbatches = Fraction(chunks, v)  # micro-batches' worth of the whole stage in flight
     tokens = Fraction(s * b, c)
     rep = t if sp else 1
-    head = p == 1
+    first, last = k == 0, k == p - 1
     return StageActivations(
         layers=_ceil(stage_layers * microbatches),
-        embedding_dropout=_ceil(MASK_BYTES * tokens * h * microbatches / rep) if drop else 0,
-        final_norm_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if head else 0,
-        output_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if head else 0,
-        logits=_ceil(FP32_BYTES * tokens * vocab / t) if head else 0,
+        embedding_dropout=_ceil(MASK_BYTES * tokens * h * microbatches / rep) if drop and first else 0,
+        final_norm_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if last else 0,
+        output_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if last else 0,
+        logits=_ceil(FP32_BYTES * tokens * vocab / t) if last else 0,
         in_flight=chunks,
     )
 

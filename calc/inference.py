@@ -474,10 +474,8 @@ class InferenceMemory:
         """The fields plus ``fits`` as a plain ``dict``.
 
         Examples:
-            >>> from types import SimpleNamespace
-            >>> arch = SimpleNamespace(num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128,
-            ...                        kv_lora_rank=0, param_count=8_030_261_248)
-            >>> inference_memory(arch, seq_len=8192).as_dict()["fits"]
+            >>> from calc.presets import preset
+            >>> inference_memory(preset("llama3-8b"), seq_len=8192).as_dict()["fits"]
             True
         """
         out: dict[str, int | bool] = asdict(self)
@@ -543,10 +541,8 @@ def inference_memory(
             or fit the KV heads (``not-divisible``).
 
     Examples:
-        >>> from types import SimpleNamespace
-        >>> llama2_70b = SimpleNamespace(num_layers=80, num_heads=64, num_kv_heads=8, head_dim=128,
-        ...                              kv_lora_rank=0, param_count=68_976_648_192)
-        >>> m = inference_memory(llama2_70b, seq_len=4096, batch=8, tp=4)
+        >>> from calc.presets import preset
+        >>> m = inference_memory(preset("llama2-70b"), seq_len=4096, batch=8, tp=4)
         >>> m.weights_per_gpu_bytes, m.kv_per_sequence_bytes, m.max_concurrent_sequences
         (34488324096, 1342177280, 111)
     """

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
 from calc.errors import CalcError
 
 __all__ = [
     "BYTE_UNITS",
+    "MAX_COUNT",
     "format_bytes",
     "format_count",
     "parse_count",
@@ -39,6 +40,9 @@ BYTE_UNITS: dict[str, int] = {
     "PiB": 2**50,
 }
 """Bytes in one of each unit. SI units step by 1000, binary (IEC) units by 1024."""
+
+MAX_COUNT = 10**18
+"""The largest count accepted (a quintillion parameters or tokens): beyond it a typo is likelier than a model."""
 
 _SI_LADDER = ("B", "kB", "MB", "GB", "TB", "PB")
 _IEC_LADDER = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -83,7 +87,7 @@ def parse_count(text: object, field: str = "params") -> int:
             raise CalcError(field, rule, text)
         value = Fraction(text)
     elif isinstance(text, str):
-        match = _COUNT_RE.match(text.strip())
+        match = _COUNT_RE.match(text.strip()) if len(text) <= 64 else None
         if not match:
             raise CalcError(field, rule, text)
         mantissa, exponent, suffix = match.groups()
@@ -95,6 +99,8 @@ def parse_count(text: object, field: str = "params") -> int:
         raise CalcError(field, "must be a whole number", text if isinstance(text, str) else float(value))
     if value < 1:
         raise CalcError(field, "must be at least 1", text)
+    if value > MAX_COUNT:
+        raise CalcError(field, "must be at most 1e18", text)
     return int(value)
 
 
@@ -127,7 +133,7 @@ def parse_positive_int(text: object, field: str, *, minimum: int = 1, maximum: i
         raise CalcError(field, rule, text)
     if isinstance(text, int):
         value = text
-    elif isinstance(text, str) and re.fullmatch(r"\s*[0-9][0-9_,]*\s*", text):
+    elif isinstance(text, str) and len(text) <= 32 and re.fullmatch(r"\s*[0-9][0-9_,]*\s*", text):
         value = int(text.strip().replace("_", "").replace(",", ""))
     else:
         raise CalcError(field, rule, text)
@@ -158,6 +164,8 @@ def to_bytes(amount: object, unit: str, field: str) -> int:
         raise CalcError("unit", f"must be one of {', '.join(BYTE_UNITS)}", unit, code="unknown-name")
     rule = "must be a positive number"
     try:
+        if len(str(amount)) > 64:
+            raise ValueError("too long")
         value = Fraction(str(amount).strip()) if not isinstance(amount, (int, float)) else Fraction(amount)
     except (ValueError, ZeroDivisionError, OverflowError):
         raise CalcError(field, rule, amount) from None
@@ -170,6 +178,12 @@ def _round_sig(value: Fraction, digits: int) -> str:
     """Round a non-negative exact value to ``digits`` significant figures, half up; keep all integer digits."""
     if value == 0:
         return "0"
+    with localcontext() as ctx:
+        ctx.prec = len(str(value.numerator)) + len(str(value.denominator)) + digits + 10
+        return _round_sig_exact(value, digits)
+
+
+def _round_sig_exact(value: Fraction, digits: int) -> str:
     dec = Decimal(value.numerator) / Decimal(value.denominator)
     int_digits = len(str(int(dec))) if dec >= 1 else 0
     if dec >= 1:
