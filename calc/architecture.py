@@ -793,6 +793,9 @@ def _read_gpt2(r: _HFReader) -> dict[str, Any]:
 
 def _read_llama(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=None, head_dim_default=None, tie_default=False, max_pos_default=2048)
+    if out["hidden_size"] % out["num_heads"]:  # LlamaConfig.validate_architecture refuses it too
+        raise CalcError("num_attention_heads", f"must divide hidden_size ({out['hidden_size']}) in a llama config",
+                        out["num_heads"], code="not-divisible")
     bias = r.get_bool("attention_bias", False)
     out.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.get_bool("mlp_bias", False))
     return out

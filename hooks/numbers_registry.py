@@ -1,28 +1,38 @@
 """Every number the prose prints, each computed by the engine at build time.
 
 Pages write ``[[num NAME]]``; the build hook replaces it with
-``<span class="lc-num" data-num="NAME">VALUE</span>``. An unknown name fails the
-build. Tests rebuild the site and compare each span with a direct engine call.
+``<span class="lc-num" data-num="NAME">VALUE</span>``. Names are defined in the modules of
+``hooks/prose_numbers/`` (one per part of the guide), each exporting ``NUMBERS: dict[str, Callable[[], str]]``.
+An unknown name, a name defined twice or an engine error fails the build; ``tests/test_site.py``
+compares every printed span with the registry and key values with direct engine calls.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import sys
 from collections.abc import Callable
-
-from calc import format_bytes, model_state_bytes
+from pathlib import Path
 
 __all__ = ["NUMBERS"]
 
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
 
-def _gb(n: int, digits: int = 3) -> str:
-    return format_bytes(n, digits=digits)
+
+def _collect() -> dict[str, Callable[[], str]]:
+    merged: dict[str, Callable[[], str]] = {}
+    origin: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules([str(_HERE / "prose_numbers")]), key=lambda m: m.name):
+        module = importlib.import_module(f"prose_numbers.{info.name}")
+        for name, fn in module.NUMBERS.items():
+            if name in merged:
+                raise RuntimeError(f"prose number {name!r} defined in both {origin[name]} and {info.name}")
+            merged[name], origin[name] = fn, info.name
+    return merged
 
 
-NUMBERS: dict[str, Callable[[], str]] = {
-    "state-7b": lambda: _gb(model_state_bytes("7B").total),
-    "state-70b": lambda: _gb(model_state_bytes("70B").total, 2),
-    "weights-7b-bf16": lambda: _gb(model_state_bytes("7B").weights),
-    "state-7b-over-weights": lambda: f"{model_state_bytes('7B').total // model_state_bytes('7B').weights}×",
-    "zero1-7.5b-dp64": lambda: _gb(model_state_bytes(7.5e9, zero_stage=1, dp=64).total),
-}
-"""Named prose numbers: name -> zero-argument function returning the text to print."""
+NUMBERS: dict[str, Callable[[], str]] = _collect()
+"""All named prose numbers: name -> zero-argument function returning the text to print."""

@@ -1,0 +1,536 @@
+"""Per-GPU training memory for a parallel layout: model states plus activations, stage by stage.
+
+A [`Layout`][calc.layout.Layout] says how a step is spread over GPUs: data
+parallelism ``dp`` (with a ZeRO stage), tensor parallelism ``tp`` (optionally with
+sequence parallelism), pipeline parallelism ``pp`` (1F1B, optionally interleaved),
+context parallelism ``cp`` and expert parallelism ``ep``; plus the batch, sequence,
+recomputation and offload settings. With an
+[`Architecture`][calc.architecture.Architecture] it gives what one GPU holds:
+
+* **Model states** (weights, gradients, fp32 master weights, Adam's two moments) of the
+  parameters the GPU's pipeline stage holds: its transformer layers, the embedding on
+  stage 0, the final norm and output head on the last stage. Tensor parallelism splits
+  the matrices (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3; the embedding and head
+  by vocabulary) but replicates the norms, routers and learned position embeddings;
+  routed experts are split over ``ep`` and ``tp``. ZeRO (Rajbhandari et al. 2020,
+  arXiv:1910.02054, Sec. 5) then shards components over the data-parallel ranks, as
+  [`model_state_bytes`][calc.model_state.model_state_bytes] does, with the bytes per
+  parameter of a [`Convention`][calc.model_state.Convention].
+* **Activations** of the stage's layers for its in-flight micro-batches, plus the
+  embedding and output-layer terms ([`calc.activations`][calc.activations]).
+
+Every pipeline stage is evaluated and the most loaded one reported. That is stage 0
+(the embedding and ``p`` in-flight micro-batches, Korthikanti et al. 2022 Sec. 4.2.3)
+unless the last stage's fp32 logits outweigh it (full recomputation with a large
+vocabulary) or MoE layers make a later stage heavier in parameters.
+
+Not modelled: temporary buffers (ZeRO-3's gathered layer, communication buckets,
+the cross-entropy's transient copies), allocator fragmentation and the CUDA context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from math import gcd
+
+from calc.activations import LayerActivations, in_flight_chunks, layer_activations, stage_activations
+from calc.architecture import Architecture
+from calc.compute import RECOMPUTE_MODES
+from calc.errors import CalcError
+from calc.model_state import COMPONENTS, CONVENTIONS, Convention
+from calc.units import parse_positive_int
+
+__all__ = [
+    "Layout",
+    "LayoutMemory",
+    "check_layout",
+    "layout_memory",
+    "stage_layers",
+    "stage_memory",
+]
+
+
+def _bool(value: object, field: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise CalcError(field, "must be true or false", value)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one training step is spread over GPUs, and what each GPU keeps.
+
+    Construction validates each field on its own (ranges, names, the GPU count);
+    the rules that need the model (divisibility by heads, layers, experts...) are in
+    [`check_layout`][calc.layout.check_layout].
+
+    Attributes:
+        dp: Data-parallel degree (replicas of the model, not counting ``cp``). ``None``
+            derives it from ``gpus`` (``gpus / (tp × pp × cp)``), or 1.
+        tp: Tensor-parallel degree.
+        pp: Pipeline-parallel degree (stages).
+        cp: Context-parallel degree (ranks sharing each sequence, ring attention).
+        ep: Expert-parallel degree (ranks the routed experts are split over; carved out of
+            ``dp × cp``, as in Megatron-LM).
+        zero_stage: 0 (plain data parallelism), 1 (optimizer states sharded), 2 (+ gradients),
+            3 (+ weights).
+        micro_batch: Sequences per micro-batch per model replica.
+        global_batch: Sequences per optimizer step; ``None`` assumes at least ``pp``
+            micro-batches per pipeline (the steady state, the worst case for memory).
+        seq_len: Tokens per sequence.
+        sequence_parallel: Megatron-LM sequence parallelism over the ``tp`` ranks.
+        recompute: ``"none"``, ``"selective"`` or ``"full"`` activation recomputation.
+        flash_attention: Fused FlashAttention (no ``s²`` attention scores kept).
+        dropout: Dropout in the layers and after the embedding (the Korthikanti et al. accounting
+            assumes it; most recent LLMs train without it).
+        convention: Bytes per parameter, a key of [`CONVENTIONS`][calc.model_state.CONVENTIONS].
+        distributed_optimizer: Megatron-LM's distributed optimizer: the optimizer states (fp32
+            master, both moments) sharded over the data-parallel ranks, i.e. ZeRO-1 at least;
+            with ``mixed-adam-18`` that is the ``6 + 12/d`` bytes per parameter of Megatron's
+            ``dist_optimizer.md``.
+        offload_optimizer: ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840, Sec. 4): gradients and
+            optimizer states live in CPU memory; needs ZeRO stage 1 or more.
+        offload_params: ZeRO-Infinity parameter offload (Rajbhandari et al. 2021, arXiv:2104.07857):
+            the weights also live in CPU memory; needs ZeRO stage 3.
+        interleave: Model chunks per pipeline stage (the interleaved 1F1B schedule; 1 = plain).
+        zero_over_cp: Shard ZeRO / distributed-optimizer states over ``dp × cp`` ranks, as Megatron-LM
+            does (its data-parallel group "with context parallel"); ``False`` shards over ``dp`` only.
+        cp_load_balance: Load-balanced ring attention (each rank takes two of ``2 × cp`` chunks, as
+            Megatron-LM / Transformer Engine do), which needs ``2 × cp`` to divide the sequence.
+        gpus: The total GPU count, if given: it must equal ``dp × tp × pp × cp``. After construction
+            it always holds that product.
+
+    Examples:
+        >>> Layout(tp=8, pp=8, gpus=512).dp
+        8
+        >>> Layout(tp=8, gpus=100)
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: gpus must be a multiple of tp × pp × cp (=8) (got 100)
+    """
+
+    dp: int | None = None
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    zero_stage: int = 0
+    micro_batch: int = 1
+    global_batch: int | None = None
+    seq_len: int = 2048
+    sequence_parallel: bool = False
+    recompute: str = "none"
+    flash_attention: bool = False
+    dropout: bool = True
+    convention: str = "mixed-adam-16"
+    distributed_optimizer: bool = False
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    interleave: int = 1
+    zero_over_cp: bool = True
+    cp_load_balance: bool = True
+    gpus: int | None = None
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        for name in ("tp", "pp", "cp", "ep", "micro_batch", "seq_len", "interleave"):
+            put(self, name, parse_positive_int(getattr(self, name), name))
+        put(self, "zero_stage", parse_positive_int(self.zero_stage, "zero_stage", minimum=0, maximum=3))
+        for name in ("sequence_parallel", "flash_attention", "dropout", "distributed_optimizer",
+                     "offload_optimizer", "offload_params", "zero_over_cp", "cp_load_balance"):
+            _bool(getattr(self, name), name)
+        if self.recompute not in RECOMPUTE_MODES:
+            raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", self.recompute,
+                            code="unknown-name")
+        if self.convention not in CONVENTIONS:
+            raise CalcError("convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", self.convention,
+                            code="unknown-name")
+        model = self.tp * self.pp * self.cp
+        if self.gpus is not None:
+            gpus = parse_positive_int(self.gpus, "gpus")
+            if self.dp is None:
+                if gpus % model:
+                    raise CalcError("gpus", f"must be a multiple of tp × pp × cp (={model})", gpus,
+                                    code="not-divisible")
+                put(self, "dp", gpus // model)
+            else:
+                put(self, "dp", parse_positive_int(self.dp, "dp"))
+                if gpus != self.dp * model:
+                    raise CalcError("gpus", f"must equal dp × tp × pp × cp (={self.dp * model})", gpus,
+                                    code="not-divisible")
+        else:
+            put(self, "dp", 1 if self.dp is None else parse_positive_int(self.dp, "dp"))
+        put(self, "gpus", self.dp * model)
+        if self.global_batch is not None:
+            put(self, "global_batch", parse_positive_int(self.global_batch, "global_batch"))
+            if self.global_batch % (self.dp * self.micro_batch):
+                raise CalcError(
+                    "global_batch",
+                    f"must be a multiple of dp × micro_batch (dp={self.dp}, micro_batch={self.micro_batch})",
+                    self.global_batch, code="not-divisible",
+                )
+        if self.interleave > 1 and self.pp < 2:
+            raise CalcError("interleave", "needs pp of at least 2 (it splits each pipeline stage into chunks)",
+                            self.interleave, code="unsupported")
+        if self.offload_params and self.zero_stage < 3:
+            raise CalcError("offload_params", "needs zero_stage 3 (parameters are offloaded as ZeRO-3 shards)",
+                            self.offload_params, code="unsupported")
+        if self.offload_optimizer and self.zero_stage < 1 and not self.distributed_optimizer:
+            raise CalcError("offload_optimizer", "needs zero_stage of at least 1 (ZeRO-Offload)",
+                            self.offload_optimizer, code="unsupported")
+        if self.sequence_parallel and (self.seq_len // self.cp) % self.tp if self.seq_len % self.cp == 0 else False:
+            raise CalcError("tp", f"must divide seq_len / cp under sequence parallelism (seq_len={self.seq_len}, "
+                            f"cp={self.cp})", self.tp, code="not-divisible")
+        if self.seq_len % self.cp:
+            raise CalcError("cp", f"must divide seq_len (seq_len={self.seq_len})", self.cp, code="not-divisible")
+        if self.cp > 1 and self.cp_load_balance and self.seq_len % (2 * self.cp):
+            raise CalcError("cp", f"× 2 must divide seq_len for load-balanced ring attention (seq_len={self.seq_len})",
+                            self.cp, code="not-divisible")
+
+    @property
+    def num_microbatches(self) -> int | None:
+        """Micro-batches per step per pipeline, ``global_batch / (dp × micro_batch)`` (``None`` if unknown).
+
+        Examples:
+            >>> Layout(dp=4, micro_batch=2, global_batch=64).num_microbatches
+            8
+        """
+        if self.global_batch is None:
+            return None
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def effective_zero_stage(self) -> int:
+        """The ZeRO stage in force: at least 1 with the distributed optimizer.
+
+        Examples:
+            >>> Layout(distributed_optimizer=True).effective_zero_stage
+            1
+        """
+        return max(self.zero_stage, 1) if self.distributed_optimizer else self.zero_stage
+
+    @property
+    def zero_ranks(self) -> int:
+        """Ranks the ZeRO-sharded states are split over: ``dp × cp`` (or ``dp`` without ``zero_over_cp``).
+
+        Examples:
+            >>> Layout(dp=4, cp=2).zero_ranks, Layout(dp=4, cp=2, zero_over_cp=False).zero_ranks
+            (8, 4)
+        """
+        return self.dp * self.cp if self.zero_over_cp else self.dp
+
+
+def check_layout(arch: Architecture, layout: Layout) -> None:
+    """Raise unless ``layout`` can run ``arch``: every divisibility rule the frameworks enforce.
+
+    Rules (Megatron-LM's argument checks; Narayanan et al. 2021 Sec. 2.2.2 for interleaving):
+    ``tp`` divides the attention heads, the KV heads (not under latent attention) and the MLP
+    widths; ``pp`` divides the layers (``pp × interleave`` when interleaved); ``ep`` is 1 for a
+    dense model, divides the experts and divides ``dp × cp``; the sequence rules (``cp``, ``2 × cp``,
+    ``tp`` under sequence parallelism) and the batch and GPU-count rules are checked when the
+    [`Layout`][calc.layout.Layout] is built.
+
+    Args:
+        arch: The model.
+        layout: The layout.
+
+    Raises:
+        CalcError: Naming the field and the rule that failed (code ``not-divisible`` or ``unsupported``).
+
+    Examples:
+        >>> from calc.presets import preset
+        >>> check_layout(preset("llama3-8b"), Layout(tp=16))
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: tp must divide the KV heads (kv_heads=8) (got 16)
+    """
+    t = layout.tp
+    if arch.num_heads % t:
+        raise CalcError("tp", f"must divide the attention heads (heads={arch.num_heads})", t, code="not-divisible")
+    if not arch.uses_mla and arch.num_kv_heads % t:
+        raise CalcError("tp", f"must divide the KV heads (kv_heads={arch.num_kv_heads})", t, code="not-divisible")
+    if arch.num_moe_layers < arch.num_layers and arch.intermediate_size % t:
+        raise CalcError("tp", f"must divide the MLP width (intermediate_size={arch.intermediate_size})", t,
+                        code="not-divisible")
+    if arch.is_moe and arch.moe_intermediate_size % t:
+        raise CalcError("tp", f"must divide the expert MLP width (moe_intermediate_size={arch.moe_intermediate_size})",
+                        t, code="not-divisible")
+    layers, p, v = arch.num_layers, layout.pp, layout.interleave
+    if v > 1 and layers % (p * v):
+        raise CalcError("pp", f"× interleave must divide the layers (layers={layers}, interleave={v})", p,
+                        code="not-divisible")
+    if layers % p:
+        raise CalcError("pp", f"must divide the layers (layers={layers})", p, code="not-divisible")
+    e = layout.ep
+    if e > 1:
+        if not arch.is_moe:
+            raise CalcError("ep", "must be 1 for a dense model (num_experts=0)", e, code="unsupported")
+        if arch.num_experts % e:
+            raise CalcError("ep", f"must divide the experts (experts={arch.num_experts})", e, code="not-divisible")
+        if (layout.dp * layout.cp) % e:
+            raise CalcError("ep", f"must divide dp × cp (={layout.dp * layout.cp}); expert parallelism reuses "
+                            "the data- and context-parallel ranks", e, code="not-divisible")
+
+
+def stage_layers(num_layers: int, pp: int, interleave: int, stage: int) -> list[int]:
+    """Indices of the transformer layers pipeline stage ``stage`` holds.
+
+    Plain 1F1B gives each stage one contiguous block of ``L/p`` layers; interleaved,
+    the layers are cut into ``p × v`` chunks and stage ``k`` holds chunks ``k, k + p,
+    k + 2p...`` (Narayanan et al. 2021, Sec. 2.2.2).
+
+    Examples:
+        >>> stage_layers(8, 2, 1, 0), stage_layers(8, 2, 2, 0), stage_layers(8, 2, 2, 1)
+        ([0, 1, 2, 3], [0, 1, 4, 5], [2, 3, 6, 7])
+    """
+    chunk = num_layers // (pp * interleave)
+    return [
+        (c * pp + stage) * chunk + j for c in range(interleave) for j in range(chunk)
+    ]
+
+
+@dataclass(frozen=True)
+class LayoutMemory:
+    """What one GPU of a pipeline stage holds during training, in bytes (and a few counts).
+
+    Attributes:
+        stage: The pipeline stage (0 to ``pp - 1``) these numbers are for.
+        params: Parameters the GPU holds a copy or shard of before ZeRO sharding (its stage's
+            parameters after tensor and expert parallelism).
+        weights: Working weights on the GPU.
+        gradients: Gradients on the GPU.
+        master: fp32 master weights on the GPU.
+        momentum: First Adam moment on the GPU.
+        variance: Second Adam moment on the GPU.
+        activations: Activations of the stage's layers for the in-flight micro-batches, plus the
+            embedding dropout mask on stage 0.
+        logits: Output-layer activations (last stage only): final-norm input, output-projection input,
+            fp32 logits for the loss.
+        cpu_offload: Bytes this GPU's rank keeps in CPU memory (offloaded states); not in ``total``.
+        in_flight: Micro-batch chunks in flight on the stage (a count).
+        num_microbatches: Micro-batches per step per pipeline (0 when the layout does not say).
+    """
+
+    stage: int
+    params: int
+    weights: int
+    gradients: int
+    master: int
+    momentum: int
+    variance: int
+    activations: int
+    logits: int
+    cpu_offload: int
+    in_flight: int
+    num_microbatches: int
+
+    @property
+    def model_state(self) -> int:
+        """Model-state bytes on the GPU (weights, gradients, master, both moments).
+
+        Examples:
+            >>> from calc.presets import preset
+            >>> layout_memory(preset("gpt2"), Layout(seq_len=1024)).model_state
+            1991036928
+        """
+        return sum(getattr(self, name) for name in COMPONENTS)
+
+    @property
+    def total(self) -> int:
+        """All bytes on the GPU: model states, activations and logits."""
+        return self.model_state + self.activations + self.logits
+
+    def as_dict(self) -> dict[str, int]:
+        """Fields plus ``model_state`` and ``total`` as a plain ``dict``.
+
+        Examples:
+            >>> from calc.presets import preset
+            >>> d = layout_memory(preset("gpt2"), Layout(seq_len=1024)).as_dict()
+            >>> d["total"] == d["model_state"] + d["activations"] + d["logits"]
+            True
+        """
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["model_state"] = self.model_state
+        out["total"] = self.total
+        return out
+
+
+def _stage_params(arch: Architecture, layout: Layout, layers: list[int], stage: int) -> tuple[int, int]:
+    """(dense params, routed-expert params) one GPU of ``stage`` holds, after TP and EP."""
+    t, p = layout.tp, layout.pp
+    split = replicated = experts = 0
+    for i in layers:
+        replicated += arch.norm_params_per_layer
+        split += arch.attention_params_per_layer
+        if arch.is_moe_layer(i):
+            replicated += arch.router_params_per_layer
+            split += arch.shared_expert_params_per_layer
+            experts += arch.expert_params_per_layer
+        else:
+            split += arch.dense_mlp_params
+    if stage == 0:
+        tokens = arch.vocab_size * arch.hidden_size
+        split += tokens  # vocabulary-parallel embedding
+        replicated += arch.embedding_params - tokens  # learned positions are not split
+    if stage == p - 1:
+        replicated += arch.final_norm_params
+        if arch.tied_embeddings:
+            if p > 1:  # the last stage keeps its own copy of the tied matrix for the output layer
+                split += arch.vocab_size * arch.hidden_size
+        else:
+            split += arch.lm_head_params
+    return _ceil_div(split, t) + replicated, _ceil_div(experts, layout.ep * t)
+
+
+def _layer_kinds(arch: Architecture, layout: Layout) -> dict[bool, LayerActivations]:
+    """Per-layer activations for a dense layer and (if any) an MoE layer."""
+    common = dict(
+        kv_heads=arch.num_kv_heads,
+        head_dim=arch.head_dim,
+        v_head_dim=arch.v_head_dim,
+        mlp=arch.mlp,
+        dropout=layout.dropout,
+        norm=arch.norm,
+        tp=layout.tp,
+        sequence_parallel=layout.sequence_parallel,
+        cp=layout.cp,
+        recompute=layout.recompute,
+        flash_attention=layout.flash_attention,
+    )
+    args = (layout.seq_len, layout.micro_batch, arch.hidden_size, arch.num_heads)
+    kinds = {False: layer_activations(*args, ffn_hidden=arch.intermediate_size, **common)}
+    if arch.is_moe:
+        kinds[True] = layer_activations(
+            *args, ffn_hidden=arch.moe_intermediate_size, experts_per_token=arch.experts_per_token,
+            shared_experts=arch.num_shared_experts, **common,
+        )
+    return kinds
+
+
+def _state(params: int, ranks: int, stage: int, conv: Convention) -> dict[str, int]:
+    """Bytes of each component for ``params`` parameters, sharded over ``ranks`` from ZeRO ``stage`` on."""
+    shard = _ceil_div(params, ranks)
+    sharded_from = {"master": 1, "momentum": 1, "variance": 1, "gradients": 2, "weights": 3}
+    return {name: (shard if stage >= sharded_from[name] else params) * getattr(conv, name) for name in COMPONENTS}
+
+
+def stage_memory(arch: Architecture, layout: Layout, stage: int = 0) -> LayoutMemory:
+    """Memory of one GPU of pipeline stage ``stage``.
+
+    Model states: the stage's dense parameters after tensor parallelism (matrices ``/tp``,
+    norms, routers and position embeddings replicated; Megatron-LM's
+    ``theoretical_memory_usage.py`` counts the most loaded shard the same way) and its
+    routed experts ``/(ep × tp)`` (expert tensor parallelism equal to ``tp``). ZeRO stage
+    ``z`` then shards the optimizer states (``z ≥ 1``), gradients (``z ≥ 2``) and weights
+    (``z = 3``) over [`zero_ranks`][calc.layout.Layout.zero_ranks] for the dense part and
+    ``zero_ranks / ep`` for the experts (their data-parallel group is ``ep`` times smaller),
+    each shard ``ceil(params / ranks)`` (ZeRO, Rajbhandari et al. 2020, Sec. 5). Offloaded
+    components move to ``cpu_offload``: ZeRO-Offload keeps gradients and optimizer states
+    on the CPU and only the 16-bit weights on the GPU (Ren et al. 2021, Sec. 4.1; DeepSpeed's
+    estimator, reference numbers Sec. 8, likewise keeps ``2Ψ`` on the GPU).
+
+    Activations: [`layer_activations`][calc.activations.layer_activations] for each of the
+    stage's layers (dense or MoE), combined by
+    [`stage_activations`][calc.activations.stage_activations] with the in-flight micro-batches.
+
+    Args:
+        arch: The model.
+        layout: The layout.
+        stage: The pipeline stage, from 0 to ``pp - 1``.
+
+    Returns:
+        The stage's [`LayoutMemory`][calc.layout.LayoutMemory].
+
+    Raises:
+        CalcError: When the layout cannot run the model ([`check_layout`][calc.layout.check_layout])
+            or the stage is outside the pipeline.
+
+    Examples:
+        >>> from calc.presets import preset
+        >>> m = stage_memory(preset("megatron-175b"), Layout(tp=8, pp=8, recompute="selective",
+        ...                  sequence_parallel=True), stage=7)
+        >>> m.in_flight, m.logits > 0
+        (1, True)
+    """
+    check_layout(arch, layout)
+    k = parse_positive_int(stage, "stage", minimum=0, maximum=layout.pp - 1)
+    layers = stage_layers(arch.num_layers, layout.pp, layout.interleave, k)
+    dense, experts = _stage_params(arch, layout, layers, k)
+    conv = CONVENTIONS[layout.convention]
+    zstage = layout.effective_zero_stage
+    ranks = layout.zero_ranks
+    gpu = _state(dense, ranks, zstage, conv)
+    if experts:
+        for name, value in _state(experts, max(1, ranks // layout.ep), zstage, conv).items():
+            gpu[name] += value
+    offloaded = set()
+    if layout.offload_optimizer:
+        offloaded |= {"gradients", "master", "momentum", "variance"}
+    if layout.offload_params:
+        offloaded.add("weights")
+    cpu = sum(gpu[name] for name in offloaded)
+    for name in offloaded:
+        gpu[name] = 0
+    kinds = _layer_kinds(arch, layout)
+    per_layer = [kinds[arch.is_moe_layer(i)].total for i in layers]
+    acts = stage_activations(
+        per_layer if len(set(per_layer)) > 1 else per_layer[0],
+        num_layers=arch.num_layers, seq_len=layout.seq_len, micro_batch=layout.micro_batch,
+        hidden=arch.hidden_size, vocab_size=arch.vocab_size, pp=layout.pp, interleave=layout.interleave,
+        num_microbatches=layout.num_microbatches, tp=layout.tp, sequence_parallel=layout.sequence_parallel,
+        cp=layout.cp, dropout=layout.dropout, stage=k,
+    ) if len(per_layer) == arch.num_layers // layout.pp else None
+    if acts is None:  # interleaved: stage_activations takes one stage's layers; same count, any order
+        raise AssertionError("stage layer count mismatch")  # pragma: no cover - internal invariant
+    return LayoutMemory(
+        stage=k,
+        params=dense + experts,
+        **gpu,
+        activations=acts.layers + acts.embedding_dropout,
+        logits=acts.final_norm_input + acts.output_input + acts.logits,
+        cpu_offload=cpu,
+        in_flight=acts.in_flight,
+        num_microbatches=layout.num_microbatches or 0,
+    )
+
+
+def layout_memory(arch: Architecture, layout: Layout) -> LayoutMemory:
+    """Memory of the most loaded GPU: every pipeline stage evaluated, the largest ``total`` kept.
+
+    Ties go to the earlier stage, so a pipeline whose stages weigh the same reports
+    stage 0 (Korthikanti et al. 2022, Sec. 4.2.3: the first stage holds the embedding
+    and ``p`` micro-batches in flight).
+
+    Args:
+        arch: The model.
+        layout: The layout.
+
+    Returns:
+        The [`LayoutMemory`][calc.layout.LayoutMemory] of the heaviest stage.
+
+    Raises:
+        CalcError: When the layout cannot run the model ([`check_layout`][calc.layout.check_layout]).
+
+    Examples:
+        >>> from calc.presets import preset
+        >>> from calc.units import format_bytes
+        >>> m = layout_memory(preset("llama3-8b"), Layout(dp=8, zero_stage=1, seq_len=8192,
+        ...                   flash_attention=True, dropout=False, recompute="selective"))
+        >>> m.stage, format_bytes(m.model_state), format_bytes(m.activations + m.logits)
+        (0, '46.2 GB', '38.7 GB')
+    """
+    check_layout(arch, layout)
+    best: LayoutMemory | None = None
+    for k in range(layout.pp):
+        m = stage_memory(arch, layout, k)
+        if best is None or m.total > best.total:
+            best = m
+    assert best is not None  # pp >= 1
+    return best
+
+
+_ = (gcd, replace)  # reserved

@@ -1,0 +1,129 @@
+"""The "Training compute" calculator: total FLOPs, days and GPU-hours from parameters, tokens, GPUs and MFU."""
+
+from __future__ import annotations
+
+import math
+
+from calc.compute import SECONDS_PER_DAY, training_time
+from calc.errors import CalcError
+from calc.hardware import GPUS, PEAK_DTYPES
+from calc.hardware import gpu as _gpu
+from calc.units import format_count, parse_count, parse_positive_int
+from calc.widgets import Calculator, Field
+from calc.widgets._html import out, verdict
+
+__all__ = ["CALCULATOR"]
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _number(text: str, field: str, *, maximum: float | None = None) -> float:
+    """A positive finite number typed in a field (at most ``maximum`` when given)."""
+    rule = "must be a positive number" if maximum is None else f"must be a number above 0 and at most {maximum:g}"
+    try:
+        value = float(text.strip().replace(",", "").replace("_", ""))
+    except ValueError:
+        raise CalcError(field, rule, text) from None
+    if not math.isfinite(value) or value <= 0 or (maximum is not None and value > maximum):
+        raise CalcError(field, rule, text)
+    return value
+
+
+def _sci(value: float) -> str:
+    """``8.4e23`` as ``8.40 × 10²³``."""
+    mantissa, _, exponent = f"{value:.2e}".partition("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def _sig3(value: float) -> str:
+    """Three significant figures, but never scientific notation and never fewer than the integer digits."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as minutes, hours, days or years, three significant figures."""
+    if seconds < 3600:
+        return f"{seconds / 60:.3g} minutes"
+    if seconds < 2 * SECONDS_PER_DAY:
+        return f"{seconds / 3600:.3g} hours"
+    days = seconds / SECONDS_PER_DAY
+    text = f"{_sig3(days)} days"
+    if days >= 365:
+        text += f" ({days / 365.25:.3g} years)"
+    return text
+
+
+def _compute(v: dict[str, str]) -> str:
+    params = parse_count(v["params"], "params")
+    tokens = parse_count(v["tokens"], "tokens")
+    gpus = parse_positive_int(v["num_gpus"], "num_gpus", maximum=10**7)
+    mfu = _number(v["mfu"], "mfu", maximum=100) / 100
+    factor = parse_positive_int(v["factor"], "factor", minimum=6, maximum=8)
+    if factor not in (6, 8):
+        raise CalcError("factor", "must be 6 or 8", v["factor"])
+    dtype = v["dtype"]
+    if dtype not in PEAK_DTYPES:
+        raise CalcError("dtype", f"must be one of {', '.join(PEAK_DTYPES)}", dtype, code="unknown-name")
+    if v["gpu"] == "custom":
+        peak = _number(v["peak_tflops"], "peak_tflops") * 1e12
+        label, tdp = f"{peak / 1e12:g} TFLOP/s GPU", 0
+    else:
+        device = _gpu(v["gpu"])
+        peak = float(device.peak_flops(dtype))
+        label, tdp = device.label, device.tdp_watts
+    achieved = mfu * peak
+    t = training_time(params, tokens, gpus, achieved, flops_per_param_token=factor)
+    kind = "MFU" if factor == 6 else "HFU"
+    line = (
+        f"{format_count(params)} parameters on {format_count(tokens)} tokens: {_sci(t.total_flops)} FLOPs, "
+        f"{_duration(t.seconds)} on {gpus:,} × {label} at {mfu * 100:.3g}% {kind}."
+    )
+    rows = [
+        ("Total training FLOPs", out("total_flops", _sci(t.total_flops)),
+         f"{factor} × parameters × tokens" + (" (Kaplan's 6ND)" if factor == 6 else " (Narayanan Eq. 4, full recompute)")),
+        ("Wall-clock time", out("days", f"{_sig3(t.days)} days"), f"{_sig3(t.seconds / 3600)} hours"),
+        ("GPU-hours", out("gpu_hours", _sig3(t.gpu_hours)), f"{gpus:,} GPUs × {_sig3(t.seconds / 3600)} hours"),
+        ("Achieved per GPU", out("achieved_tflops", f"{achieved / 1e12:,.1f} TFLOP/s"),
+         f"{kind} × {peak / 1e12:,.1f} TFLOP/s dense {dtype} peak"),
+        ("PF-days", out("pf_days", _sig3(t.total_flops / (1e15 * SECONDS_PER_DAY))), "as GPT-3 Table D.1 counts"),
+        ("Tokens per parameter", out("tokens_per_param", _sig3(tokens / params)),
+         "Chinchilla's compute-optimal runs use about 20"),
+    ]
+    if tdp:
+        mwh = t.gpu_hours * tdp / 1e6
+        rows.append(("GPU energy at board power", out("energy_mwh", f"{_sig3(mwh)} MWh"),
+                     f"{tdp} W × GPU-hours; an upper bound for the GPUs alone (no host, network or cooling)"))
+    body = "".join(
+        f'<p class="lc-kv"><span>{name}</span> {value} <small>{note}</small></p>' for name, value, note in rows
+    )
+    return verdict(True, line) + body
+
+
+CALCULATOR = Calculator(
+    name="training-compute",
+    title="Training compute",
+    description="Total FLOPs, wall-clock days and GPU-hours to train a model, from the 6ND rule and an assumed utilization.",
+    fields=(
+        Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B (active parameters for a MoE)"),
+        Field("tokens", "Training tokens", "2T", help="e.g. 300B, 2T, 15.6T"),
+        Field("num_gpus", "GPUs", "2048", kind="number"),
+        Field(
+            "gpu", "GPU", "h100-sxm", kind="select",
+            options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
+        ),
+        Field("peak_tflops", "Peak TFLOP/s (custom)", "989.4", kind="number", enabled_when=("gpu", "custom"),
+              help="dense, per GPU"),
+        Field("dtype", "Math precision", "bf16", kind="select",
+              options=(("bf16", "BF16 / FP16 peak"), ("fp8", "FP8 peak"))),
+        Field("mfu", "Utilization (%)", "40", kind="number", help="Llama 3 405B: 38–43% MFU; PaLM: 46%"),
+        Field(
+            "factor", "FLOPs per parameter per token", "6", kind="select",
+            options=(
+                ("6", "6: utilization is MFU (model FLOPs)"),
+                ("8", "8: utilization is HFU with full recomputation"),
+            ),
+        ),
+    ),
+    compute=_compute,
+)
+"""The training-compute calculator."""

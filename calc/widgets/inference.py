@@ -1,0 +1,145 @@
+"""The "Serving memory" calculator: weights and KV cache per GPU, and how many sequences fit."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from calc.errors import CalcError
+from calc.hardware import GPUS
+from calc.hardware import gpu as _gpu
+from calc.inference import PRECISION_BITS, inference_memory
+from calc.presets import PRESET_LABELS, preset
+from calc.units import format_bytes, parse_positive_int, to_bytes
+from calc.widgets import Calculator, Field
+from calc.widgets._html import UNIT_FIELD_OPTIONS, bar, byte_formatter, out, table, verdict
+
+__all__ = ["CALCULATOR"]
+
+_PRECISION_LABELS = {
+    "fp32": "FP32 (4 B)",
+    "bf16": "BF16 (2 B)",
+    "fp16": "FP16 (2 B)",
+    "fp8": "FP8 (1 B)",
+    "int8": "INT8 (1 B)",
+    "fp4": "FP4 (0.5 B)",
+    "int4": "INT4 (0.5 B)",
+}
+_MAX_TOKENS = 1 << 24
+_MAX_BATCH = 1 << 20
+
+
+def _reserve(text: str) -> Fraction:
+    """The reserved share typed as a percentage (``"10"`` = 10%), exact."""
+    rule = "must be a percentage from 0 to below 100"
+    try:
+        value = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise CalcError("reserved_pct", rule, text) from None
+    if not 0 <= value < 100:
+        raise CalcError("reserved_pct", rule, text)
+    return value / 100
+
+
+def _compute(v: dict[str, str]) -> str:
+    name = v["model"]
+    arch = preset(name)
+    for key in ("precision", "kv_dtype"):
+        if v[key] not in PRECISION_BITS:
+            raise CalcError(key, f"must be one of {', '.join(PRECISION_BITS)}", v[key], code="unknown-name")
+    seq_len = parse_positive_int(v["seq_len"], "seq_len", maximum=_MAX_TOKENS)
+    batch = parse_positive_int(v["batch"], "batch", maximum=_MAX_BATCH)
+    tp = parse_positive_int(v["tp"], "tp", maximum=1024)
+    fmt = byte_formatter(v["unit"])
+    if v["gpu"] == "custom":
+        memory = to_bytes(v["gpu_memory"], v["unit"], "gpu_memory")
+        device = GPUS["h100-sxm"]  # only its name is unused: memory_bytes overrides it
+        gpu_label = f"{format_bytes(memory, binary=v['unit'] == 'GiB')} GPU"
+    else:
+        device = _gpu(v["gpu"])
+        memory = device.memory_bytes
+        gpu_label = device.label
+    m = inference_memory(
+        arch, seq_len=seq_len, batch=batch, precision=v["precision"], kv_dtype=v["kv_dtype"], tp=tp,
+        gpu=device, memory_bytes=memory, reserved_fraction=_reserve(v["reserved_pct"]),
+    )
+    label = PRESET_LABELS.get(name, name)
+    where = f"{tp} × {gpu_label}" if tp > 1 else f"one {gpu_label}"
+    per = "per GPU" if tp > 1 else ""
+    if m.fits:
+        line = (f"Fits: {label} at {v['precision']} with {batch:,} × {seq_len:,}-token sequences on {where}; "
+                f"up to {m.max_concurrent_sequences:,} such sequences fit.")
+    elif m.max_concurrent_sequences == 0:
+        short = m.weights_per_gpu_bytes + m.reserved_per_gpu_bytes - memory
+        line = (f"Does not fit: {label}'s weights at {v['precision']} plus the reserve leave no room on {where}"
+                + (f" (short by {fmt(short)} {per} before any KV cache)." if short > 0 else "."))
+    else:
+        line = (f"Does not fit: {batch:,} sequences of {seq_len:,} tokens need {fmt(m.kv_batch_per_gpu_bytes)} of KV "
+                f"cache {per}; only {m.max_concurrent_sequences:,} fit on {where}.")
+    rows = [
+        ("Weights", out("weights_bytes", fmt(m.weights_bytes)), out("weights_per_gpu", fmt(m.weights_per_gpu_bytes))),
+        ("KV cache per token", out("kv_per_token", format_bytes(m.kv_bytes_per_token, binary=v["unit"] == "GiB")),
+         out("kv_per_token_per_gpu", format_bytes(m.kv_per_token_per_gpu_bytes, binary=v["unit"] == "GiB"))),
+        (f"KV cache per sequence ({m.cached_tokens:,} tokens)", out("kv_per_sequence", fmt(m.kv_per_sequence_bytes)),
+         out("kv_per_sequence_per_gpu", fmt(m.kv_per_sequence_per_gpu_bytes))),
+        (f"KV cache for the batch ({batch:,})", out("kv_batch", fmt(m.kv_batch_bytes)),
+         out("kv_batch_per_gpu", fmt(m.kv_batch_per_gpu_bytes))),
+        ("Reserved (activations, runtime)", "", out("reserved", fmt(m.reserved_per_gpu_bytes))),
+        ("<strong>Total</strong>", "", out("total_per_gpu", fmt(m.total_per_gpu_bytes), "strong")),
+    ]
+    notes = []
+    if m.cached_tokens < seq_len:
+        notes.append(f"The {arch.sliding_window:,}-token sliding window caps the cache at {m.cached_tokens:,} tokens "
+                     "per sequence.")
+    if arch.uses_mla:
+        notes.append("Latent attention caches one compressed latent per layer; every tensor-parallel GPU keeps "
+                     "all of it.")
+    elif m.kv_replicas > 1:
+        notes.append(f"tp={tp} exceeds the {arch.num_kv_heads} KV heads: each head is replicated on "
+                     f"{m.kv_replicas} GPUs, so the per-GPU cache stops shrinking.")
+    if seq_len > arch.max_position_embeddings:
+        notes.append(f"{seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions the "
+                     "model is configured for.")
+    if PRECISION_BITS[v["precision"]] < 8:
+        notes.append("Quantization scales (e.g. one 16-bit scale per 128 weights, +3%) are not counted.")
+    segments = [
+        ("Weights", m.weights_per_gpu_bytes),
+        ("KV cache (batch)", m.kv_batch_per_gpu_bytes),
+        ("Reserved", m.reserved_per_gpu_bytes),
+    ]
+    note_html = "".join(f"<p><small>{n}</small></p>" for n in notes)
+    return (
+        verdict(m.fits, line)
+        + bar(segments, memory, fmt)
+        + table(("", "Whole model", "Per GPU"), rows, raw_cells=True)
+        + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
+        + f'<p class="lc-kv"><span>Max concurrent sequences of {seq_len:,} tokens</span> '
+        + f'{out("max_sequences", f"{m.max_concurrent_sequences:,}")}</p>'
+        + note_html
+    )
+
+
+CALCULATOR = Calculator(
+    name="serving-memory",
+    title="Serving memory",
+    description="Weights and KV cache per GPU when serving a model with tensor parallelism, "
+    "and how many sequences of a given length fit.",
+    fields=(
+        Field("model", "Model", "llama3-70b", kind="select", options=tuple(PRESET_LABELS.items())),
+        Field("precision", "Weights", "bf16", kind="select", options=tuple(_PRECISION_LABELS.items())),
+        Field("kv_dtype", "KV cache", "bf16", kind="select",
+              options=tuple((k, label) for k, label in _PRECISION_LABELS.items())),
+        Field("seq_len", "Context length (tokens)", "8192", kind="number", help="prompt + generated tokens"),
+        Field("batch", "Concurrent sequences", "16", kind="number"),
+        Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),
+        Field(
+            "gpu", "GPU", "h100-sxm", kind="select",
+            options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
+        ),
+        Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
+        Field("reserved_pct", "Reserved (%)", "10", kind="number",
+              help="held back for activations and the runtime; vLLM's default leaves 10%"),
+        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+    ),
+    compute=_compute,
+)
+"""The serving-memory calculator."""

@@ -1,0 +1,131 @@
+"""The built site: strict build, stable anchors, engine-computed prose numbers, API coverage, no foreign hosts."""
+
+from __future__ import annotations
+
+import re
+import sys
+import zlib
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+import calc
+from calc import format_bytes, model_state_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "hooks"))
+
+from numbers_registry import NUMBERS  # noqa: E402
+
+
+def _html_pages(site: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(site).parent).replace(".", "", 1) if p.parent == site else str(p.relative_to(site).parent) + "/":
+        p.read_text(encoding="utf-8")
+        for p in site.rglob("index.html")
+        if "assets" not in p.relative_to(site).parts
+    }
+
+
+def _ids(page_html: str) -> set[str]:
+    return set(re.findall(r'\sid="([^"]+)"', page_html))
+
+
+def test_public_anchors_exist(built_site: Path) -> None:
+    pages = _html_pages(built_site)
+    missing = []
+    for line in (ROOT / "tests" / "public_anchors.txt").read_text().splitlines():
+        if not line.strip() or line.startswith("# "):
+            continue
+        path, _, anchor = line.partition("#")
+        if path not in pages or anchor not in _ids(pages[path]):
+            missing.append(line)
+    assert missing == [], f"public anchors that no longer exist: {missing}"
+
+
+def test_every_heading_has_an_explicit_id() -> None:
+    bad = []
+    for md in (ROOT / "docs").rglob("*.md"):
+        if md.name.startswith("_"):
+            continue
+        fenced = False
+        for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            if line.lstrip().startswith(("```", "~~~")):
+                fenced = not fenced
+            if not fenced and re.match(r"#{1,6} ", line) and not re.search(r"\{[^}]*#[\w-]+[^}]*\}\s*$", line):
+                bad.append(f"{md.relative_to(ROOT)}:{n}: {line}")
+    assert bad == [], "headings need an explicit { #id }:\n" + "\n".join(bad)
+
+
+def test_prose_numbers_come_from_the_engine(built_site: Path) -> None:
+    spans = []
+    for page, text in _html_pages(built_site).items():
+        spans += [(page, name, value) for name, value in re.findall(r'data-num="([^"]+)">([^<]*)<', text)]
+    assert spans, "the home page prints engine numbers"
+    for page, name, value in spans:
+        assert value == NUMBERS[name](), (page, name)
+
+
+@pytest.mark.parametrize(
+    ("name", "direct"),
+    [
+        ("state-7b", lambda: format_bytes(model_state_bytes("7B").total)),
+        ("state-70b", lambda: format_bytes(model_state_bytes("70B").total, digits=2)),
+        ("zero1-7.5b-dp64", lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=1, dp=64).total)),
+    ],
+)
+def test_registry_matches_direct_engine_calls(name: str, direct) -> None:
+    assert NUMBERS[name]() == direct()
+
+
+def test_headline_numbers_on_home_page(built_site: Path) -> None:
+    home = (built_site / "index.html").read_text()
+    assert 'data-num="state-7b">112 GB<' in home
+    assert 'data-num="state-70b">1.1 TB<' in home
+    assert 'data-output="total"' in home and ">112 GB<" in home
+
+
+def _inventory_names(site: Path) -> set[str]:
+    raw = (site / "objects.inv").read_bytes()
+    body = raw.split(b"\n", 4)[4]
+    return {line.split(" ", 1)[0] for line in zlib.decompress(body).decode().splitlines()}
+
+
+def test_public_api_is_documented(built_site: Path) -> None:
+    names = _inventory_names(built_site)
+    for public in calc.__all__:
+        obj = getattr(calc, public)
+        assert f"calc.{public}" in names or any(n.endswith(f".{public}") for n in names), public
+        if callable(obj):
+            assert obj.__doc__, public
+
+
+def test_all_is_sorted() -> None:
+    assert list(calc.__all__) == sorted(calc.__all__)
+
+
+def test_no_asset_from_another_host(built_site: Path) -> None:
+    """Scripts, styles, images, fonts and workers load only from this site (links to papers are fine)."""
+    offenders = []
+    for path in built_site.rglob("*"):
+        if path.suffix not in (".html", ".css", ".js", ".mjs") or "pyodide" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".html":
+            tags = re.findall(r"<(?:script|link|img|source|iframe)\b[^>]*>", text)
+            fetched = [t for t in tags if not re.search(r'rel="(?:canonical|alternate)"', t)]
+            refs = [m for t in fetched for m in re.findall(r'(?:src|href)="([^"]+)"', t)]
+        elif path.suffix == ".css":
+            refs = re.findall(r"url\(['\"]?([^'\")]+)", text)
+        else:
+            refs = re.findall(r"(?:import|fetch|Worker)\s*\(\s*['\"](https?://[^'\"]+)", text)
+        offenders += [f"{path.relative_to(built_site)}: {r}" for r in refs if urlparse(r).scheme in ("http", "https")]
+    assert offenders == []
+
+
+def test_pyodide_and_engine_are_shipped(built_site: Path) -> None:
+    for name in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"):
+        assert (built_site / "assets" / "pyodide" / name).stat().st_size > 0
+    assert (built_site / "assets" / "calc" / "calc.zip").stat().st_size > 0
+    assert (built_site / "assets" / "katex" / "katex.min.js").exists()
