@@ -491,7 +491,7 @@ def inference_memory(
     precision: str = "bf16",
     kv_dtype: str = "bf16",
     tp: int | str = 1,
-    gpu: GPU | str = "h100-sxm",
+    gpu: GPU | str | None = "h100-sxm",
     memory_bytes: int | None = None,
     reserved_fraction: float | str | Fraction = DEFAULT_RESERVED_FRACTION,
     reserved_bytes: int = 0,
@@ -521,8 +521,8 @@ def inference_memory(
         precision: Weight data type.
         kv_dtype: KV-cache data type.
         tp: Tensor-parallel degree; must divide the attention heads.
-        gpu: A [`GPU`][calc.hardware.GPU] or a preset name.
-        memory_bytes: Memory per GPU, overriding the preset's.
+        gpu: A [`GPU`][calc.hardware.GPU] or a preset name (ignored when ``memory_bytes`` is given).
+        memory_bytes: Memory per GPU, overriding the preset's (for a GPU not in the presets).
         reserved_fraction: Share of each GPU's memory held back (default 0.1, vLLM's
             ``gpu_memory_utilization=0.9``); ``"0.1"`` is read exactly.
         reserved_bytes: Further bytes per GPU held back (activation workspace, CUDA graphs).
@@ -551,8 +551,12 @@ def inference_memory(
     heads = parse_positive_int(arch.num_heads, "num_heads")
     if heads % t:
         raise CalcError("tp", f"must divide the attention heads (heads={heads})", t, code="not-divisible")
-    device = _gpu(gpu) if isinstance(gpu, str) else gpu
-    memory = device.memory_bytes if memory_bytes is None else parse_positive_int(memory_bytes, "memory_bytes")
+    if memory_bytes is not None:
+        memory = parse_positive_int(memory_bytes, "memory_bytes")
+    elif isinstance(gpu, GPU):
+        memory = gpu.memory_bytes
+    else:
+        memory = _gpu(gpu).memory_bytes
     window = (getattr(arch, "sliding_window", 0) or 0) if sliding_window is None else sliding_window
     tokens = cached_tokens(seq_len, sliding_window=window, block_size=block_size)
 

@@ -30,10 +30,9 @@ the cross-entropy's transient copies), allocator fragmentation and the CUDA cont
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from math import gcd
+from dataclasses import dataclass, fields
 
-from calc.activations import LayerActivations, in_flight_chunks, layer_activations, stage_activations
+from calc.activations import LayerActivations, layer_activations, stage_activations
 from calc.architecture import Architecture
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
@@ -182,14 +181,14 @@ class Layout:
         if self.offload_optimizer and self.zero_stage < 1 and not self.distributed_optimizer:
             raise CalcError("offload_optimizer", "needs zero_stage of at least 1 (ZeRO-Offload)",
                             self.offload_optimizer, code="unsupported")
-        if self.sequence_parallel and (self.seq_len // self.cp) % self.tp if self.seq_len % self.cp == 0 else False:
-            raise CalcError("tp", f"must divide seq_len / cp under sequence parallelism (seq_len={self.seq_len}, "
-                            f"cp={self.cp})", self.tp, code="not-divisible")
         if self.seq_len % self.cp:
             raise CalcError("cp", f"must divide seq_len (seq_len={self.seq_len})", self.cp, code="not-divisible")
         if self.cp > 1 and self.cp_load_balance and self.seq_len % (2 * self.cp):
             raise CalcError("cp", f"× 2 must divide seq_len for load-balanced ring attention (seq_len={self.seq_len})",
                             self.cp, code="not-divisible")
+        if self.sequence_parallel and (self.seq_len // self.cp) % self.tp:
+            raise CalcError("tp", f"must divide seq_len / cp under sequence parallelism (seq_len={self.seq_len}, "
+                            f"cp={self.cp})", self.tp, code="not-divisible")
 
     @property
     def num_microbatches(self) -> int | None:
@@ -478,14 +477,12 @@ def stage_memory(arch: Architecture, layout: Layout, stage: int = 0) -> LayoutMe
     kinds = _layer_kinds(arch, layout)
     per_layer = [kinds[arch.is_moe_layer(i)].total for i in layers]
     acts = stage_activations(
-        per_layer if len(set(per_layer)) > 1 else per_layer[0],
+        per_layer,
         num_layers=arch.num_layers, seq_len=layout.seq_len, micro_batch=layout.micro_batch,
         hidden=arch.hidden_size, vocab_size=arch.vocab_size, pp=layout.pp, interleave=layout.interleave,
         num_microbatches=layout.num_microbatches, tp=layout.tp, sequence_parallel=layout.sequence_parallel,
         cp=layout.cp, dropout=layout.dropout, stage=k,
-    ) if len(per_layer) == arch.num_layers // layout.pp else None
-    if acts is None:  # interleaved: stage_activations takes one stage's layers; same count, any order
-        raise AssertionError("stage layer count mismatch")  # pragma: no cover - internal invariant
+    )
     return LayoutMemory(
         stage=k,
         params=dense + experts,
@@ -521,16 +518,12 @@ def layout_memory(arch: Architecture, layout: Layout) -> LayoutMemory:
         >>> m = layout_memory(preset("llama3-8b"), Layout(dp=8, zero_stage=1, seq_len=8192,
         ...                   flash_attention=True, dropout=False, recompute="selective"))
         >>> m.stage, format_bytes(m.model_state), format_bytes(m.activations + m.logits)
-        (0, '46.2 GB', '38.7 GB')
+        (0, '44.2 GB', '40.8 GB')
     """
     check_layout(arch, layout)
-    best: LayoutMemory | None = None
-    for k in range(layout.pp):
+    best = stage_memory(arch, layout, 0)
+    for k in range(1, layout.pp):
         m = stage_memory(arch, layout, k)
-        if best is None or m.total > best.total:
+        if m.total > best.total:
             best = m
-    assert best is not None  # pp >= 1
     return best
-
-
-_ = (gcd, replace)  # reserved

@@ -368,3 +368,71 @@ def test_more_gpus_never_slower(params, tokens, gpus, rate):
     two = training_time(params, tokens, gpus * 2, rate)
     assert two.seconds <= one.seconds
     assert math.isclose(two.gpu_hours, one.gpu_hours, rel_tol=1e-12)  # same work, same GPU-hours
+
+
+# --- The training-compute calculator ----------------------------------------------------------
+
+def _outputs(fragment: str) -> dict[str, str]:
+    import html
+    import re
+
+    return {k: html.unescape(v) for k, v in re.findall(r'data-output="([^"]+)"[^>]*>(.*?)</', fragment)}
+
+
+def test_widget_defaults():
+    from calc.widgets.compute import CALCULATOR
+
+    out = _outputs(CALCULATOR.compute(dict(CALCULATOR.defaults)))
+    t = training_time("70B", "2T", 2048, 0.4 * gpu("h100-sxm").bf16_flops)
+    assert out["total_flops"] == "8.40 × 10²³"
+    assert out["days"] == f"{t.days:.3g} days"
+    assert out["gpu_hours"] == f"{t.gpu_hours:,.0f}"
+    assert out["achieved_tflops"] == "395.8 TFLOP/s"
+
+
+def test_widget_reproduces_narayanan_gpt3_estimate():
+    from calc.widgets.compute import CALCULATOR
+
+    inputs = dict(CALCULATOR.defaults, params="175B", tokens="300B", num_gpus="1024", gpu="custom",
+                  peak_tflops="312", mfu=str(140 / 312 * 100), factor="8")
+    out = _outputs(CALCULATOR.compute(inputs))
+    assert out["days"] == "33.9 days" and out["achieved_tflops"] == "140.0 TFLOP/s"
+    assert "energy_mwh" not in out  # no board power for a custom GPU
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("params", "lots"), ("tokens", "0"), ("num_gpus", "0"), ("mfu", "0"), ("mfu", "101"), ("mfu", "NaN"),
+     ("mfu", "1e999"), ("factor", "7"), ("gpu", "tpu"), ("dtype", "fp4"), ("peak_tflops", "-1")],
+)
+def test_widget_bad_input(field, value):
+    from calc.widgets.compute import CALCULATOR
+
+    inputs = dict(CALCULATOR.defaults, **{field: value})
+    if field == "peak_tflops":
+        inputs["gpu"] = "custom"
+    with pytest.raises(CalcError) as info:
+        CALCULATOR.compute(inputs)
+    assert info.value.field == field
+
+
+def test_widget_fp8_on_a100_is_an_error():
+    from calc.widgets.compute import CALCULATOR
+
+    with pytest.raises(CalcError) as info:
+        CALCULATOR.compute(dict(CALCULATOR.defaults, gpu="a100-80", dtype="fp8"))
+    assert info.value.code == "unsupported"
+
+
+@pytest.mark.parametrize("garbage", ["", "abc", "-1", "1e999", "NaN", "<script>", "0", "1.5"])
+def test_widget_garbage_is_a_calc_error_or_a_result(garbage):
+    from calc.widgets.compute import CALCULATOR
+
+    for f in CALCULATOR.fields:
+        inputs = dict(CALCULATOR.defaults, **{f.name: garbage})
+        if f.name == "peak_tflops":
+            inputs["gpu"] = "custom"
+        try:
+            assert "<script>" not in CALCULATOR.compute(inputs)
+        except CalcError as err:
+            assert err.field and err.message

@@ -399,3 +399,104 @@ def test_max_concurrent_sequences_is_the_largest_that_fits(memory, weights, kv, 
         assert n * kv <= free < (n + 1) * kv
     else:
         assert n == 0
+
+
+# --- Real presets (calc.presets) ----------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("name", "per_token"),
+    [
+        ("llama2-7b", 524_288),
+        ("llama2-70b", 327_680),
+        ("llama3-8b", 131_072),
+        ("mistral-7b", 131_072),
+        ("deepseek-v3", 70_272),
+    ],
+)
+def test_preset_kv_per_token(name, per_token):
+    from calc.presets import preset
+
+    arch = preset(name)
+    assert model_kv_bytes_per_token(arch) == per_token
+    assert arch.num_layers * arch.kv_cache_dims_per_token() * 2 == per_token  # agrees with the Architecture
+
+
+def test_preset_sliding_window_applies_by_default():
+    from calc.presets import preset
+
+    mistral = preset("mistral-7b")
+    assert inference_memory(mistral, seq_len=32768).cached_tokens == 4096
+    assert inference_memory(mistral, seq_len=32768, sliding_window=0).cached_tokens == 32768
+
+
+# --- The serving-memory calculator --------------------------------------------------------------
+
+def _outputs(fragment: str) -> dict[str, str]:
+    import html
+    import re
+
+    return {k: html.unescape(v) for k, v in re.findall(r'data-output="([^"]+)"[^>]*>(.*?)</', fragment)}
+
+
+def test_widget_defaults():
+    from calc.presets import preset
+    from calc.widgets.inference import CALCULATOR
+
+    fragment = CALCULATOR.compute(dict(CALCULATOR.defaults))
+    out = _outputs(fragment)
+    m = inference_memory(preset("llama3-70b"), seq_len=8192, batch=16, tp=4, gpu="h100-sxm")
+    assert out["weights_per_gpu"] == format_bytes(m.weights_per_gpu_bytes)
+    assert out["max_sequences"] == f"{m.max_concurrent_sequences:,}"
+    assert out["total_per_gpu"] == format_bytes(m.total_per_gpu_bytes)
+    assert 'data-ok="yes"' in fragment
+
+
+@pytest.mark.parametrize(
+    ("inputs", "ok", "phrase"),
+    [
+        ({"model": "llama2-70b", "tp": "1"}, "no", "short by"),
+        ({"model": "mistral-7b", "seq_len": "32768", "batch": "200", "tp": "1"}, "no", "sliding window"),
+        ({"model": "deepseek-v3", "precision": "fp8", "tp": "8", "gpu": "h200"}, "yes", "latent"),
+        ({"model": "llama3-8b", "tp": "16"}, "yes", "replicated on 2 GPUs"),
+        ({"model": "llama3-8b", "tp": "1", "gpu": "custom", "gpu_memory": "24", "unit": "GiB",
+          "batch": "4"}, "yes", "24.0 GiB"),
+        ({"model": "llama3-8b", "precision": "int4", "tp": "1"}, "yes", "not counted"),
+    ],
+)
+def test_widget_cases(inputs, ok, phrase):
+    from calc.widgets.inference import CALCULATOR
+
+    fragment = CALCULATOR.compute(dict(CALCULATOR.defaults, **inputs))
+    assert f'data-ok="{ok}"' in fragment
+    assert phrase in fragment
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("model", "gpt-9"), ("precision", "fp6"), ("kv_dtype", "q4"), ("seq_len", "0"), ("batch", "-1"),
+     ("tp", "3"), ("gpu", "tpu"), ("reserved_pct", "100"), ("reserved_pct", "x"), ("unit", "KB"),
+     ("gpu_memory", "0")],
+)
+def test_widget_bad_input(field, value):
+    from calc.widgets.inference import CALCULATOR
+
+    inputs = dict(CALCULATOR.defaults, **{field: value})
+    if field == "gpu_memory":
+        inputs["gpu"] = "custom"
+    with pytest.raises(CalcError) as info:
+        CALCULATOR.compute(inputs)
+    assert info.value.field in (field, "preset")
+
+
+@pytest.mark.parametrize("garbage", ["", "abc", "-1", "1e999", "NaN", "<script>", "0", "1.5"])
+def test_widget_garbage_is_a_calc_error_or_a_result(garbage):
+    from calc.widgets.inference import CALCULATOR
+
+    for f in CALCULATOR.fields:
+        inputs = dict(CALCULATOR.defaults, **{f.name: garbage})
+        if f.name == "gpu_memory":
+            inputs["gpu"] = "custom"
+        try:
+            assert "<script>" not in CALCULATOR.compute(inputs)
+        except CalcError as err:
+            assert err.field and err.message

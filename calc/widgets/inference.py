@@ -52,29 +52,27 @@ def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
     if v["gpu"] == "custom":
         memory = to_bytes(v["gpu_memory"], v["unit"], "gpu_memory")
-        device = GPUS["h100-sxm"]  # only its name is unused: memory_bytes overrides it
         gpu_label = f"{format_bytes(memory, binary=v['unit'] == 'GiB')} GPU"
     else:
-        device = _gpu(v["gpu"])
-        memory = device.memory_bytes
-        gpu_label = device.label
+        gpu_label = _gpu(v["gpu"]).label
+        memory = _gpu(v["gpu"]).memory_bytes
     m = inference_memory(
         arch, seq_len=seq_len, batch=batch, precision=v["precision"], kv_dtype=v["kv_dtype"], tp=tp,
-        gpu=device, memory_bytes=memory, reserved_fraction=_reserve(v["reserved_pct"]),
+        gpu=None, memory_bytes=memory, reserved_fraction=_reserve(v["reserved_pct"]),
     )
     label = PRESET_LABELS.get(name, name)
     where = f"{tp} × {gpu_label}" if tp > 1 else f"one {gpu_label}"
-    per = "per GPU" if tp > 1 else ""
+    per = " per GPU" if tp > 1 else ""
     if m.fits:
         line = (f"Fits: {label} at {v['precision']} with {batch:,} × {seq_len:,}-token sequences on {where}; "
                 f"up to {m.max_concurrent_sequences:,} such sequences fit.")
     elif m.max_concurrent_sequences == 0:
         short = m.weights_per_gpu_bytes + m.reserved_per_gpu_bytes - memory
         line = (f"Does not fit: {label}'s weights at {v['precision']} plus the reserve leave no room on {where}"
-                + (f" (short by {fmt(short)} {per} before any KV cache)." if short > 0 else "."))
+                + (f" (short by {fmt(short)}{per} before any KV cache)." if short > 0 else "."))
     else:
         line = (f"Does not fit: {batch:,} sequences of {seq_len:,} tokens need {fmt(m.kv_batch_per_gpu_bytes)} of KV "
-                f"cache {per}; only {m.max_concurrent_sequences:,} fit on {where}.")
+                f"cache{per}; at most {m.max_concurrent_sequences:,} sequences fit on {where}.")
     rows = [
         ("Weights", out("weights_bytes", fmt(m.weights_bytes)), out("weights_per_gpu", fmt(m.weights_per_gpu_bytes))),
         ("KV cache per token", out("kv_per_token", format_bytes(m.kv_bytes_per_token, binary=v["unit"] == "GiB")),
