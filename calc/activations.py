@@ -30,8 +30,10 @@ Exact integers: every term is computed as an exact fraction of bytes and rounded
 **up** to a whole byte (a GPU cannot hold part of a byte, and rounding up never
 undercounts). For any layout [`calc.layout`][calc.layout] accepts (``t`` divides
 the heads, the KV heads and the MLP width; with sequence parallelism ``t``
-divides the sequence; ``cp`` divides the sequence) every term is already a whole
-number and nothing is rounded.
+divides the sequence; ``cp`` divides the sequence) every per-layer term is
+already a whole number and nothing is rounded; only the fp32 logits (when ``t``
+does not divide the vocabulary, which frameworks pad) and the interleaved
+schedule's embedding mask (``p + (p-1)/v`` micro-batches) can be.
 """
 
 from __future__ import annotations
@@ -123,16 +125,14 @@ def activation_bytes_per_layer(
 
     Korthikanti et al. 2022 (arXiv:2205.05198), Table 2, 16-bit activations:
 
-    ============================================  ==========================
-    configuration                                  bytes per layer
-    ============================================  ==========================
-    no parallelism                                 ``sbh(34 + 5as/h)``
-    tensor parallel                                ``sbh(10 + 24/t + 5as/(ht))``
-    tensor + sequence parallel                     ``sbh(34/t + 5as/(ht))``
-    tensor parallel + selective recompute          ``sbh(10 + 24/t)``
-    tensor + sequence parallel + selective         ``sbh(34/t)``
-    full recompute                                 ``2sbh``
-    ============================================  ==========================
+    | configuration                                   | bytes per layer               |
+    |-------------------------------------------------|-------------------------------|
+    | no parallelism                                  | ``sbh(34 + 5as/h)``           |
+    | tensor parallel                                 | ``sbh(10 + 24/t + 5as/(ht))`` |
+    | tensor + sequence parallel                      | ``sbh(34/t + 5as/(ht))``      |
+    | tensor parallel + selective recompute           | ``sbh(10 + 24/t)``            |
+    | tensor + sequence parallel + selective recompute| ``sbh(34/t)``                 |
+    | full recompute                                  | ``2sbh``                      |
 
     ``tp=1`` is the no-parallelism row (all rows agree there). *Selective*
     recomputation drops the ``5as/h`` term: the attention core (softmax, its

@@ -64,7 +64,8 @@ HF_MODEL_TYPES: tuple[str, ...] = (
     "qwen3",
     "qwen3_moe",
 )
-"""Hugging Face ``model_type`` values that [`Architecture.from_hf_config`][calc.architecture.Architecture.from_hf_config] reads."""
+"""Hugging Face ``model_type`` values that
+[`Architecture.from_hf_config`][calc.architecture.Architecture.from_hf_config] reads."""
 
 PARAM_KINDS: tuple[str, ...] = (
     "embedding",
@@ -301,7 +302,14 @@ class Architecture:
             >>> preset("deepseek-v3").num_moe_layers
             58
         """
-        return sum(self.is_moe_layer(i) for i in range(self.num_layers))
+        if not self.num_experts or self.first_k_dense >= self.num_layers:
+            return 0
+        f = self.moe_layer_freq
+        candidates = (self.num_layers - 1) // f - (self.first_k_dense - 1) // f  # multiples of f in [first_k, L)
+        forced_dense = sum(
+            1 for i in set(self.mlp_only_layers) if self.first_k_dense <= i < self.num_layers and i % f == 0
+        )
+        return candidates - forced_dense
 
     # ----------------------------------------------------------------- per-component counts
 
@@ -459,7 +467,7 @@ class Architecture:
             >>> v3.mlp_params_per_layer(0) == v3.dense_mlp_params
             True
             >>> v3.mlp_params_per_layer(3)  # 256 routed + 1 shared expert + a 256 x 7168 gate
-            11318329344
+            11320164352
         """
         if self.is_moe_layer(i):
             return self.router_params_per_layer + self.expert_params_per_layer + self.shared_expert_params_per_layer
@@ -498,9 +506,7 @@ class Architecture:
             >>> preset("gpt2").param_count, preset("llama3-8b").param_count
             (124439808, 8030261248)
         """
-        return (
-            self.embedding_params + sum(self.layer_param_counts()) + self.final_norm_params + self.lm_head_params
-        )
+        return sum(self.params_by_kind().values())
 
     @property
     def active_param_count(self) -> int:
@@ -532,7 +538,9 @@ class Architecture:
         return self.param_count - self.embedding_params - self.lm_head_params
 
     def params_by_kind(self) -> dict[str, int]:
-        """Total parameters split by kind (keys: [`PARAM_KINDS`][calc.architecture.PARAM_KINDS]); sums to ``param_count``.
+        """Total parameters split by kind (keys: [`PARAM_KINDS`][calc.architecture.PARAM_KINDS]).
+
+        The values sum to ``param_count``.
 
         Examples:
             >>> from calc.presets import preset
@@ -651,10 +659,10 @@ class Architecture:
             ...        "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32}
             >>> Architecture.from_hf_config(cfg).param_count
             6738415616
-            >>> Architecture.from_hf_config({"model_type": "bert"})
+            >>> Architecture.from_hf_config({"model_type": "bert"})  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            calc.errors.CalcError: model_type must be one of deepseek_v3, gemma, gpt2, llama, mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe (got 'bert')
+            calc.errors.CalcError: model_type must be one of deepseek_v3, gemma, gpt2, ..., qwen3_moe (got 'bert')
         """
         if not isinstance(config, dict):
             raise CalcError("config", "must be a JSON object (a config.json)", type(config).__name__)
@@ -675,6 +683,7 @@ class Architecture:
 # --------------------------------------------------------------------- config.json readers
 
 _REQUIRED = object()
+_MAX_LAYERS = 100_000  # far above any real model; keeps per-layer lists small for pasted configs
 
 
 class _HFReader:
@@ -690,7 +699,7 @@ class _HFReader:
                 return key, self.config[key]
         return keys[0], _REQUIRED
 
-    def get_int(self, *keys: str, default: Any = _REQUIRED, minimum: int = 1) -> Any:
+    def get_int(self, *keys: str, default: Any = _REQUIRED, minimum: int = 1, maximum: int | None = None) -> Any:
         """The first of ``keys`` present, as an int; ``default`` when absent or null (``_REQUIRED``: error)."""
         key, value = self._raw(keys)
         if value is _REQUIRED or value is None:
@@ -701,6 +710,8 @@ class _HFReader:
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise CalcError(key, f"must be a whole number of at least {minimum}", value)
+        if maximum is not None and value > maximum:
+            raise CalcError(key, f"must be a whole number from {minimum} to {maximum:,}", value)
         return value
 
     def get_bool(self, key: str, default: bool) -> bool:
@@ -732,7 +743,16 @@ class _HFReader:
 def _kv_heads(r: _HFReader, heads: int, class_default: int | None) -> int:
     """``num_key_value_heads``: absent -> the config class default (or heads), null -> heads."""
     if not r.has("num_key_value_heads"):
-        return heads if class_default is None else class_default
+        if class_default is None:
+            return heads
+        if heads % class_default:
+            raise CalcError(
+                "num_key_value_heads",
+                f"is required here: {r.model_type}'s default ({class_default}) does not divide "
+                f"num_attention_heads ({heads})",
+                code="missing-field",
+            )
+        return class_default
     return r.get_int("num_key_value_heads", default=heads)
 
 
@@ -752,7 +772,7 @@ def _common(r: _HFReader, *, kv_default: int | None, head_dim_default: int | Non
     return {
         "vocab_size": r.get_int("vocab_size"),
         "hidden_size": hidden,
-        "num_layers": r.get_int("num_hidden_layers"),
+        "num_layers": r.get_int("num_hidden_layers", maximum=_MAX_LAYERS),
         "num_heads": heads,
         "num_kv_heads": _kv_heads(r, heads, kv_default),
         "head_dim": head_dim,
@@ -774,7 +794,7 @@ def _read_gpt2(r: _HFReader) -> dict[str, Any]:
     return {
         "vocab_size": r.get_int("vocab_size"),
         "hidden_size": hidden,
-        "num_layers": r.get_int("n_layer", "num_hidden_layers"),
+        "num_layers": r.get_int("n_layer", "num_hidden_layers", maximum=_MAX_LAYERS),
         "num_heads": heads,
         "num_kv_heads": heads,
         "head_dim": hidden // heads,
@@ -843,6 +863,7 @@ def _read_qwen3_moe(r: _HFReader) -> dict[str, Any]:
     if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
         raise CalcError("mlp_only_layers", "must be a list of layer indices", listed)
     dense = sorted({i for i in listed if 0 <= i < layers} | {i for i in range(layers) if (i + 1) % step})
+    # (num_hidden_layers is capped, so this list stays small.)
     out.update(qkv_bias=bias, attn_out_bias=bias, qk_norm=True,
                sliding_window=r.sliding_window(gate="use_sliding_window", default=4096))
     if experts:
@@ -881,7 +902,7 @@ def _read_deepseek_v3(r: _HFReader) -> dict[str, Any]:
     out: dict[str, Any] = {
         "vocab_size": r.get_int("vocab_size"),
         "hidden_size": hidden,
-        "num_layers": r.get_int("num_hidden_layers"),
+        "num_layers": r.get_int("num_hidden_layers", maximum=_MAX_LAYERS),
         "num_heads": heads,
         "num_kv_heads": heads,
         "head_dim": nope + rope,

@@ -36,11 +36,11 @@ from calc.units import parse_count, parse_positive_int
 
 __all__ = [
     "COLLECTIVES",
+    "CommTerm",
     "GROUP_ORDER",
     "INTERCONNECTS",
-    "SCALE_UP_FOR_GPU",
-    "CommTerm",
     "Interconnect",
+    "SCALE_UP_FOR_GPU",
     "StepComm",
     "algorithm_bandwidth",
     "bus_factor",
@@ -320,60 +320,66 @@ INTERCONNECTS: dict[str, Interconnect] = {
         Interconnect(
             "nvlink3", "NVLink 3 (A100)", "scale-up", 300 * _G, 300 * _G,
             "600 GB/s per GPU, both directions summed: 12 links × 25 GB/s per direction",
-            "NVIDIA A100 datasheet (600 GB/s, via glennklockwood.com/garden/processors/A100); "
-            "12 links per GPU, NVIDIA NVLink generation table",
+            "NVIDIA A100 datasheet figure (600 GB/s, 12 links) as quoted by glennklockwood.com/garden/processors/A100 "
+            "and NVIDIA's NVLink generation table (6/12/18 links: 300/600/900 GB/s total)",
         ),
         Interconnect(
             "nvlink4", "NVLink 4 (H100 / H200)", "scale-up", 450 * _G, 450 * _G,
             "900 GB/s per GPU, both directions summed: 18 links × 25 GB/s per direction",
-            "NVIDIA H100 datasheet (900 GB/s, via glennklockwood.com/garden/processors/h100); "
-            "MLCommons inference v4.1 H200-SXM-141GB system description (900 GB/s)",
+            "NVIDIA H100 datasheet figure (900 GB/s) as quoted by glennklockwood.com/garden/processors/h100; "
+            "MLCommons inference v4.1 H200-SXM-141GB system description (18 links, 900 GB/s)",
         ),
         Interconnect(
             "nvlink5", "NVLink 5 (B200)", "scale-up", 900 * _G, 900 * _G,
             "1.8 TB/s per GPU, both directions summed: 18 links × 50 GB/s per direction",
-            "NVIDIA HGX B200 (1.8 TB/s NVLink, 14.4 TB/s per 8-GPU node; via "
-            "glennklockwood.com/garden/processors/B200)",
+            "NVIDIA HGX B200 figure (1.8 TB/s NVLink per GPU, 14.4 TB/s per 8-GPU node) as quoted by "
+            "glennklockwood.com/garden/processors/B200",
         ),
         Interconnect(
             "infinity-fabric-mi300x", "Infinity Fabric (MI300X, 8-GPU mesh)", "scale-up", 448 * _G, 64 * _G,
             "896 GB/s per GPU, both directions summed: 7 links × 128 GB/s (64 GB/s per direction), "
             "one link to each of the 7 peers (no switch)",
-            "AMD Instinct MI300X spec (896 GB/s; via alpharomercoma/MI300X-vs-H200 METHODOLOGY.md); "
-            "7 × 16-lane links at 32 Gb/s per lane = 128 GB/s bidirectional per link (wheelersnetwork.com, "
-            "Jan 2024, on AMD's MI300 launch)",
+            "AMD MI300X spec table (896 GB/s Infinity Fabric) as quoted by alpharomercoma/MI300X-vs-H200 "
+            "METHODOLOGY.md; 7 links of 16 lanes at 32 Gb/s = 128 GB/s bidirectional each (wheelersnetwork.com, "
+            "January 2024, on AMD's MI300 launch)",
         ),
         Interconnect(
             "pcie4-x16", "PCIe 4.0 x16", "scale-up",
             int(16 * _G * 16 * _PCIE_ENCODING / 8), int(16 * _G * 16 * _PCIE_ENCODING / 8),
             "~32 GB/s per direction: 16 GT/s × 16 lanes / 8 × 128/130 = 31.5 GB/s",
-            "PCI-SIG PCIe 4.0 base specification: 16 GT/s per lane, 128b/130b encoding",
+            "PCIe 4.0: 16 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
+            "by hpc-notes.pages.dev/reference/pcie: 31.5 GB/s for x16)",
         ),
         Interconnect(
             "pcie5-x16", "PCIe 5.0 x16", "scale-up",
             int(32 * _G * 16 * _PCIE_ENCODING / 8), int(32 * _G * 16 * _PCIE_ENCODING / 8),
             "~64 GB/s per direction: 32 GT/s × 16 lanes / 8 × 128/130 = 63.0 GB/s",
-            "PCI-SIG PCIe 5.0 base specification: 32 GT/s per lane, 128b/130b encoding",
+            "PCIe 5.0: 32 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
+            "by hpc-notes.pages.dev/reference/pcie: 63.0 GB/s for x16)",
         ),
         Interconnect(
             "ib-hdr", "InfiniBand HDR 200 Gb/s", "scale-out", 25 * _G, 25 * _G,
             "200 Gb/s per port and direction = 25 GB/s (one NIC per GPU)",
-            "InfiniBand Trade Association HDR data rate (200 Gb/s per 4x port); NVIDIA ConnectX-6",
+            "InfiniBand HDR: 200 Gb/s per 4x port (4 lanes × 50 Gb/s PAM4), ConnectX-6; IBTA rate as "
+            "summarized by aicplight.com; NCCL maintainers quote 24 GB/s achieved (NVIDIA/nccl#412)",
         ),
         Interconnect(
             "ib-ndr", "InfiniBand NDR 400 Gb/s", "scale-out", 50 * _G, 50 * _G,
             "400 Gb/s per port and direction = 50 GB/s (one NIC per GPU)",
-            "InfiniBand Trade Association NDR data rate (400 Gb/s per 4x port); NVIDIA ConnectX-7",
+            "InfiniBand NDR: 400 Gb/s per 4x port (4 lanes × 100 Gb/s PAM4), ConnectX-7; IBTA rate as "
+            "summarized by nexuswise-c.com; 48-49 GB/s achieved per NIC (NVIDIA/nccl-tests#267)",
         ),
         Interconnect(
             "ib-xdr", "InfiniBand XDR 800 Gb/s", "scale-out", 100 * _G, 100 * _G,
             "800 Gb/s per port and direction = 100 GB/s (one NIC per GPU)",
-            "InfiniBand Trade Association XDR data rate (800 Gb/s per 4x port); NVIDIA ConnectX-8",
+            "InfiniBand XDR: 800 Gb/s per port (4 lanes × 200 Gb/s PAM4), ConnectX-8; IBTA rate as "
+            "summarized by nexuswise-c.com and yobitel.com",
         ),
         Interconnect(
             "roce-400g", "RoCE 400 GbE", "scale-out", 50 * _G, 50 * _G,
             "400 Gb/s Ethernet per port and direction = 50 GB/s (one NIC per GPU)",
-            "IEEE 802.3 400GbE data rate; RDMA over Converged Ethernet",
+            "400 Gb/s Ethernet port rate (IEEE 802.3bs 400GbE) carrying RDMA over Converged Ethernet; "
+            "e.g. 8 × 400G ConnectX-7 per H100 node (NVIDIA/nccl-tests#267)",
         ),
     )
 }
@@ -647,7 +653,7 @@ def _flag(value: object, field: str) -> bool:
 
 def step_communication(
     *,
-    params: int | float | str,
+    params: float | str,
     layers: int,
     hidden: int,
     seq: int,
@@ -721,9 +727,12 @@ def step_communication(
     are left out; ``total_time_s`` assumes nothing overlaps.
 
     Placement: ranks are ordered TP innermost, then CP, EP, DP, PP outermost
-    ([`GROUP_ORDER`][calc.comm.GROUP_ORDER]); a group that spans ``size × stride`` ranks fits
-    in a node when all its members land in the first ``gpus_per_node`` ranks' node.
-    Bandwidths come from [`group_bus_bandwidth`][calc.comm.group_bus_bandwidth].
+    ([`GROUP_ORDER`][calc.comm.GROUP_ORDER]), and node ``i`` holds ranks ``i·g`` to
+    ``(i+1)·g - 1`` for ``g = gpus_per_node``. A group whose members are ``stride`` ranks
+    apart (1 for TP; ``tp`` for CP, DP and EP; ``tp·ep`` for expert DP; ``tp·cp·dp`` for PP) fits in a node when
+    ``size × stride ≤ g`` (with power-of-two degrees); otherwise it runs over the network
+    with ``g / stride`` members per node. Bandwidths come from
+    [`group_bus_bandwidth`][calc.comm.group_bus_bandwidth].
 
     Args:
         params: Total parameters Ψ.

@@ -117,7 +117,10 @@ def megatron_flops_per_iteration(
       (arXiv:2104.04473), Eq. 3: every layer's forward pass is run twice.
 
     All three expand to integers (for example Eq. 3 is ``96Bslh^2 + 16Bs^2lh + 6BshV``), so the
-    result is exact. The formulas assume multi-head attention, a 4h GeLU MLP and a vocabulary
+    result is exact. Eq. 8 adds ``12Bs^2lh`` to Eq. 7, three times the forward cost of the
+    attention core (``4Bs^2lh``); it is used as printed, because Korthikanti Table 5's HFU column
+    follows it (22B: 43.8% from Eq. 8, printed 43.7%; a single forward re-run would give 42.4%).
+    So selective recomputation counts more FLOPs than full recomputation once ``s > 3h``. The formulas assume multi-head attention, a 4h GeLU MLP and a vocabulary
     projection; they ignore layer norms, biases, softmax and element-wise work.
 
     Args:

@@ -389,8 +389,9 @@ def _dims_per_kv_head(arch: Architecture) -> int:
 def model_kv_bytes_per_token(arch: Architecture, kv_dtype: str = "bf16") -> int:
     """KV-cache bytes per token of a whole model (one copy of every KV head, all layers).
 
-    ``layers x kv_heads x (d_k + d_v) x bytes`` (the [`kv_cache_bytes_per_token`][calc.inference.kv_cache_bytes_per_token]
-    formula, with key and value widths taken separately), or, when the architecture has a
+    ``layers x kv_heads x (d_k + d_v) x bytes`` (the
+    [`kv_cache_bytes_per_token`][calc.inference.kv_cache_bytes_per_token] formula, with key and
+    value widths taken separately), or, when the architecture has a
     KV latent (``kv_lora_rank > 0``), ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``
     ([`mla_kv_cache_bytes_per_token`][calc.inference.mla_kv_cache_bytes_per_token]).
 
@@ -570,7 +571,8 @@ def inference_memory(
     else:
         kv_heads = parse_positive_int(arch.num_kv_heads, "num_kv_heads")
         per_gpu_heads = kv_heads_per_gpu(kv_heads, t)
-        per_token_gpu = _ceil_div(arch.num_layers * per_gpu_heads * _dims_per_kv_head(arch) * _bits(kv_dtype, "kv_dtype"), 8)
+        dims_gpu = per_gpu_heads * _dims_per_kv_head(arch)
+        per_token_gpu = _ceil_div(arch.num_layers * dims_gpu * _bits(kv_dtype, "kv_dtype"), 8)
         replicas = per_gpu_heads * t // kv_heads
     per_seq = per_token * tokens
     per_seq_gpu = per_token_gpu * tokens

@@ -26,6 +26,10 @@ vocabulary) or MoE layers make a later stage heavier in parameters.
 
 Not modelled: temporary buffers (ZeRO-3's gathered layer, communication buckets,
 the cross-entropy's transient copies), allocator fragmentation and the CUDA context.
+Latent attention (DeepSeek) is counted as multi-head attention with its query/key
+and value head sizes (the small latent projections' inputs are left out); MoE
+layers assume balanced routing. Framework restrictions beyond divisibility are not
+enforced (DeepSpeed, for one, does not combine ZeRO-2/3 with pipeline parallelism).
 """
 
 from __future__ import annotations
@@ -457,6 +461,11 @@ def stage_memory(arch: Architecture, layout: Layout, stage: int = 0) -> LayoutMe
     """
     check_layout(arch, layout)
     k = parse_positive_int(stage, "stage", minimum=0, maximum=layout.pp - 1)
+    return _stage_memory(arch, layout, k, _layer_kinds(arch, layout))
+
+
+def _stage_memory(arch: Architecture, layout: Layout, k: int, kinds: dict[bool, LayerActivations]) -> LayoutMemory:
+    """[`stage_memory`][calc.layout.stage_memory] for a checked layout, with the per-layer activations given."""
     layers = stage_layers(arch.num_layers, layout.pp, layout.interleave, k)
     dense, experts = _stage_params(arch, layout, layers, k)
     conv = CONVENTIONS[layout.convention]
@@ -474,7 +483,6 @@ def stage_memory(arch: Architecture, layout: Layout, stage: int = 0) -> LayoutMe
     cpu = sum(gpu[name] for name in offloaded)
     for name in offloaded:
         gpu[name] = 0
-    kinds = _layer_kinds(arch, layout)
     per_layer = [kinds[arch.is_moe_layer(i)].total for i in layers]
     acts = stage_activations(
         per_layer,
@@ -521,9 +529,10 @@ def layout_memory(arch: Architecture, layout: Layout) -> LayoutMemory:
         (0, '44.2 GB', '40.8 GB')
     """
     check_layout(arch, layout)
-    best = stage_memory(arch, layout, 0)
+    kinds = _layer_kinds(arch, layout)
+    best = _stage_memory(arch, layout, 0, kinds)
     for k in range(1, layout.pp):
-        m = stage_memory(arch, layout, k)
+        m = _stage_memory(arch, layout, k, kinds)
         if m.total > best.total:
             best = m
     return best

@@ -33,8 +33,8 @@ from calc.units import parse_positive_int
 __all__ = [
     "BUBBLE_CONVENTIONS",
     "MAX_SCHEDULE_OPS",
-    "SCHEDULES",
     "PipelineOp",
+    "SCHEDULES",
     "Schedule",
     "Slot",
     "bubble_fraction",
@@ -434,18 +434,22 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
     height = top + s.p * (row_h + gap) + axis_h
     pid = html.escape(id_prefix, quote=True)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}" role="img" aria-labelledby="{pid}-title {pid}-desc" class="pp-schedule">',
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}" role="img" aria-labelledby="{pid}-title {pid}-desc" class="pp-schedule">'
+        ),
         f'<title id="{pid}-title">{html.escape(title)}</title>',
         f'<desc id="{pid}-desc">{html.escape(desc)}</desc>',
-        "<style>"
-        f".pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
-        ".pp-op{stroke:currentColor;stroke-opacity:.45;stroke-width:.6}"
-        ".pp-F{fill:var(--pp-forward,#3b82f6)}"
-        ".pp-B{fill:var(--pp-backward,#16a34a)}"
-        ".pp-idle{fill:currentColor;fill-opacity:.07}"
-        ".pp-axis{stroke:currentColor;stroke-opacity:.5}"
-        "</style>",
+        (
+            "<style>"
+            f".pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
+            ".pp-op{stroke:currentColor;stroke-opacity:.45;stroke-width:.6}"
+            ".pp-F{fill:var(--pp-forward,#3b82f6)}"
+            ".pp-B{fill:var(--pp-backward,#16a34a)}"
+            ".pp-idle{fill:currentColor;fill-opacity:.07}"
+            ".pp-axis{stroke:currentColor;stroke-opacity:.5}"
+            "</style>"
+        ),
     ]
     for i, ops in enumerate(s.ops):
         y = top + i * (row_h + gap)

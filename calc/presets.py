@@ -103,7 +103,8 @@ _NARAYANAN = (
 )
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "gpt2": _gpt2(768, 12, 12, source="openai-community/gpt2 config.json; Radford et al. 2019, Table 2 (117M as printed)"),
+    "gpt2": _gpt2(768, 12, 12,
+                  source="openai-community/gpt2 config.json; Radford et al. 2019, Table 2 (117M as printed)"),
     "gpt2-medium": _gpt2(1024, 24, 16, source="openai-community/gpt2-medium config.json; Radford et al. 2019, Table 2"),
     "gpt2-large": _gpt2(1280, 36, 20, source="openai-community/gpt2-large config.json; Radford et al. 2019, Table 2"),
     "gpt2-xl": _gpt2(1600, 48, 25, source="openai-community/gpt2-xl config.json; Radford et al. 2019, Table 2"),
@@ -373,7 +374,8 @@ PRESET_LABELS: dict[str, str] = {
     "megatron-530b": "Megatron 530B / MT-NLG shape (Korthikanti et al.)",
     "megatron-1t": "Megatron 1T (Korthikanti et al.)",
     **{
-        f"narayanan-{p if p == '1t' else p + 'b'}": f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
+        f"narayanan-{p if p == '1t' else p + 'b'}":
+            f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
         for p, *_ in _NARAYANAN_ROWS
     },
 }
@@ -395,7 +397,7 @@ def preset(name: str) -> Architecture:
     Examples:
         >>> preset("llama3.1-405b").param_count
         405853388800
-        >>> preset("llama-9")
+        >>> preset("llama-9")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: preset must be one of deepseek-v3, gemma-7b, ... (got 'llama-9')

@@ -42,6 +42,17 @@ def built_site(tmp_path_factory: pytest.TempPathFactory, site_port: int) -> Path
     return out
 
 
+@pytest.fixture(scope="session")
+def site_pages(built_site: Path) -> dict[str, str]:
+    """Each page's HTML by the path it is served at (``docs/x/y.md`` -> ``x/y/``, home -> ``""``)."""
+    pages = {}
+    for index in built_site.rglob("index.html"):
+        rel = index.parent.relative_to(built_site).as_posix()
+        if not rel.startswith("assets"):
+            pages["" if rel == "." else f"{rel}/"] = index.read_text(encoding="utf-8")
+    return pages
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass

@@ -19,21 +19,12 @@ sys.path.insert(0, str(ROOT / "hooks"))
 from numbers_registry import NUMBERS  # noqa: E402
 
 
-def _html_pages(site: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(site).parent).replace(".", "", 1) if p.parent == site else str(p.relative_to(site).parent) + "/":
-        p.read_text(encoding="utf-8")
-        for p in site.rglob("index.html")
-        if "assets" not in p.relative_to(site).parts
-    }
-
-
 def _ids(page_html: str) -> set[str]:
     return set(re.findall(r'\sid="([^"]+)"', page_html))
 
 
-def test_public_anchors_exist(built_site: Path) -> None:
-    pages = _html_pages(built_site)
+def test_public_anchors_exist(site_pages: dict[str, str]) -> None:
+    pages = site_pages
     missing = []
     for line in (ROOT / "tests" / "public_anchors.txt").read_text().splitlines():
         if not line.strip() or line.startswith("# "):
@@ -58,9 +49,9 @@ def test_every_heading_has_an_explicit_id() -> None:
     assert bad == [], "headings need an explicit { #id }:\n" + "\n".join(bad)
 
 
-def test_prose_numbers_come_from_the_engine(built_site: Path) -> None:
+def test_prose_numbers_come_from_the_engine(site_pages: dict[str, str]) -> None:
     spans = []
-    for page, text in _html_pages(built_site).items():
+    for page, text in site_pages.items():
         spans += [(page, name, value) for name, value in re.findall(r'data-num="([^"]+)">([^<]*)<', text)]
     assert spans, "the home page prints engine numbers"
     for page, name, value in spans:

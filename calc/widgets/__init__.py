@@ -37,6 +37,10 @@ __all__ = [
 
 CALCULATOR_MODULES: tuple[str, ...] = (
     "fit",
+    "compute",
+    "inference",
+    "pipeline",
+    "comm",
 )
 """Modules of ``calc.widgets`` that each define a ``CALCULATOR``; their names are the registry keys."""
 

@@ -80,7 +80,8 @@ def _compute(v: dict[str, str]) -> str:
     )
     rows = [
         ("Total training FLOPs", out("total_flops", _sci(t.total_flops)),
-         f"{factor} × parameters × tokens" + (" (Kaplan's 6ND)" if factor == 6 else " (Narayanan Eq. 4, full recompute)")),
+         f"{factor} × parameters × tokens"
+         + (" (Kaplan's 6ND)" if factor == 6 else " (Narayanan Eq. 4, full recompute)")),
         ("Wall-clock time", out("days", f"{_sig3(t.days)} days"), f"{_sig3(t.seconds / 3600)} hours"),
         ("GPU-hours", out("gpu_hours", _sig3(t.gpu_hours)), f"{gpus:,} GPUs × {_sig3(t.seconds / 3600)} hours"),
         ("Achieved per GPU", out("achieved_tflops", f"{achieved / 1e12:,.1f} TFLOP/s"),
@@ -102,7 +103,8 @@ def _compute(v: dict[str, str]) -> str:
 CALCULATOR = Calculator(
     name="training-compute",
     title="Training compute",
-    description="Total FLOPs, wall-clock days and GPU-hours to train a model, from the 6ND rule and an assumed utilization.",
+    description="Total FLOPs, wall-clock days and GPU-hours to train a model, "
+    "from the 6ND rule and an assumed utilization.",
     fields=(
         Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B (active parameters for a MoE)"),
         Field("tokens", "Training tokens", "2T", help="e.g. 300B, 2T, 15.6T"),

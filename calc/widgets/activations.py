@@ -1,0 +1,130 @@
+"""The "Activations per layer" calculator: Korthikanti et al.'s Table 2 for the reader's numbers."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from calc.activations import activation_bytes_per_layer, layer_activations
+from calc.compute import RECOMPUTE_MODES
+from calc.errors import CalcError
+from calc.units import parse_positive_int
+from calc.widgets import Calculator, Field
+from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table
+
+__all__ = ["CALCULATOR"]
+
+_TABLE_2 = (
+    ("none", "No parallelism", "sbh(34 + 5as/h)", dict(tp=1)),
+    ("tp", "Tensor parallel", "sbh(10 + 24/t + 5as/(ht))", dict()),
+    ("tp_sp", "Tensor + sequence parallel", "sbh(34/t + 5as/(ht))", dict(sequence_parallel=True)),
+    ("tp_selective", "Tensor parallel + selective recompute", "sbh(10 + 24/t)", dict(recompute="selective")),
+    ("tp_sp_selective", "Tensor + sequence parallel + selective recompute", "sbh(34/t)",
+     dict(sequence_parallel=True, recompute="selective")),
+    ("full", "Full recompute", "2sbh", dict(recompute="full")),
+)
+"""The rows of Korthikanti et al. 2022, Table 2: output key, label, formula, arguments."""
+
+_TERMS = (
+    ("norm_inputs", "Norm inputs (2 norms)", "4sbh"),
+    ("qkv_input", "QKV projection input", "2sbh"),
+    ("query_key", "Q and K", "4sbh"),
+    ("value", "V", "2sbh"),
+    ("softmax_output", "Softmax output", "2as²b"),
+    ("softmax_dropout_mask", "Softmax dropout mask", "as²b"),
+    ("softmax_dropout_output", "Softmax dropout output", "2as²b"),
+    ("flash_stats", "FlashAttention log-sum-exp (fp32)", "4asb"),
+    ("out_proj_input", "Output projection input", "2sbh"),
+    ("attention_dropout_mask", "Attention dropout mask", "sbh"),
+    ("mlp_input", "MLP input", "2sbh"),
+    ("mlp_hidden", "First MLP linear output (GeLU input)", "8sbh"),
+    ("mlp_activation_output", "GeLU output", "8sbh"),
+    ("mlp_dropout_mask", "MLP dropout mask", "sbh"),
+    ("layer_input", "Layer input (checkpoint)", "2sbh"),
+)
+"""Korthikanti et al. 2022 Sec. 4.1's tensors: field of LayerActivations, label, size before parallelism."""
+
+_REPLICATED = {"norm_inputs", "qkv_input", "attention_dropout_mask", "mlp_input", "mlp_dropout_mask"}
+"""The terms tensor parallelism alone does not divide (the paper's "10sbh")."""
+
+
+def _compute(v: dict[str, str]) -> str:
+    s = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)
+    b = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
+    h = parse_positive_int(v["hidden"], "hidden", maximum=1 << 20)
+    a = parse_positive_int(v["heads"], "heads", maximum=1 << 14)
+    t = parse_positive_int(v["tp"], "tp", maximum=1024)
+    if h % a:
+        raise CalcError("heads", f"must divide the hidden size (hidden={h})", a, code="not-divisible")
+    if a % t:
+        raise CalcError("tp", f"must divide the attention heads (heads={a})", t, code="not-divisible")
+    sp = checked(v["sequence_parallel"])
+    if sp and s % t:
+        raise CalcError("tp", f"must divide seq_len under sequence parallelism (seq_len={s})", t, code="not-divisible")
+    recompute = v["recompute"]
+    if recompute not in RECOMPUTE_MODES:
+        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", recompute, code="unknown-name")
+    flash = checked(v["flash_attention"])
+    fmt = byte_formatter(v["unit"])
+    kw = dict(seq_len=s, micro_batch=b, hidden=h, heads=a, tp=t, sequence_parallel=sp, recompute=recompute,
+              flash_attention=flash)
+    total = activation_bytes_per_layer(**kw)
+    layer = layer_activations(**kw)
+    ratio = Fraction(5 * a * s, h)
+    setting = ", ".join(
+        x for x in (f"t = {t}", "sequence parallel" if sp else "", f"{recompute} recompute" if recompute != "none"
+                    else "", "FlashAttention" if flash else "") if x
+    )
+    head = (f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch ({setting})</span> '
+            f'{out("total", fmt(total), "strong")} ({out("total_bytes", f"{total:,} B")})</p>')
+    rows = []
+    for key, label, size in _TERMS:
+        value = getattr(layer, key)
+        if not value:
+            continue
+        if recompute == "full":
+            divisor = ""
+        elif key in _REPLICATED:
+            divisor = "/t" if sp else ""
+        else:
+            divisor = "/t"
+        rows.append((label, f"{size}{divisor}" if t > 1 else size, out(key, fmt(value))))
+    table2 = [
+        (label, formula, out(f"row_{key}", fmt(activation_bytes_per_layer(**{**kw, "sequence_parallel": False,
+                                                                            "recompute": "none", **args}))))
+        for key, label, formula, args in _TABLE_2
+    ]
+    ratio_text = f"{float(ratio):.4g}"
+    return (
+        head
+        + f'<p class="lc-kv"><span>5as/h (the attention-score term per sbh)</span> '
+        f'{out("five_as_over_h", ratio_text)}</p>'
+        + table(("Stored tensor (Korthikanti Sec. 4.1)", "Size", "Per GPU"), rows, raw_cells=True)
+        + "<p><small>Korthikanti et al. 2022, Table 2, for these numbers"
+        + (" (FlashAttention: the 5as/(ht) term becomes an fp32 log-sum-exp, 4as/(ht)):" if flash else ":")
+        + "</small></p>"
+        + table(("Configuration", "Bytes per layer", "Per GPU"), table2, raw_cells=True)
+    )
+
+
+CALCULATOR = Calculator(
+    name="activations",
+    title="Activations per layer",
+    description="Bytes one GPT transformer layer keeps for the backward pass, per GPU and micro-batch "
+    "(Korthikanti et al. 2022, Table 2; 16-bit activations, 1-byte dropout masks).",
+    fields=(
+        Field("seq_len", "Sequence length s", "2048", kind="number"),
+        Field("micro_batch", "Micro-batch b", "1", kind="number"),
+        Field("hidden", "Hidden size h", "12288", kind="number"),
+        Field("heads", "Attention heads a", "96", kind="number"),
+        Field("tp", "Tensor-parallel degree t", "8", kind="number", help="must divide the heads"),
+        Field("sequence_parallel", "Sequence parallelism", "0", kind="checkbox"),
+        Field(
+            "recompute", "Recomputation", "none", kind="select",
+            options=(("none", "None"), ("selective", "Selective (attention core)"), ("full", "Full (keep layer input)")),
+        ),
+        Field("flash_attention", "FlashAttention", "0", kind="checkbox"),
+        Field("unit", "Units", "GiB", kind="select", options=UNIT_FIELD_OPTIONS),
+    ),
+    compute=_compute,
+)
+"""The per-layer activations calculator."""

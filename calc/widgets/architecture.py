@@ -1,0 +1,143 @@
+"""The "Parameter count" calculator: total and active parameters of a preset or a pasted ``config.json``."""
+
+from __future__ import annotations
+
+import json
+
+from calc.architecture import HF_MODEL_TYPES, PARAM_KINDS, Architecture
+from calc.errors import CalcError
+from calc.presets import PRESET_LABELS, preset
+from calc.units import format_count
+from calc.widgets import Calculator, Field
+from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, out, table
+
+__all__ = ["CALCULATOR"]
+
+_KIND_LABELS = {
+    "embedding": "Embedding (tokens + positions)",
+    "attention": "Attention projections",
+    "mlp_dense": "Dense MLPs",
+    "experts_routed": "Routed experts",
+    "experts_shared": "Shared experts",
+    "router": "Routers",
+    "norms": "Norms",
+    "lm_head": "Output head (untied)",
+}
+_BF16_BYTES = 2
+_MAX_CONFIG_CHARS = 200_000
+_DEEPSEEK_NOTE = (
+    "<p><small>Counted as transformers instantiates the model: the multi-token-prediction layer stored in "
+    "DeepSeek's checkpoint (num_nextn_predict_layers) and the routers' score-correction biases (held as "
+    "buffers) are not parameters here.</small></p>"
+)
+
+
+def _architecture(v: dict[str, str]) -> tuple[Architecture, str]:
+    """The pasted config when the textarea is not empty, else the preset; with a display label."""
+    text = v["config"].strip()
+    if not text:
+        return preset(v["preset"]), PRESET_LABELS.get(v["preset"], v["preset"])
+    if len(text) > _MAX_CONFIG_CHARS:
+        raise CalcError("config", f"must be at most {_MAX_CONFIG_CHARS:,} characters", f"{len(text):,} characters")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CalcError("config", f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    except ValueError as err:  # e.g. an integer longer than Python's digit limit
+        raise CalcError("config", f"is not valid JSON: {err}") from None
+    if not isinstance(config, dict):
+        raise CalcError("config", "must be a JSON object such as a Hugging Face config.json",
+                        type(config).__name__)
+    try:
+        arch = Architecture.from_hf_config(config, name="pasted config")
+    except CalcError as err:
+        raise CalcError("config", f"cannot be read: {err.message}", code=err.code) from None
+    name = config.get("_name_or_path")
+    label = f"{name} ({arch.model_type})" if isinstance(name, str) and name else f"pasted {arch.model_type} config"
+    return arch, label
+
+
+def _shape(arch: Architecture) -> str:
+    """One line describing the shape, for the reader to check the config was read as intended."""
+    if arch.uses_mla:
+        attn = f"{arch.num_heads} heads, latent attention (kv rank {arch.kv_lora_rank})"
+    elif arch.num_kv_heads == arch.num_heads:
+        attn = f"{arch.num_heads} heads of {arch.head_dim}"
+    else:
+        attn = f"{arch.num_heads} heads of {arch.head_dim}, {arch.num_kv_heads} KV heads"
+    parts = [f"{arch.num_layers} layers", f"hidden {arch.hidden_size:,}", attn,
+             f"vocab {arch.vocab_size:,}"]
+    if arch.is_moe:
+        shared = f" + {arch.num_shared_experts} shared" if arch.num_shared_experts else ""
+        parts.append(f"{arch.num_moe_layers} MoE layers: {arch.num_experts} experts{shared}, "
+                     f"top-{arch.experts_per_token}, expert FFN {arch.moe_intermediate_size:,}")
+    if arch.num_layers > arch.num_moe_layers:
+        parts.append(f"FFN {arch.intermediate_size:,} ({arch.mlp})")
+    parts.append("tied embeddings" if arch.tied_embeddings else "untied embeddings")
+    return "; ".join(parts)
+
+
+def _share(part: int, whole: int) -> str:
+    """A percentage with one decimal; tiny non-zero shares read ``<0.1%`` rather than ``0.0%``."""
+    pct = 100 * part / whole
+    return "<0.1%" if 0 < pct < 0.05 else f"{pct:.1f}%"
+
+
+def _compute(v: dict[str, str]) -> str:
+    arch, label = _architecture(v)
+    fmt = byte_formatter(v["unit"])
+    total, active = arch.param_count, arch.active_param_count
+    kinds, active_kinds = arch.params_by_kind(), arch.active_params_by_kind()
+    rows = [
+        (
+            _KIND_LABELS[k],
+            out(f"params_{k}", f"{kinds[k]:,}"),
+            out(f"active_{k}", f"{active_kinds[k]:,}"),
+            _share(kinds[k], total),
+        )
+        for k in PARAM_KINDS
+        if kinds[k]
+    ]
+    rows.append((
+        "<strong>Total</strong>",
+        out("total_params_exact", f"{total:,}", "strong"),
+        out("active_params_exact", f"{active:,}", "strong"),
+        "100%",
+    ))
+    if arch.is_moe:
+        active_line = (f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
+                       f"({_share(active, total)} of the weights: top-{arch.experts_per_token} of "
+                       f"{arch.num_experts} routed experts, plus everything else, embedding and head included)</p>")
+    else:
+        active_line = (f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
+                       "(dense: every weight)</p>")
+    return (
+        f'<p class="lc-kv"><span>Model</span> {out("model", label)}</p>'
+        + f'<p class="lc-kv"><span>Shape</span> {out("shape", _shape(arch))}</p>'
+        + f'<p class="lc-kv"><span>Total parameters</span> {out("total_params", format_count(total), "strong")}</p>'
+        + active_line
+        + f'<p class="lc-kv"><span>BF16 weights (2 B/param)</span> {out("weights_bytes", fmt(_BF16_BYTES * total))}'
+        + (f' (active per token: {out("active_weights_bytes", fmt(_BF16_BYTES * active))})' if arch.is_moe else "")
+        + "</p>"
+        + table(("Kind", "Parameters", "Active per token", "Share"), rows, raw_cells=True)
+        + (_DEEPSEEK_NOTE if arch.model_type == "deepseek_v3" else "")
+    )
+
+
+CALCULATOR = Calculator(
+    name="parameter-count",
+    title="Parameter count",
+    description="Exact parameters of a model, total and active per token, by kind: pick a preset or paste a "
+    "Hugging Face config.json.",
+    fields=(
+        Field("preset", "Model", "llama3-8b", kind="select", options=tuple(PRESET_LABELS.items())),
+        Field(
+            "config", "config.json (optional)", "", kind="textarea",
+            help="Paste a Hugging Face config.json; when not empty it is used instead of the preset. "
+            f"Model types: {', '.join(HF_MODEL_TYPES)}.",
+        ),
+        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+    ),
+    compute=_compute,
+)
+"""The parameter-count calculator."""

@@ -1,0 +1,172 @@
+"""The "Communication per step" calculator: bytes and time of every collective a parallel layout implies."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from calc.comm import INTERCONNECTS, step_communication
+from calc.errors import CalcError
+from calc.units import format_count, parse_count, parse_positive_int
+from calc.widgets import Calculator, Field
+from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict
+
+__all__ = ["CALCULATOR"]
+
+_GROUPS = {
+    "tp": "Tensor parallel",
+    "cp": "Context parallel",
+    "dp-cp": "Data parallel",
+    "ep": "Expert parallel",
+    "expert-dp": "Expert data parallel",
+    "pp": "Pipeline parallel",
+}
+
+
+def _percent(text: str, field: str) -> float:
+    rule = "must be a percentage above 0 and at most 100"
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise CalcError(field, rule, text) from None
+    if not math.isfinite(value) or not 0 < value <= 100:
+        raise CalcError(field, rule, text)
+    return value / 100
+
+
+def _seconds(s: float) -> str:
+    if s == 0:
+        return "0 s"
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s:.3g} s"
+
+
+def _rate(bytes_per_s: int) -> str:
+    return f"{bytes_per_s / 1e9:,.4g} GB/s"
+
+
+def _link(name: str, scope: str, field: str) -> str:
+    if name not in INTERCONNECTS or INTERCONNECTS[name].scope != scope:
+        known = ", ".join(n for n, i in INTERCONNECTS.items() if i.scope == scope)
+        raise CalcError(field, f"must be one of {known}", name, code="unknown-name")
+    return name
+
+
+def _compute(v: dict[str, str]) -> str:
+    fmt = byte_formatter(v["unit"])
+    limit = 1 << 20
+    expert_text = v["expert_params"].strip()
+    step = step_communication(
+        params=parse_count(v["params"], "params"),
+        layers=parse_positive_int(v["layers"], "layers", maximum=10_000),
+        hidden=parse_positive_int(v["hidden"], "hidden", maximum=10**6),
+        seq=parse_positive_int(v["seq"], "seq", maximum=1 << 24),
+        micro_batch=parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16),
+        num_microbatches=parse_positive_int(v["num_microbatches"], "num_microbatches", maximum=1 << 20),
+        dp=parse_positive_int(v["dp"], "dp", maximum=limit),
+        tp=parse_positive_int(v["tp"], "tp", maximum=1024),
+        pp=parse_positive_int(v["pp"], "pp", maximum=1024),
+        cp=parse_positive_int(v["cp"], "cp", maximum=1024),
+        ep=parse_positive_int(v["ep"], "ep", maximum=limit),
+        zero_stage=parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3),
+        sequence_parallel=checked(v["sequence_parallel"]),
+        virtual_stages=parse_positive_int(v["virtual_stages"], "virtual_stages", maximum=64),
+        recompute=checked(v["recompute"]),
+        expert_params=0 if expert_text in ("", "0") else parse_count(expert_text, "expert_params"),
+        top_k=parse_positive_int(v["top_k"], "top_k", maximum=1024),
+        kv_dims=parse_positive_int(v["kv_dims"], "kv_dims", maximum=10**7),
+        bytes_per_element=2,
+        grad_bytes_per_element=parse_positive_int(v["grad_bytes"], "grad_bytes", minimum=2, maximum=4),
+        gpus_per_node=parse_positive_int(v["gpus_per_node"], "gpus_per_node", maximum=1024),
+        intra=_link(v["intra"], "scale-up", "intra"),
+        inter=_link(v["inter"], "scale-out", "inter"),
+        intra_efficiency=_percent(v["intra_efficiency"], "intra_efficiency"),
+        inter_efficiency=_percent(v["inter_efficiency"], "inter_efficiency"),
+    )
+    if not step.terms:
+        return verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.") + (
+            f'<p class="lc-kv"><span>Bytes sent per GPU per step</span> {out("total_bytes", fmt(0))}</p>'
+            f'<p class="lc-kv"><span>Communication time per step</span> {out("total_time", "0 s")}</p>'
+        )
+    rows = []
+    for t in step.terms:
+        where = INTERCONNECTS[v["intra"]].label if t.intra_node else f"network ({INTERCONNECTS[v['inter']].label})"
+        rows.append((
+            f"{escape(_GROUPS[t.group])}<br><small>{escape(t.label)}</small>",
+            f"{escape(t.collective)} × {t.calls:,}<br><small>{t.group_size} ranks, {escape(fmt(t.message_bytes))} each</small>",
+            out(f"{t.name}-bytes", fmt(t.bytes_sent)),
+            f"{escape(where)}<br><small>{escape(_rate(t.bus_bytes_per_s))} bus bandwidth</small>",
+            out(f"{t.name}-time", _seconds(t.time_s)),
+        ))
+    rows.append((
+        "<strong>Total</strong>", "", out("total_bytes", fmt(step.total_bytes), "strong"), "",
+        out("total_time", _seconds(step.total_time_s), "strong"),
+    ))
+    biggest = max(step.terms, key=lambda t: t.time_s)
+    line = (
+        f"{step.gpus:,} GPUs ({step.gpus_per_node} per node), {format_count(parse_count(v['params']))} parameters: "
+        f"each GPU sends {fmt(step.total_bytes)} per step, {_seconds(step.total_time_s)} if nothing overlaps; "
+        f"the largest share is {_GROUPS[biggest.group].lower()} ({biggest.collective})."
+    )
+    return (
+        verdict(True, line)
+        + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows,
+                raw_cells=True)
+        + '<p class="lc-kv"><small>Ring algorithms, bandwidth only (no latency); time assumes no overlap with '
+        "compute, so it bounds the exposed communication from above. Ranks are ordered TP, CP, EP, DP, PP "
+        "(Megatron-LM's default); a group that leaves the node runs at its GPUs' NICs.</small></p>"
+    )
+
+
+CALCULATOR = Calculator(
+    name="communication",
+    title="Communication per step",
+    description="Bytes each GPU sends per optimizer step for every collective a layout implies, and how long "
+    "they take on NVLink and the network.",
+    fields=(
+        Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B"),
+        Field("layers", "Layers", "80", kind="number"),
+        Field("hidden", "Hidden size", "8192", kind="number"),
+        Field("kv_dims", "K+V size per token per layer", "2048", kind="number",
+              help="2 × KV heads × head dim (2 × hidden without GQA); for context parallelism"),
+        Field("seq", "Sequence length", "4096", kind="number"),
+        Field("micro_batch", "Micro-batch size", "1", kind="number"),
+        Field("num_microbatches", "Micro-batches per step", "16", kind="number",
+              help="per pipeline: global batch / (micro-batch × dp)"),
+        Field("tp", "Tensor parallel (tp)", "8", kind="number"),
+        Field("pp", "Pipeline parallel (pp)", "4", kind="number"),
+        Field("dp", "Data parallel (dp)", "8", kind="number"),
+        Field("cp", "Context parallel (cp)", "1", kind="number"),
+        Field("ep", "Expert parallel (ep)", "1", kind="number", help="must divide dp × cp"),
+        Field(
+            "zero_stage", "ZeRO stage", "1", kind="select",
+            options=(
+                ("0", "0: all-reduce gradients"),
+                ("1", "1: reduce-scatter + all-gather"),
+                ("2", "2: reduce-scatter every micro-batch"),
+                ("3", "3: also gather weights every micro-batch"),
+            ),
+        ),
+        Field("sequence_parallel", "Sequence parallelism", "1", kind="checkbox"),
+        Field("virtual_stages", "Model chunks per stage (interleaving)", "1", kind="number"),
+        Field("recompute", "Full activation recomputation", "0", kind="checkbox"),
+        Field("expert_params", "Routed-expert parameters (MoE)", "0", help="0 for a dense model, e.g. 45B"),
+        Field("top_k", "Experts per token (MoE)", "2", kind="number"),
+        Field("grad_bytes", "Gradient reduction precision", "2", kind="select",
+              options=(("2", "bf16 (2 bytes)"), ("4", "fp32 (4 bytes)"))),
+        Field("gpus_per_node", "GPUs per node", "8", kind="number"),
+        Field("intra", "Inside a node", "nvlink4", kind="select",
+              options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-up")),
+        Field("inter", "Between nodes (per GPU)", "ib-ndr", kind="select",
+              options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-out")),
+        Field("intra_efficiency", "Achieved share of link peak, inside a node (%)", "100", kind="number"),
+        Field("inter_efficiency", "Achieved share of NIC peak (%)", "100", kind="number",
+              help="NCCL maintainers report ~96–97% for HDR/NDR NICs"),
+        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+    ),
+    compute=_compute,
+)
+"""The communication calculator."""

@@ -1,0 +1,151 @@
+"""The "Training memory per GPU" calculator: a preset model on a parallel layout, against a GPU."""
+
+from __future__ import annotations
+
+from calc.compute import RECOMPUTE_MODES
+from calc.errors import CalcError
+from calc.hardware import GPUS
+from calc.hardware import gpu as _gpu
+from calc.layout import Layout, layout_memory
+from calc.model_state import CONVENTIONS
+from calc.presets import PRESET_LABELS, preset
+from calc.units import format_bytes, format_count, parse_positive_int, to_bytes
+from calc.widgets import Calculator, Field
+from calc.widgets._html import UNIT_FIELD_OPTIONS, bar, byte_formatter, checked, out, table, verdict
+
+__all__ = ["CALCULATOR"]
+
+_LABELS = {
+    "weights": "Weights",
+    "gradients": "Gradients",
+    "master": "fp32 master weights",
+    "momentum": "Adam momentum",
+    "variance": "Adam variance",
+    "activations": "Activations",
+    "logits": "Output layer (fp32 logits)",
+}
+
+_DEGREE_MAX = 1 << 20
+_FLAGS = ("sequence_parallel", "flash_attention", "dropout", "distributed_optimizer", "offload_optimizer",
+          "offload_params")
+
+
+def _layout(v: dict[str, str]) -> Layout:
+    ints = {
+        name: parse_positive_int(v[name], name, maximum=limit)
+        for name, limit in (("dp", _DEGREE_MAX), ("tp", 1024), ("pp", 1024), ("cp", 1024), ("ep", 1024),
+                            ("micro_batch", 1 << 16), ("seq_len", 1 << 24), ("interleave", 64))
+    }
+    ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
+    text = v["global_batch"].strip()
+    global_batch = parse_positive_int(text, "global_batch", maximum=1 << 30) if text else None
+    if v["recompute"] not in RECOMPUTE_MODES:
+        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", v["recompute"],
+                        code="unknown-name")
+    return Layout(**ints, global_batch=global_batch, recompute=v["recompute"], convention=v["convention"],
+                  **{name: checked(v[name]) for name in _FLAGS})
+
+
+def _compute(v: dict[str, str]) -> str:
+    name = v["preset"]
+    arch = preset(name)
+    layout = _layout(v)
+    fmt = byte_formatter(v["unit"])
+    if v["gpu"] == "custom":
+        memory = to_bytes(v["gpu_memory"], v["unit"], "gpu_memory")
+        gpu_label = f"{format_bytes(memory, binary=v['unit'] == 'GiB')} GPU"
+    else:
+        memory = _gpu(v["gpu"]).memory_bytes
+        gpu_label = _gpu(v["gpu"]).label
+    m = layout_memory(arch, layout)
+    total = m.total
+    fits = total <= memory
+    label = PRESET_LABELS.get(name, name)
+    degrees = f"dp {layout.dp} × tp {layout.tp} × pp {layout.pp}" + (f" × cp {layout.cp}" if layout.cp > 1 else "")
+    where = f"pipeline stage {m.stage}" if layout.pp > 1 else "each GPU"
+    head = f"{label} on {layout.gpus:,} GPUs ({degrees}): {fmt(total)} on {where}"
+    if fits:
+        line = f"Fits: {head}, leaving {fmt(memory - total)} of the {gpu_label}."
+    else:
+        line = f"Does not fit: {head}, over the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
+    parts = ("weights", "gradients", "master", "momentum", "variance", "activations", "logits")
+    rows = [(_LABELS[k], out(k, fmt(getattr(m, k)))) for k in parts]
+    rows.append(("<strong>Total per GPU</strong>", out("total", fmt(total), "strong")))
+    notes = []
+    if layout.pp > 1 and m.stage != 0:
+        notes.append(f"The last stage outweighs stage 0 here: its fp32 logits ({fmt(m.logits)}) exceed the "
+                     "extra in-flight micro-batches of the first.")
+    if m.cpu_offload:
+        notes.append("Offloaded states live in CPU memory; the CPU of each node holds this much per GPU.")
+    if layout.seq_len > arch.max_position_embeddings:
+        notes.append(f"{layout.seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions "
+                     "the model is configured for.")
+    if arch.is_moe:
+        notes.append("MoE layers: balanced routing assumed; router probabilities and all-to-all buffers not counted.")
+    notes.append("Not counted: communication buffers, ZeRO-3 gathered layers, allocator fragmentation, the CUDA "
+                 "context (often 1-3 GB together).")
+    in_flight = m.in_flight / layout.interleave
+    kv = [
+        ("GPU memory", out("gpu_memory_bytes", fmt(memory))),
+        ("Parameters on this GPU (before ZeRO)", out("params", format_count(m.params))),
+        ("Micro-batches in flight on this stage", out("in_flight", f"{in_flight:.3g}")),
+        ("Micro-batches per step per pipeline",
+         out("num_microbatches", f"{m.num_microbatches:,}" if m.num_microbatches
+             else f"not given (≥ {layout.pp} assumed)" if layout.pp > 1 else "not given")),
+        ("CPU memory per GPU (offload)", out("cpu_offload", fmt(m.cpu_offload))),
+    ]
+    return (
+        verdict(fits, line)
+        + bar([(_LABELS[k], getattr(m, k)) for k in parts], memory, fmt)
+        + table(("Component", "Per GPU"), rows, raw_cells=True)
+        + "".join(f'<p class="lc-kv"><span>{k}</span> {value}</p>' for k, value in kv)
+        + "".join(f"<p><small>{n}</small></p>" for n in notes)
+    )
+
+
+CALCULATOR = Calculator(
+    name="training-memory",
+    title="Training memory per GPU",
+    description="Model states and activations on the most loaded GPU of a data/tensor/pipeline/context/expert-"
+    "parallel layout, with ZeRO, recomputation and offload.",
+    fields=(
+        Field("preset", "Model", "llama3-8b", kind="select", options=tuple(PRESET_LABELS.items())),
+        Field("dp", "Data parallel (dp)", "8", kind="number"),
+        Field("tp", "Tensor parallel (tp)", "1", kind="number", help="divides the heads and KV heads"),
+        Field("pp", "Pipeline parallel (pp)", "1", kind="number", help="divides the layers"),
+        Field("cp", "Context parallel (cp)", "1", kind="number"),
+        Field("ep", "Expert parallel (ep)", "1", kind="number", help="MoE only; divides dp × cp"),
+        Field(
+            "zero_stage", "ZeRO stage", "1", kind="select",
+            options=(("0", "0: nothing sharded"), ("1", "1: optimizer states"), ("2", "2: + gradients"),
+                     ("3", "3: + weights")),
+        ),
+        Field("micro_batch", "Micro-batch (sequences)", "1", kind="number"),
+        Field("global_batch", "Global batch (sequences)", "", kind="number",
+              help="blank: at least pp micro-batches per step"),
+        Field("seq_len", "Sequence length", "4096", kind="number"),
+        Field(
+            "recompute", "Recomputation", "selective", kind="select",
+            options=(("none", "None"), ("selective", "Selective"), ("full", "Full")),
+        ),
+        Field("flash_attention", "FlashAttention", "1", kind="checkbox"),
+        Field("sequence_parallel", "Sequence parallelism", "0", kind="checkbox"),
+        Field("dropout", "Dropout", "0", kind="checkbox"),
+        Field("interleave", "Interleaved chunks per stage", "1", kind="number"),
+        Field(
+            "convention", "Bytes per parameter", "mixed-adam-16", kind="select",
+            options=tuple((c.name, c.label) for c in CONVENTIONS.values()),
+        ),
+        Field("distributed_optimizer", "Megatron distributed optimizer", "0", kind="checkbox"),
+        Field("offload_optimizer", "Offload optimizer to CPU", "0", kind="checkbox"),
+        Field("offload_params", "Offload weights to CPU (ZeRO-3)", "0", kind="checkbox"),
+        Field(
+            "gpu", "GPU", "h100-sxm", kind="select",
+            options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
+        ),
+        Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
+        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+    ),
+    compute=_compute,
+)
+"""The training-memory calculator."""
