@@ -41,6 +41,8 @@ CALCULATOR_MODULES: tuple[str, ...] = (
     "inference",
     "pipeline",
     "comm",
+    "activations",
+    "training",
 )
 """Modules of ``calc.widgets`` that each define a ``CALCULATOR``; their names are the registry keys."""
 
