@@ -4,18 +4,106 @@ Pure Python, standard library only, exact integer bytes. The same code prints
 the numbers in the guide (at build time), runs the in-page calculators (in
 Pyodide) and answers on the command line (``python -m calc``).
 
+The public names are re-exported here from one small module per concept:
+[`model_state`][calc.model_state] (weights, gradients, optimizer states under ZeRO),
+[`architecture`][calc.architecture] and [`presets`][calc.presets] (parameter counts from
+Hugging Face configs), [`activations`][calc.activations], [`layout`][calc.layout] (per-GPU
+memory of a parallel layout), [`comm`][calc.comm] (collectives), [`pipeline`][calc.pipeline]
+(bubble and schedules), [`compute`][calc.compute] (FLOPs, MFU, time),
+[`inference`][calc.inference] (weights and KV cache), [`hardware`][calc.hardware],
+[`units`][calc.units] (parsing and GB/GiB formatting) and [`errors`][calc.errors].
+
 Examples:
     >>> import calc
     >>> calc.format_bytes(calc.model_state_bytes("7B").total)
     '112 GB'
     >>> calc.format_bytes(calc.model_state_bytes("70B").total, digits=2)
     '1.1 TB'
+    >>> calc.preset("llama3-8b").param_count
+    8030261248
 """
 
 from __future__ import annotations
 
-from calc.errors import CalcError
-from calc.hardware import GPU, GPUS, gpu
+from calc.activations import (
+    ACTIVATION_BYTES,
+    FP32_BYTES,
+    LayerActivations,
+    MASK_BYTES,
+    MLP_KINDS,
+    NORM_KINDS,
+    StageActivations,
+    activation_bytes_per_layer,
+    in_flight_chunks,
+    layer_activations,
+    megatron_activation_bytes,
+    stage_activations,
+)
+from calc.architecture import (
+    Architecture,
+    HF_MODEL_TYPES,
+    PARAM_KINDS,
+)
+from calc.comm import (
+    COLLECTIVES,
+    CommTerm,
+    GROUP_ORDER,
+    INTERCONNECTS,
+    Interconnect,
+    SCALE_UP_FOR_GPU,
+    StepComm,
+    algorithm_bandwidth,
+    bus_factor,
+    collective_bytes_sent,
+    collective_time_s,
+    group_bus_bandwidth,
+    interconnect,
+    step_communication,
+)
+from calc.compute import (
+    RECOMPUTE_MODES,
+    SECONDS_PER_DAY,
+    TrainingTime,
+    Utilization,
+    flops_6nd,
+    megatron_flops_per_iteration,
+    megatron_utilization,
+    palm_flops_per_token,
+    training_time,
+    utilization,
+    utilization_from_throughput,
+)
+from calc.errors import (
+    CalcError,
+)
+from calc.hardware import (
+    GPU,
+    GPUS,
+    PEAK_DTYPES,
+    gpu,
+)
+from calc.inference import (
+    DEFAULT_RESERVED_FRACTION,
+    InferenceMemory,
+    PRECISION_BITS,
+    cached_tokens,
+    inference_memory,
+    kv_cache_bytes_per_token,
+    kv_heads_per_gpu,
+    max_concurrent_sequences,
+    mla_kv_cache_bytes_per_token,
+    model_kv_bytes_per_token,
+    weight_bytes,
+    weight_bytes_per_gpu,
+)
+from calc.layout import (
+    Layout,
+    LayoutMemory,
+    check_layout,
+    layout_memory,
+    stage_layers,
+    stage_memory,
+)
 from calc.model_state import (
     COMPONENTS,
     CONVENTIONS,
@@ -24,25 +112,121 @@ from calc.model_state import (
     model_state_bytes,
     smallest_fitting_layout,
 )
-from calc.units import BYTE_UNITS, format_bytes, format_count, parse_count, parse_positive_int, to_bytes
+from calc.pipeline import (
+    BUBBLE_CONVENTIONS,
+    MAX_SCHEDULE_OPS,
+    PipelineOp,
+    SCHEDULES,
+    Schedule,
+    Slot,
+    bubble_fraction,
+    pipeline_schedule,
+    schedule_svg,
+)
+from calc.presets import (
+    PRESETS,
+    PRESET_LABELS,
+    preset,
+)
+from calc.units import (
+    BYTE_UNITS,
+    MAX_COUNT,
+    format_bytes,
+    format_count,
+    parse_count,
+    parse_positive_int,
+    to_bytes,
+)
 
 __all__ = [
+    "ACTIVATION_BYTES",
+    "Architecture",
+    "BUBBLE_CONVENTIONS",
     "BYTE_UNITS",
+    "COLLECTIVES",
     "COMPONENTS",
     "CONVENTIONS",
     "CalcError",
+    "CommTerm",
     "Convention",
+    "DEFAULT_RESERVED_FRACTION",
+    "FP32_BYTES",
     "GPU",
     "GPUS",
+    "GROUP_ORDER",
+    "HF_MODEL_TYPES",
+    "INTERCONNECTS",
+    "InferenceMemory",
+    "Interconnect",
+    "LayerActivations",
+    "Layout",
+    "LayoutMemory",
+    "MASK_BYTES",
+    "MAX_COUNT",
+    "MAX_SCHEDULE_OPS",
+    "MLP_KINDS",
     "ModelState",
+    "NORM_KINDS",
+    "PARAM_KINDS",
+    "PEAK_DTYPES",
+    "PRECISION_BITS",
+    "PRESETS",
+    "PRESET_LABELS",
+    "PipelineOp",
+    "RECOMPUTE_MODES",
+    "SCALE_UP_FOR_GPU",
+    "SCHEDULES",
+    "SECONDS_PER_DAY",
+    "Schedule",
+    "Slot",
+    "StageActivations",
+    "StepComm",
+    "TrainingTime",
+    "Utilization",
+    "activation_bytes_per_layer",
+    "algorithm_bandwidth",
+    "bubble_fraction",
+    "bus_factor",
+    "cached_tokens",
+    "check_layout",
+    "collective_bytes_sent",
+    "collective_time_s",
+    "flops_6nd",
     "format_bytes",
     "format_count",
     "gpu",
+    "group_bus_bandwidth",
+    "in_flight_chunks",
+    "inference_memory",
+    "interconnect",
+    "kv_cache_bytes_per_token",
+    "kv_heads_per_gpu",
+    "layer_activations",
+    "layout_memory",
+    "max_concurrent_sequences",
+    "megatron_activation_bytes",
+    "megatron_flops_per_iteration",
+    "megatron_utilization",
+    "mla_kv_cache_bytes_per_token",
+    "model_kv_bytes_per_token",
     "model_state_bytes",
+    "palm_flops_per_token",
     "parse_count",
     "parse_positive_int",
+    "pipeline_schedule",
+    "preset",
+    "schedule_svg",
     "smallest_fitting_layout",
+    "stage_activations",
+    "stage_layers",
+    "stage_memory",
+    "step_communication",
     "to_bytes",
+    "training_time",
+    "utilization",
+    "utilization_from_throughput",
+    "weight_bytes",
+    "weight_bytes_per_gpu",
 ]
 
 __version__ = "0.1.0"

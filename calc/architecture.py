@@ -158,9 +158,9 @@ class Architecture:
         kv_lora_rank: Rank of the key/value latent (0 = no latent attention).
         qk_rope_head_dim: Per-head width of the RoPE part of queries/keys (latent attention).
         qk_nope_head_dim: Per-head width of the non-RoPE part of queries/keys (latent attention).
-        v_head_dim: Value width per head; 0 (the default, and what every non-latent config reads as)
-            means equal to ``head_dim``, so ``dataclasses.replace(arch, head_dim=...)`` keeps them equal.
-            [`value_head_dim`][calc.architecture.Architecture.value_head_dim] resolves it.
+        v_head_dim: Value width per head. 0 (the default) means "equal to ``head_dim``" and is replaced by
+            ``head_dim`` on construction, so the field always holds the real width; when changing ``head_dim``
+            of such an architecture with ``dataclasses.replace``, pass ``v_head_dim=0`` too.
         qk_norm: Per-head RMSNorm on queries and keys (Qwen3): ``2 x head_dim`` weights per layer.
         router_bias: A learned bias per expert on the router (counted as a parameter).
         mlp_only_layers: Layer indices forced dense (Qwen3-MoE ``mlp_only_layers``).
@@ -237,6 +237,8 @@ class Architecture:
                     "num_kv_heads", f"must divide the number of attention heads (num_heads={self.num_heads})",
                     self.num_kv_heads, code="not-divisible",
                 )
+            if self.v_head_dim == 0:
+                object.__setattr__(self, "v_head_dim", self.head_dim)
         if self.num_experts:
             if not 1 <= self.experts_per_token <= self.num_experts:
                 raise CalcError(
@@ -311,17 +313,6 @@ class Architecture:
         )
         return candidates - forced_dense
 
-    @property
-    def value_head_dim(self) -> int:
-        """Value width per head: ``v_head_dim``, or ``head_dim`` when that is 0.
-
-        Examples:
-            >>> from calc.presets import preset
-            >>> preset("llama3-8b").value_head_dim, preset("deepseek-v3").value_head_dim
-            (128, 128)
-        """
-        return self.v_head_dim or self.head_dim
-
     # ----------------------------------------------------------------- per-component counts
 
     def _norm(self, dim: int) -> int:
@@ -391,8 +382,8 @@ class Architecture:
             out = nh * self.v_head_dim * h + (h if self.attn_out_bias else 0)
             return q + kv + out
         q_width = nh * self.head_dim
-        kv_width = self.num_kv_heads * (self.head_dim + self.value_head_dim)
-        weights = h * q_width + h * kv_width + nh * self.value_head_dim * h
+        kv_width = self.num_kv_heads * (self.head_dim + self.v_head_dim)
+        weights = h * q_width + h * kv_width + nh * self.v_head_dim * h
         biases = (q_width + kv_width if self.qkv_bias else 0) + (h if self.attn_out_bias else 0)
         return weights + biases
 
@@ -605,7 +596,7 @@ class Architecture:
         """
         if self.uses_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim
-        return self.num_kv_heads * (self.head_dim + self.value_head_dim)
+        return self.num_kv_heads * (self.head_dim + self.v_head_dim)
 
     def as_dict(self) -> dict[str, Any]:
         """The fields and the derived totals as plain data (for JSON and the CLI).

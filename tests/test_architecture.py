@@ -580,3 +580,11 @@ def test_calculator_garbage_is_a_calc_error(garbage: str) -> None:
             assert err.field in ("preset", "config", "unit")
         else:
             assert "<script>" not in fragment
+
+
+def test_v_head_dim_defaults_to_head_dim() -> None:
+    a = preset("llama3-8b")
+    assert a.v_head_dim == a.head_dim == 128
+    narrower = dataclasses.replace(a, head_dim=64, v_head_dim=0)  # 0 = "same as head_dim" again
+    assert narrower.v_head_dim == 64
+    assert narrower.kv_cache_dims_per_token() == 2 * 8 * 64

@@ -37,6 +37,7 @@ __all__ = [
 
 CALCULATOR_MODULES: tuple[str, ...] = (
     "fit",
+    "architecture",
     "compute",
     "inference",
     "pipeline",

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable
 from fractions import Fraction
 
-from calc import BYTE_UNITS, GPUS, format_bytes, format_count, model_state_bytes, smallest_fitting_layout
+from calc import BYTE_UNITS, CONVENTIONS, GPU, GPUS, format_bytes, format_count, model_state_bytes, smallest_fitting_layout
 from calc.activations import activation_bytes_per_layer, stage_activations
 from calc.architecture import Architecture
 from calc.inference import (
@@ -49,6 +49,10 @@ def _exact(n: int) -> str:
     return f"{n:,}"
 
 
+def _largest_gpu() -> GPU:
+    return max(GPUS.values(), key=lambda g: g.memory_bytes)
+
+
 # --------------------------------------------------------------------------- memory/index.md
 
 NUMBERS.update({
@@ -70,6 +74,10 @@ NUMBERS.update({
     "mem-zero-7.5b-s3": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=3, dp=64).total),
     "mem-70b-zero3-dp64": lambda: format_bytes(model_state_bytes("70B", zero_stage=3, dp=64).total),
     "mem-70b-min-dp": lambda: _exact(smallest_fitting_layout("70B", _GPU_80GB)[1]),
+    "mem-largest-gpu": lambda: _largest_gpu().label,
+    "mem-largest-gpu-params": lambda: format_count(
+        _largest_gpu().memory_bytes // CONVENTIONS["mixed-adam-16"].bytes_per_param
+    ),
 })
 
 for _component in ("weights", "gradients", "master", "momentum", "variance"):
@@ -110,6 +118,17 @@ NUMBERS.update({
     ),
     "mem-gib-over-gb": lambda: _pct(Fraction(BYTE_UNITS["GiB"] - BYTE_UNITS["GB"], BYTE_UNITS["GB"]), 1),
     "mem-80gb-in-gib": lambda: format_bytes(_GPU_80GB, binary=True),
+    # DeepSpeed memory.rst example: t5-3b (2851M parameters), 8 GPUs, ZeRO-2 without offload
+    "mem-ds-t5-3b-z2": lambda: format_bytes(
+        model_state_bytes(2851e6, zero_stage=2, dp=8, convention="mixed-adam-20").total, binary=True, digits=4
+    ),
+    "mem-ds-t5-3b-z2-zero16": lambda: format_bytes(
+        model_state_bytes(2851e6, zero_stage=2, dp=8, convention="mixed-adam-16").total, binary=True
+    ),
+    # Megatron-LM distributed optimizer (= ZeRO-1 with 18 B/param): 6 + 12/d
+    "mem-megatron-7b-do-d8": lambda: format_bytes(
+        model_state_bytes("7B", zero_stage=1, dp=8, convention="mixed-adam-18").total
+    ),
 })
 
 # --------------------------------------------------------------------------- memory/activations.md
@@ -160,6 +179,17 @@ def _korthikanti_22b_eq6() -> int:
     ).layers
 
 
+def _korthikanti_22b_extras(recompute: str) -> Fraction:
+    """Embedding and output-layer terms over the layers' total, 22B config (p = 1, v = 51200), with SP."""
+    a, h, L, b = _KORTHIKANTI["22b"]
+    per_layer = activation_bytes_per_layer(2048, b, h, a, tp=8, sequence_parallel=True, recompute=recompute)
+    st = stage_activations(
+        per_layer, num_layers=L, seq_len=2048, micro_batch=b, hidden=h, vocab_size=51200, tp=8,
+        sequence_parallel=True,
+    )
+    return Fraction(st.extras, st.layers)
+
+
 def _gpt2xl_acts(**kwargs: object) -> int:
     """GPT-2 1.5B as in ZeRO Sec. 3.2: sequence 1K, batch 32, 48 layers, hidden 1600, 25 heads."""
     return 48 * activation_bytes_per_layer(1024, 32, 1600, 25, **kwargs)
@@ -180,6 +210,8 @@ NUMBERS.update({
     "mem-act-175b-selective-saving": lambda: _pct(_selective_saving("175b")),
     "mem-act-530b-selective-saving": lambda: _pct(_selective_saving("530b")),
     "mem-act-22b-eq6": lambda: format_bytes(_korthikanti_22b_eq6(), binary=True),
+    "mem-act-22b-extras-eq5": lambda: _pct(_korthikanti_22b_extras("none"), 2),
+    "mem-act-22b-extras-eq6": lambda: _pct(_korthikanti_22b_extras("selective"), 1),
     "mem-act-gpt2xl": lambda: format_bytes(_gpt2xl_acts()),
     "mem-act-gpt2xl-flash": lambda: format_bytes(_gpt2xl_acts(flash_attention=True)),
     "mem-act-gpt2xl-full": lambda: format_bytes(_gpt2xl_acts(recompute="full")),

@@ -170,6 +170,8 @@ NUMBERS: dict[str, Callable[[], str]] = {
     ),
     "par-pp-gpipe-makespan": lambda: str(pipeline_schedule(4, 8, "gpipe").makespan),
     "par-pp-int-makespan": lambda: str(pipeline_schedule(4, 8, "interleaved", 2).makespan),
+    "par-pp-int-makespan-full": lambda: f"{pipeline_schedule(4, 8, 'interleaved', 2).makespan / 2:g}",
+    "par-pp-busy": lambda: str(pipeline_schedule(4, 8, "1f1b").busy_units),
     # ---- zero.md
     **{
         f"par-zt1-{key}-s{stage}-dp{dp}": _table1(params, stage, dp)

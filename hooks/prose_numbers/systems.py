@@ -333,6 +333,9 @@ _MEMORY: dict[str, Callable[[], str]] = {
     "sys-405b-act-128k-cp1": lambda: format_bytes(
         126 * layer_activations(131072, 1, 16384, 128, **_LONG).total, binary=True, digits=3
     ),
+    "sys-405b-act-128k-cp16": lambda: format_bytes(
+        126 * layer_activations(131072, 1, 16384, 128, cp=16, **_LONG).total, binary=True
+    ),
     # Offload (ZeRO-Offload): Llama-2-7B on one GPU, optimizer and gradients in CPU memory.
     "sys-offload-gpu-state": lambda: format_bytes(
         layout_memory(_L2_7B, Layout(zero_stage=1, offload_optimizer=True, seq_len=4096)).model_state
