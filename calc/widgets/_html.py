@@ -6,13 +6,16 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from calc.errors import CalcError
-from calc.units import format_bytes
+from calc.hardware import GPUS, gpu
+from calc.units import format_bytes, to_bytes
 
 __all__ = [
+    "GPU_FIELD_OPTIONS",
     "UNIT_FIELD_OPTIONS",
     "bar",
     "byte_formatter",
     "checked",
+    "gpu_memory",
     "out",
     "table",
     "verdict",
@@ -23,6 +26,30 @@ UNIT_FIELD_OPTIONS: tuple[tuple[str, str], ...] = (
     ("GiB", "GiB (2³⁰ bytes)"),
 )
 """Options of the ``unit`` select every byte-showing calculator offers."""
+
+
+GPU_FIELD_OPTIONS: tuple[tuple[str, str], ...] = tuple((g.name, g.label) for g in GPUS.values()) + (
+    ("custom", "Custom…"),
+)
+"""Options of the ``gpu`` select: every preset, then ``custom`` (which enables a ``gpu_memory`` field)."""
+
+
+def gpu_memory(values: dict[str, str]) -> tuple[int, str]:
+    """Bytes and a label for the GPU chosen in ``values`` (``gpu``, ``gpu_memory``, ``unit`` fields).
+
+    A preset gives its datasheet capacity; ``custom`` reads ``gpu_memory`` in the chosen unit.
+
+    Examples:
+        >>> gpu_memory({"gpu": "h200", "gpu_memory": "", "unit": "GB"})
+        (141000000000, 'H200 SXM 141 GB')
+        >>> gpu_memory({"gpu": "custom", "gpu_memory": "24", "unit": "GiB"})
+        (25769803776, '24.0 GiB GPU')
+    """
+    if values["gpu"] == "custom":
+        memory = to_bytes(values["gpu_memory"], values["unit"], "gpu_memory")
+        return memory, f"{format_bytes(memory, binary=values['unit'] == 'GiB')} GPU"
+    chosen = gpu(values["gpu"])
+    return chosen.memory_bytes, chosen.label
 
 
 def byte_formatter(unit: str):
@@ -52,16 +79,16 @@ def out(name: str, text: str, tag: str = "span", cls: str = "") -> str:
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, raw_cells: bool = False) -> str:
     """A plain table; cells are escaped unless ``raw_cells`` (for cells built with [`out`][calc.widgets._html.out])."""
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{c if raw_cells else escape(c)}</td>" for c in row) + "</tr>" for row in rows
-    )
+    body = "".join("<tr>" + "".join(f"<td>{c if raw_cells else escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="lc-table"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def verdict(ok: bool, text: str, name: str = "verdict") -> str:
     """A one-line verdict, styled as good or bad, with ``data-output=name`` and ``data-ok``."""
     state = "yes" if ok else "no"
-    return f'<p class="lc-verdict lc-verdict--{state}" data-output="{escape(name)}" data-ok="{state}">{escape(text)}</p>'
+    return (
+        f'<p class="lc-verdict lc-verdict--{state}" data-output="{escape(name)}" data-ok="{state}">{escape(text)}</p>'
+    )
 
 
 def bar(segments: Sequence[tuple[str, int]], capacity: int, fmt) -> str:

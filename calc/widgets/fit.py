@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from calc.hardware import GPUS
 from calc.model_state import COMPONENTS, CONVENTIONS, model_state_bytes, smallest_fitting_layout
-from calc.units import format_count, parse_count, parse_positive_int, to_bytes
+from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, bar, byte_formatter, out, table, verdict
+from calc.widgets._html import (
+    GPU_FIELD_OPTIONS,
+    UNIT_FIELD_OPTIONS,
+    bar,
+    byte_formatter,
+    gpu_memory,
+    out,
+    table,
+    verdict,
+)
 
 __all__ = ["CALCULATOR"]
 
@@ -25,16 +33,7 @@ def _compute(v: dict[str, str]) -> str:
     dp = parse_positive_int(v["dp"], "dp", maximum=1 << 20)
     conv = v["convention"]
     fmt = byte_formatter(v["unit"])
-    if v["gpu"] == "custom":
-        memory = to_bytes(v["gpu_memory"], v["unit"], "gpu_memory")
-        gpu_label = f"{v['gpu_memory'].strip()} {v['unit']} GPU"
-    else:
-        if v["gpu"] not in GPUS:
-            from calc.hardware import gpu as _gpu
-
-            _gpu(v["gpu"])  # raises the CalcError listing the presets
-        memory = GPUS[v["gpu"]].memory_bytes
-        gpu_label = GPUS[v["gpu"]].label
+    memory, gpu_label = gpu_memory(v)
     state = model_state_bytes(params, zero_stage=stage, dp=dp, convention=conv)
     c = CONVENTIONS[conv]
     total = state.total
@@ -44,9 +43,7 @@ def _compute(v: dict[str, str]) -> str:
         line = f"Fits: {head}, leaving {fmt(memory - total)} of the {gpu_label} for activations and buffers."
     else:
         line = f"Does not fit: {head} exceeds the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
-    rows = [
-        (_LABELS[k], f"{getattr(c, k)} B", out(k, fmt(getattr(state, k)))) for k in COMPONENTS
-    ]
+    rows = [(_LABELS[k], f"{getattr(c, k)} B", out(k, fmt(getattr(state, k)))) for k in COMPONENTS]
     rows.append(("<strong>Total model state</strong>", f"{c.bytes_per_param} B", out("total", fmt(total), "strong")))
     headroom = out("headroom", fmt(memory - total) if fits else f"none (short by {fmt(total - memory)})")
     best = smallest_fitting_layout(params, memory, convention=conv)
@@ -75,11 +72,17 @@ CALCULATOR = Calculator(
     fields=(
         Field("params", "Parameters", "7B", help="e.g. 7B, 70e9, 1.5T or 124439808"),
         Field(
-            "convention", "Bytes per parameter", "mixed-adam-16", kind="select",
+            "convention",
+            "Bytes per parameter",
+            "mixed-adam-16",
+            kind="select",
             options=tuple((c.name, c.label) for c in CONVENTIONS.values()),
         ),
         Field(
-            "zero_stage", "ZeRO stage", "0", kind="select",
+            "zero_stage",
+            "ZeRO stage",
+            "0",
+            kind="select",
             options=(
                 ("0", "0: plain data parallel (nothing sharded)"),
                 ("1", "1: shard optimizer states"),
@@ -89,8 +92,11 @@ CALCULATOR = Calculator(
         ),
         Field("dp", "Data-parallel degree", "1", kind="number", help="GPUs the states are sharded over"),
         Field(
-            "gpu", "GPU", "h100-sxm", kind="select",
-            options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
+            "gpu",
+            "GPU",
+            "h100-sxm",
+            kind="select",
+            options=GPU_FIELD_OPTIONS,
         ),
         Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
         Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),

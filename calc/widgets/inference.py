@@ -5,13 +5,20 @@ from __future__ import annotations
 from fractions import Fraction
 
 from calc.errors import CalcError
-from calc.hardware import GPUS
-from calc.hardware import gpu as _gpu
 from calc.inference import PRECISION_BITS, inference_memory
 from calc.presets import PRESET_LABELS, preset
-from calc.units import format_bytes, parse_positive_int, to_bytes
+from calc.units import format_bytes, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, bar, byte_formatter, out, table, verdict
+from calc.widgets._html import (
+    GPU_FIELD_OPTIONS,
+    UNIT_FIELD_OPTIONS,
+    bar,
+    byte_formatter,
+    gpu_memory,
+    out,
+    table,
+    verdict,
+)
 
 __all__ = ["CALCULATOR"]
 
@@ -50,12 +57,7 @@ def _compute(v: dict[str, str]) -> str:
     batch = parse_positive_int(v["batch"], "batch", maximum=_MAX_BATCH)
     tp = parse_positive_int(v["tp"], "tp", maximum=1024)
     fmt = byte_formatter(v["unit"])
-    if v["gpu"] == "custom":
-        memory = to_bytes(v["gpu_memory"], v["unit"], "gpu_memory")
-        gpu_label = f"{format_bytes(memory, binary=v['unit'] == 'GiB')} GPU"
-    else:
-        gpu_label = _gpu(v["gpu"]).label
-        memory = _gpu(v["gpu"]).memory_bytes
+    memory, gpu_label = gpu_memory(v)
     m = inference_memory(
         arch, seq_len=seq_len, batch=batch, precision=v["precision"], kv_dtype=v["kv_dtype"], tp=tp,
         gpu=None, memory_bytes=memory, reserved_fraction=_reserve(v["reserved_pct"]),
@@ -131,7 +133,7 @@ CALCULATOR = Calculator(
         Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),
         Field(
             "gpu", "GPU", "h100-sxm", kind="select",
-            options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
+            options=GPU_FIELD_OPTIONS,
         ),
         Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
         Field("reserved_pct", "Reserved (%)", "10", kind="number",

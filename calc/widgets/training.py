@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
-from calc.hardware import GPUS
-from calc.hardware import gpu as _gpu
 from calc.layout import Layout, layout_memory
 from calc.model_state import CONVENTIONS
 from calc.presets import PRESET_LABELS, preset
-from calc.units import format_bytes, format_count, parse_positive_int, to_bytes
+from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, bar, byte_formatter, checked, out, table, verdict
+from calc.widgets._html import (
+    GPU_FIELD_OPTIONS,
+    UNIT_FIELD_OPTIONS,
+    bar,
+    byte_formatter,
+    checked,
+    gpu_memory,
+    out,
+    table,
+    verdict,
+)
 
 __all__ = ["CALCULATOR"]
 
@@ -51,12 +59,7 @@ def _compute(v: dict[str, str]) -> str:
     arch = preset(name)
     layout = _layout(v)
     fmt = byte_formatter(v["unit"])
-    if v["gpu"] == "custom":
-        memory = to_bytes(v["gpu_memory"], v["unit"], "gpu_memory")
-        gpu_label = f"{format_bytes(memory, binary=v['unit'] == 'GiB')} GPU"
-    else:
-        memory = _gpu(v["gpu"]).memory_bytes
-        gpu_label = _gpu(v["gpu"]).label
+    memory, gpu_label = gpu_memory(v)
     m = layout_memory(arch, layout)
     total = m.total
     fits = total <= memory
@@ -141,7 +144,7 @@ CALCULATOR = Calculator(
         Field("offload_params", "Offload weights to CPU (ZeRO-3)", "0", kind="checkbox"),
         Field(
             "gpu", "GPU", "h100-sxm", kind="select",
-            options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
+            options=GPU_FIELD_OPTIONS,
         ),
         Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
         Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
