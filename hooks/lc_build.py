@@ -4,7 +4,8 @@ Markers a page may use (anything else that looks like a marker fails the build):
 
 * ``[[calc NAME]]`` or ``[[calc NAME field=value ...]]`` alone on a line: a calculator, its
   results computed now by the same ``calc.widgets.render`` the browser worker calls later.
-* ``[[num NAME]]`` inline: a number from ``hooks/numbers.py``.
+* ``[[figure NAME]]`` alone on a line: an SVG diagram from ``hooks/figures.py``, drawn by the engine.
+* ``[[num NAME]]`` inline: a number from ``hooks/prose_numbers/`` (see ``hooks/numbers_registry.py``).
 
 After the build, ``assets/pyodide/`` (the pinned npm ``pyodide``), ``assets/katex/`` (the pinned npm
 ``katex``) and ``assets/calc/calc.zip`` (this checkout's ``calc`` package) are written into the site,
@@ -14,6 +15,7 @@ so a page never needs another host.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 import shlex
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hooks"))
 
+from figures import FIGURES  # noqa: E402
 from numbers_registry import NUMBERS  # noqa: E402
 
 from calc.errors import CalcError  # noqa: E402
@@ -37,7 +40,8 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
 _CALC_LINE = re.compile(r"^\[\[calc (?P<args>[^\]]*)\]\]\s*$", re.MULTILINE)
 _NUM = re.compile(r"\[\[num (?P<name>[A-Za-z0-9_.\-]+)\]\]")
-_ANY_MARKER = re.compile(r"\[\[(calc|num)\b[^\]]*\]\]")
+_FIGURE_LINE = re.compile(r"^\[\[figure (?P<name>[A-Za-z0-9_.\-]+)\]\]\s*$", re.MULTILINE)
+_ANY_MARKER = re.compile(r"\[\[(calc|num|figure)\b[^\]]*\]\]")
 _PLACEHOLDER = "LCCALCPLACEHOLDER{}X"
 
 _page_widgets: dict[str, list[str]] = {}
@@ -99,7 +103,18 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
             raise PluginError(f"{src}: number {name!r} failed in the engine: {err}") from None
         return f'<span class="lc-num" data-num="{name}">{value}</span>'
 
+    def figure_marker(match: re.Match) -> str:
+        name = match["name"]
+        if name not in FIGURES:
+            raise PluginError(f"{src}: unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
+        caption, draw = FIGURES[name]
+        widgets.append(
+            f'<figure class="lc-diagram" id="figure-{name}">{draw()}<figcaption>{html.escape(caption)}</figcaption></figure>'
+        )
+        return "\n" + _PLACEHOLDER.format(len(widgets) - 1) + "\n"
+
     out = _CALC_LINE.sub(calc_marker, markdown)
+    out = _FIGURE_LINE.sub(figure_marker, out)
     out = _NUM.sub(num_marker, out)
     leftover = _ANY_MARKER.search(out)
     if leftover:
@@ -108,14 +123,14 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     return out
 
 
-def on_page_content(html: str, page, config, files) -> str:
+def on_page_content(content: str, page, config, files) -> str:
     widgets = _page_widgets.pop(page.file.src_uri, [])
     for i, widget in enumerate(widgets):
         token = f"<p>{_PLACEHOLDER.format(i)}</p>"
-        if html.count(token) != 1:
-            raise PluginError(f"{page.file.src_uri}: calculator placeholder {i} lost in rendering")
-        html = html.replace(token, widget)
-    return html
+        if content.count(token) != 1:
+            raise PluginError(f"{page.file.src_uri}: calculator or figure placeholder {i} lost in rendering")
+        content = content.replace(token, widget)
+    return content
 
 
 def _engine_zip(dest: Path) -> str:

@@ -91,7 +91,7 @@ def _layout_text(params: str) -> str:
     stage, dp = found
     if stage == 0:
         return "one GPU, no sharding"
-    return f"ZeRO-{stage}, dp ≥ {dp:,}"
+    return f"stage {stage}, dp ≥ {dp:,}"
 
 
 for _size in ("1.5B", "7B", "13B", "70B", "405B"):
@@ -272,6 +272,10 @@ NUMBERS.update({
     "mem-kv-llama2-70b-gqa-ratio": lambda: _times(
         Fraction(model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))),
                  model_kv_bytes_per_token(preset("llama2-70b"))), 0
+    ),
+    "mem-kv-llama2-7b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-7b")) * 4096, binary=True),
+    "mem-kv-l2-7b-over-l3-8b": lambda: _times(
+        Fraction(model_kv_bytes_per_token(preset("llama2-7b")), model_kv_bytes_per_token(preset("llama3-8b"))), 0
     ),
     "mem-kv-llama2-70b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-70b")) * 4096, binary=True),
     "mem-kv-llama3-8b-fp8-token": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b"), "fp8"),

@@ -52,8 +52,9 @@ _DP = 64
 
 
 def _dp_step(zero_stage: int, microbatches: int = 1):
-    return step_communication(params="7B", layers=32, hidden=4096, seq=4096, dp=_DP, zero_stage=zero_stage,
-                              num_microbatches=microbatches)
+    return step_communication(
+        params="7B", layers=32, hidden=4096, seq=4096, dp=_DP, zero_stage=zero_stage, num_microbatches=microbatches
+    )
 
 
 # --------------------------------------------------------------------------- TP / PP / SP: GPT-3 175B shape
@@ -143,7 +144,8 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "par-tp-layer-bytes": lambda: format_bytes(4 * collective_bytes_sent("all-reduce", _TP_MSG, _T)),
     "par-tp-stage-layers": lambda: str(_GPT3.num_layers // 8),
     "par-tp-stage-bytes": lambda: format_bytes(
-        _GPT3.num_layers // 8 * 4 * collective_bytes_sent("all-reduce", _TP_MSG, _T)),
+        _GPT3.num_layers // 8 * 4 * collective_bytes_sent("all-reduce", _TP_MSG, _T)
+    ),
     "par-tp-nvlink-ms": lambda: _ms(_tp_layer_time("nvlink4")),
     "par-tp-nic-ms": lambda: _ms(_tp_layer_time("ib-ndr")),
     "par-tp-compute-ms": lambda: _ms(_layer_compute_s()),
@@ -180,8 +182,9 @@ NUMBERS: dict[str, Callable[[], str]] = {
         for dp in _TABLE1_DP
     },
     **{
-        f"par-zero-70b-s{stage}": (lambda stage=stage: format_bytes(
-            model_state_bytes("70B", zero_stage=stage, dp=_DP).total))
+        f"par-zero-70b-s{stage}": (
+            lambda stage=stage: format_bytes(model_state_bytes("70B", zero_stage=stage, dp=_DP).total)
+        )
         for stage in (0, 1, 2, 3)
     },
     "par-zero-7b-s0-comm": lambda: format_bytes(_dp_step(0).total_bytes),
@@ -193,19 +196,25 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "par-zero-7b-s3-comm-m8": lambda: format_bytes(_dp_step(3, 8).total_bytes),
     # ---- sequence-context.md
     "par-sp-none-act": lambda: format_bytes(activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads), binary=True),
-    "par-sp-tp-act": lambda: format_bytes(activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T),
-                                          binary=True),
+    "par-sp-tp-act": lambda: format_bytes(activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T), binary=True),
     "par-sp-tpsp-act": lambda: format_bytes(
-        activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T, sequence_parallel=True), binary=True),
-    "par-sp-saving": lambda: _pct(1 - Fraction(
-        activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T, sequence_parallel=True),
-        activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T)), 0),
+        activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T, sequence_parallel=True), binary=True
+    ),
+    "par-sp-saving": lambda: _pct(
+        1
+        - Fraction(
+            activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T, sequence_parallel=True),
+            activation_bytes_per_layer(_S, _B, _H, _GPT3.num_heads, tp=_T),
+        ),
+        0,
+    ),
     "par-cp-tokens-per-gpu": lambda: f"{131_072 // 16:,}",
     "par-cp-kv-dims": lambda: f"{_LLAMA.kv_cache_dims_per_token():,}",
     "par-cp-kv-ratio": lambda: str(Fraction(_LLAMA.kv_cache_dims_per_token(), _LLAMA.hidden_size)),
     "par-cp-kv-msg": lambda: format_bytes(131_072 * (_LLAMA.kv_cache_dims_per_token() // _L3_TP) * BF16),
-    "par-cp-kv-sent": lambda: format_bytes(collective_bytes_sent(
-        "all-gather", 131_072 * (_LLAMA.kv_cache_dims_per_token() // _L3_TP) * BF16, 16)),
+    "par-cp-kv-sent": lambda: format_bytes(
+        collective_bytes_sent("all-gather", 131_072 * (_LLAMA.kv_cache_dims_per_token() // _L3_TP) * BF16, 16)
+    ),
     # ---- expert.md
     "par-ep-msg": lambda: format_bytes(_EP_MSG),
     "par-ep-a2a-sent": lambda: format_bytes(collective_bytes_sent("all-to-all", _EP_MSG, _EP)),
@@ -223,8 +232,9 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "par-3d-l3-uneven-first": lambda: format_count(_llama_rank_params(8, first=True), digits=4),
     "par-3d-l3-full-state": lambda: format_bytes(model_state_bytes(_LLAMA.param_count).total),
     **{
-        f"par-3d-l3-state-s{stage}": (lambda stage=stage: format_bytes(
-            model_state_bytes(_llama_heaviest(), zero_stage=stage, dp=128).total))
+        f"par-3d-l3-state-s{stage}": (
+            lambda stage=stage: format_bytes(model_state_bytes(_llama_heaviest(), zero_stage=stage, dp=128).total)
+        )
         for stage in (0, 1, 2, 3)
     },
     "par-3d-l3-gpus": lambda: f"{_L3_TP * _L3_PP * 128:,}",
@@ -236,8 +246,9 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "par-3d-l3-mfu-400": lambda: _mfu(400),
     "par-3d-l3-mfu-380": lambda: _mfu(380),
     **{
-        f"par-3d-l3-bubble-m{m}-v{v}": (lambda m=m, v=v: _pct(bubble_fraction(
-            16, m, schedule="interleaved" if v > 1 else "1f1b", v=v)))
+        f"par-3d-l3-bubble-m{m}-v{v}": (
+            lambda m=m, v=v: _pct(bubble_fraction(16, m, schedule="interleaved" if v > 1 else "1f1b", v=v))
+        )
         for m in (16, 32)
         for v in (1, 2, 4)
     },

@@ -294,6 +294,7 @@ def _zero3_70b():
 _MEMORY: dict[str, Callable[[], str]] = {
     # Model state, from the ZeRO accounting.
     "sys-state-7b": lambda: format_bytes(model_state_bytes("7B").total),
+    "sys-state-7b-gib": lambda: format_bytes(model_state_bytes("7B").total, binary=True),
     "sys-weights-7b": lambda: format_bytes(model_state_bytes("7B").weights),
     "sys-master-7b": lambda: format_bytes(model_state_bytes("7B").master),
     "sys-adam-7b": lambda: format_bytes(
