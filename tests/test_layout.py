@@ -58,8 +58,9 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
         ("gpt2", dict(offload_optimizer=True), "offload_optimizer needs zero_stage of at least 1 (ZeRO-Offload) "
                                                "(got True)"),
         ("gpt2", dict(recompute="most"), "recompute must be one of none, selective, full (got 'most')"),
-        ("gpt2", dict(convention="adam-12"), "convention must be one of fp32-adam-16, mixed-adam-16, mixed-adam-18, "
-                                             "mixed-adam-20 (got 'adam-12')"),
+        ("gpt2", dict(convention="adam-12"), "convention must be one of bf16-adam-12, bf16-adam-fused-10, "
+                                             "bf16-adam-pure-8, fp32-adam-16, fp32-sgd-8, mixed-adam-16, mixed-adam-18, "
+                                             "mixed-adam-20, mixed-adam8bit-10, mixed-sgdm-12 (got 'adam-12')"),
         ("gpt2", dict(zero_stage=4), "zero_stage must be a whole number from 0 to 3 (got 4)"),
         ("gpt2", dict(dp=0), "dp must be a whole number of at least 1 (got 0)"),
         ("gpt2", dict(flash_attention="yes"), "flash_attention must be true or false (got 'yes')"),

@@ -76,9 +76,16 @@ def test_zero_table_2_max_model(stage: int, printed_billions: float) -> None:
         ("mixed-adam-18", 18, (2, 4, 4, 4, 4)),  # Megatron: fp32 main grads
         ("mixed-adam-20", 20, (2, 6, 4, 4, 4)),  # DeepSpeed ZeRO-2 estimator at one GPU
         ("fp32-adam-16", 16, (4, 4, 0, 4, 4)),
+        ("bf16-adam-12", 12, (2, 2, 0, 4, 4)),  # no fp32 master copy
+        ("bf16-adam-fused-10", 10, (2, 0, 0, 4, 4)),  # gradients consumed as they are produced
+        ("bf16-adam-pure-8", 8, (2, 2, 0, 2, 2)),
+        ("mixed-adam8bit-10", 10, (2, 2, 4, 1, 1)),
+        ("mixed-sgdm-12", 12, (2, 2, 4, 4, 0)),
+        ("fp32-sgd-8", 8, (4, 4, 0, 0, 0)),
     ],
 )
 def test_conventions(convention: str, per_param: int, parts: tuple[int, ...]) -> None:
+    assert convention in CONVENTIONS
     state = model_state_bytes(1, convention=convention)
     assert state.total == per_param == CONVENTIONS[convention].bytes_per_param
     assert (state.weights, state.gradients, state.master, state.momentum, state.variance) == parts

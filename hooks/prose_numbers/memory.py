@@ -9,7 +9,16 @@ import dataclasses
 from collections.abc import Callable
 from fractions import Fraction
 
-from calc import BYTE_UNITS, CONVENTIONS, GPU, GPUS, format_bytes, format_count, model_state_bytes, smallest_fitting_layout
+from calc import (
+    BYTE_UNITS,
+    CONVENTIONS,
+    GPU,
+    GPUS,
+    format_bytes,
+    format_count,
+    model_state_bytes,
+    smallest_fitting_layout,
+)
 from calc.activations import activation_bytes_per_layer, stage_activations
 from calc.architecture import Architecture
 from calc.inference import (
@@ -273,6 +282,7 @@ NUMBERS.update({
         Fraction(model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))),
                  model_kv_bytes_per_token(preset("llama2-70b"))), 0
     ),
+    "mem-kv-llama3-8b-128k-gb": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b")) * 131072),
     "mem-kv-llama2-7b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-7b")) * 4096, binary=True),
     "mem-kv-l2-7b-over-l3-8b": lambda: _times(
         Fraction(model_kv_bytes_per_token(preset("llama2-7b")), model_kv_bytes_per_token(preset("llama3-8b"))), 0

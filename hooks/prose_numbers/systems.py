@@ -119,6 +119,12 @@ def _pp_bytes() -> int:
     return 2 * collective_bytes_sent("p2p", _TP_MSG // 8, 2)
 
 
+def _calc_layout(tp: int, pp: int):
+    """The communication calculator's defaults (calc/widgets/comm.py) with another tp and pp."""
+    return step_communication(params="70B", layers=80, hidden=8192, kv_dims=2048, seq=4096, micro_batch=1,
+                              num_microbatches=16, tp=tp, pp=pp, dp=8, zero_stage=1, sequence_parallel=True)
+
+
 _COMM: dict[str, Callable[[], str]] = {
     "sys-grad-7b": lambda: format_bytes(_7B_GRADS),
     "sys-grad-7b-x2": lambda: format_bytes(2 * _7B_GRADS),
@@ -179,6 +185,9 @@ _COMM: dict[str, Callable[[], str]] = {
     "sys-tp8-node-ratio": lambda: _pct(_tp_comm_s("8-node") / _tp_compute_s("8-node"), 0),
     "sys-tp16-2nodes-ratio": lambda: _pct(_tp_comm_s("16-2nodes") / _tp_compute_s("16-2nodes"), 0),
     "sys-tp8-spread-ratio": lambda: _pct(_tp_comm_s("8-spread") / _tp_compute_s("8-spread"), 0),
+    # The communication calculator's default layout (70B, 256 GPUs, m = 16, SP, ZeRO-1) vs tp = 16, pp = 2.
+    "sys-calc-tp8-pp4-time": lambda: _ms(_calc_layout(8, 4).total_time_s),
+    "sys-calc-tp16-pp2-time": lambda: _ms(_calc_layout(16, 2).total_time_s),
     "sys-pp-bytes": lambda: format_bytes(_pp_bytes()),
     "sys-pp-time": lambda: _ms(_pp_bytes() / _NDR),
     "sys-tp-over-pp": lambda: f"{_tp_bytes(8) // _pp_bytes():,}×",
