@@ -112,7 +112,7 @@ for _size in ("1.5B", "7B", "13B", "70B", "405B"):
 
 # --------------------------------------------------------------------------- memory/conventions.md
 
-for _conv in ("mixed-adam-16", "mixed-adam-18", "mixed-adam-20", "fp32-adam-16"):
+for _conv in CONVENTIONS:
     NUMBERS[f"mem-conv-{_conv}-7b"] = lambda c=_conv: format_bytes(model_state_bytes("7B", convention=c).total)
     NUMBERS[f"mem-conv-{_conv}-70b"] = lambda c=_conv: format_bytes(
         model_state_bytes("70B", convention=c).total, digits=3
