@@ -123,3 +123,19 @@ def test_pyodide_and_engine_are_shipped(built_site: Path) -> None:
         assert (built_site / "assets" / "pyodide" / name).stat().st_size > 0
     assert (built_site / "assets" / "calc" / "calc.zip").stat().st_size > 0
     assert (built_site / "assets" / "katex" / "katex.min.js").exists()
+
+
+def test_glossary_matches_the_tooltips() -> None:
+    """One glossary: every abbreviation's tooltip is the start of its glossary entry."""
+    abbreviations = dict(
+        re.findall(r"^\*\[([^\]]+)\]: (.+)$", (ROOT / "docs" / "_abbreviations.md").read_text(), re.MULTILINE)
+    )
+    glossary = (ROOT / "docs" / "glossary.md").read_text()
+    entries = {}
+    for term, body in re.findall(r"^(\S[^\n]*?) \{ #g-[\w-]+ \}\n:   (.+?)(?=\n\n|\Z)", glossary, re.MULTILINE | re.S):
+        for name in term.split(", "):
+            entries[name] = " ".join(body.split())
+    missing = [a for a in abbreviations if a not in entries]
+    assert missing == [], f"abbreviations without a glossary entry: {missing}"
+    for name, tooltip in abbreviations.items():
+        assert entries[name].startswith(tooltip.rstrip(".")), name
