@@ -132,6 +132,7 @@ def _mix_params_per_gpu() -> int:
 
 NUMBERS: dict[str, Callable[[], str]] = {
     # ---- data.md
+    "par-dp-64x80gb": lambda: format_bytes(64 * gpu("h100-sxm").memory_bytes, digits=2),
     "par-dp-7b-state": lambda: format_bytes(model_state_bytes(_DP_PARAMS, dp=_DP).total),
     "par-dp-7b-z3": lambda: format_bytes(model_state_bytes(_DP_PARAMS, zero_stage=3, dp=_DP).total),
     "par-dp-7b-grads": lambda: format_bytes(model_state_bytes(_DP_PARAMS).gradients),
