@@ -7,6 +7,12 @@ Markers a page may use (anything else that looks like a marker fails the build):
 * ``[[figure NAME]]`` alone on a line: an SVG diagram from ``hooks/figures.py``, drawn by the engine.
 * ``[[num NAME]]`` inline: a number from ``hooks/prose_numbers/`` (see ``hooks/numbers_registry.py``).
 
+Diagrams in ``docs/assets/diagrams/*.svg`` may style themselves for both palettes with a
+``@media (prefers-color-scheme: dark)`` block; since an ``<img>`` cannot see Material's palette toggle, the
+build serves each as two files, ``NAME.svg`` (light rules only) and ``NAME-dark.svg`` (dark rules applied),
+and rewrites every Markdown image of one into the pair, tagged ``#only-light`` / ``#only-dark`` so Material
+shows the one that matches the reader's palette.
+
 After the build, ``assets/pyodide/`` (the pinned npm ``pyodide``), ``assets/katex/`` (the pinned npm
 ``katex``) and ``assets/calc/calc.zip`` (this checkout's ``calc`` package) are written into the site,
 so a page never needs another host.
@@ -25,6 +31,7 @@ import zipfile
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -43,6 +50,9 @@ _NUM = re.compile(r"\[\[num (?P<name>[A-Za-z0-9_.\-]+)\]\]")
 _FIGURE_LINE = re.compile(r"^\[\[figure (?P<name>[A-Za-z0-9_.\-]+)\]\]\s*$", re.MULTILINE)
 _ANY_MARKER = re.compile(r"\[\[(calc|num|figure)\b[^\]]*\]\]")
 _PLACEHOLDER = "LCCALCPLACEHOLDER{}X"
+_DIAGRAMS = "assets/diagrams/"
+_DARK_MEDIA = re.compile(r"@media\s*\(prefers-color-scheme:\s*dark\)\s*\{((?:[^{}]*\{[^{}]*\})*)\s*\}")
+_DIAGRAM_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s#]*assets/diagrams/[\w-]+)\.svg\)")
 
 _page_widgets: dict[str, list[str]] = {}
 
@@ -62,6 +72,25 @@ def on_config(config):
     _npm_package("pyodide")
     _npm_package("katex")
     return config
+
+
+def palette_variants(svg: str) -> tuple[str, str]:
+    """Split a diagram styled with a dark-scheme media query into a light and a dark file.
+
+    Examples:
+        >>> palette_variants("<style>svg{color:#111}@media (prefers-color-scheme: dark){svg{color:#eee}}</style>")
+        ('<style>svg{color:#111}</style>', '<style>svg{color:#111}svg{color:#eee}</style>')
+    """
+    return _DARK_MEDIA.sub("", svg), _DARK_MEDIA.sub(lambda m: m[1], svg)
+
+
+def on_files(files, config):
+    for f in [f for f in files if f.src_uri.startswith(_DIAGRAMS) and f.src_uri.endswith(".svg")]:
+        light, dark = palette_variants(Path(f.abs_src_path).read_text(encoding="utf-8"))
+        files.remove(f)
+        files.append(File.generated(config, f.src_uri, content=light))
+        files.append(File.generated(config, f.src_uri.removesuffix(".svg") + "-dark.svg", content=dark))
+    return files
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
@@ -113,7 +142,10 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         )
         return "\n" + _PLACEHOLDER.format(len(widgets) - 1) + "\n"
 
-    out = _CALC_LINE.sub(calc_marker, markdown)
+    out = _DIAGRAM_IMAGE.sub(
+        lambda m: f"![{m['alt']}]({m['path']}.svg#only-light)![{m['alt']}]({m['path']}-dark.svg#only-dark)", markdown
+    )
+    out = _CALC_LINE.sub(calc_marker, out)
     out = _FIGURE_LINE.sub(figure_marker, out)
     out = _NUM.sub(num_marker, out)
     leftover = _ANY_MARKER.search(out)

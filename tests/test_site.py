@@ -139,3 +139,16 @@ def test_glossary_matches_the_tooltips() -> None:
     assert missing == [], f"abbreviations without a glossary entry: {missing}"
     for name, tooltip in abbreviations.items():
         assert entries[name].startswith(tooltip.rstrip(".")), name
+
+
+def test_diagrams_follow_the_palette_toggle(built_site: Path, site_pages: dict[str, str]) -> None:
+    """Each diagram image is served as a light/dark pair that Material swaps with its palette toggle."""
+    images = re.findall(r'<img[^>]+src="([^"]*assets/diagrams/[^"]+)"', "".join(site_pages.values()))
+    assert images
+    light = {i for i in images if i.endswith(".svg#only-light")}
+    dark = {i for i in images if i.endswith("-dark.svg#only-dark")}
+    assert len(light) + len(dark) == len(images) and {i.replace(".svg#only-light", "") for i in light} == {
+        i.replace("-dark.svg#only-dark", "") for i in dark
+    }
+    for svg in (built_site / "assets" / "diagrams").glob("*.svg"):
+        assert "prefers-color-scheme" not in svg.read_text(), svg.name
