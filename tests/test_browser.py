@@ -278,3 +278,18 @@ def test_live_results_equal_the_cpython_engine(browser, site_url, site_pages) ->
             checked.add(name)
     context.close()
     assert checked == set(calculators()), f"calculators not embedded on any page: {set(calculators()) - checked}"
+
+
+def test_engine_failure_is_reported_not_a_spinner(browser, site_url) -> None:
+    """If the engine cannot load, the calculator says so and keeps the build-time numbers and what was typed."""
+    context = browser.new_context()
+    context.route("**/assets/calc/calc.zip", lambda route: route.fulfill(status=404, body="gone"))
+    page = context.new_page()
+    page.goto(f"{site_url}/")
+    root = calc(page)
+    root.locator('[name="params"]').fill("13B")
+    page.wait_for_selector('[data-calc="will-it-fit"][data-state="error"]', timeout=READY_TIMEOUT_MS)
+    assert "could not start" in root.locator("[data-status]").inner_text()
+    assert root.locator('[name="params"]').input_value() == "13B"
+    assert root.locator("[data-results]").get_attribute("data-stale") == "true"  # old numbers marked, not passed off
+    context.close()
