@@ -10,7 +10,8 @@ The public names are re-exported here from one small module per concept:
 Hugging Face configs), [`activations`][calc.activations], [`layout`][calc.layout] (per-GPU
 memory of a parallel layout), [`comm`][calc.comm] (collectives), [`pipeline`][calc.pipeline]
 (bubble and schedules), [`compute`][calc.compute] (FLOPs, MFU, time),
-[`inference`][calc.inference] (weights and KV cache), [`hardware`][calc.hardware],
+[`inference`][calc.inference] (weights and KV cache), [`estimators`][calc.estimators] (DeepSpeed's
+estimators, reproduced), [`hardware`][calc.hardware],
 [`units`][calc.units] (parsing and GB/GiB formatting) and [`errors`][calc.errors].
 
 Examples:
@@ -72,6 +73,11 @@ from calc.compute import (
     training_time,
     utilization,
     utilization_from_throughput,
+)
+from calc.estimators import (
+    Estimate,
+    deepspeed_zero2_estimate,
+    deepspeed_zero3_estimate,
 )
 from calc.errors import (
     CalcError,
@@ -150,6 +156,7 @@ __all__ = [
     "CommTerm",
     "Convention",
     "DEFAULT_RESERVED_FRACTION",
+    "Estimate",
     "FP32_BYTES",
     "GPU",
     "GPUS",
@@ -191,6 +198,8 @@ __all__ = [
     "check_layout",
     "collective_bytes_sent",
     "collective_time_s",
+    "deepspeed_zero2_estimate",
+    "deepspeed_zero3_estimate",
     "flops_6nd",
     "format_bytes",
     "format_count",
