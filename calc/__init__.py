@@ -80,6 +80,7 @@ from calc.estimators import (
     deepspeed_zero3_estimate,
 )
 from calc.errors import (
+    ERROR_CODES,
     CalcError,
 )
 from calc.hardware import (
@@ -156,6 +157,7 @@ __all__ = [
     "CommTerm",
     "Convention",
     "DEFAULT_RESERVED_FRACTION",
+    "ERROR_CODES",
     "Estimate",
     "FP32_BYTES",
     "GPU",

@@ -16,7 +16,20 @@ Examples:
 
 from __future__ import annotations
 
-__all__ = ["CalcError"]
+__all__ = ["ERROR_CODES", "CalcError"]
+
+ERROR_CODES: dict[str, str] = {
+    "invalid-value": "The value is not of the right kind or outside the allowed range (a count, a whole number, a "
+    "positive amount).",
+    "missing-field": "A required field is absent, e.g. a key of a Hugging Face config.json.",
+    "not-divisible": "A parallel degree does not divide what it splits (heads by tp, layers by pp, the sequence by "
+    "cp, the batch by dp x micro-batch...).",
+    "unknown-name": "A name is not one of the known ones (a calculator, convention, preset, GPU or schedule); the "
+    "message lists them.",
+    "unsupported": "The input is understood but not modelled (a model type, or an option that needs another).",
+}
+"""Every error code a [`CalcError`][calc.errors.CalcError] can carry, with its meaning. Codes are stable: tools and
+tests may match on them, and ``tests/test_errors.py`` checks that the engine raises no other."""
 
 
 class CalcError(ValueError):
@@ -27,8 +40,7 @@ class CalcError(ValueError):
             (``params``, ``dp``, ``tp``...).
         rule: What the value should have been, phrased to follow the field name.
         value: The offending value, echoed back in the message (omitted when ``None``).
-        code: A stable, machine-readable code (``invalid-value``, ``not-divisible``,
-            ``unknown-name``...). Codes are listed on the errors page of the docs.
+        code: A stable, machine-readable code, one of [`ERROR_CODES`][calc.errors.ERROR_CODES].
 
     Examples:
         >>> CalcError("tp", "must divide attention heads (heads=32)", 5, code="not-divisible").message
