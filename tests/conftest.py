@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -68,6 +69,58 @@ def site_url(built_site: Path, site_port: int):
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+CHROMIUM = "/usr/bin/chromium"
+READY_TIMEOUT_MS = 90_000
+"""Upper bound for Pyodide to boot on a loaded 2-core machine; tests wait on signals, this only ends a hang."""
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Debian Chromium for the whole run (Playwright cannot download its own browser here)."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it"
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            ],
+        )
+        yield b
+        b.close()
+
+
+class Watch:
+    """Everything a page asked for, and every console error it printed."""
+
+    def __init__(self, context, origin: str) -> None:
+        self.origin = origin
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        context.on("request", lambda r: self.requests.append(r.url))
+
+    def attach(self, page) -> None:
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def foreign(self) -> list[str]:
+        return [u for u in self.requests if urlparse(u).scheme not in ("data", "blob") and not u.startswith(self.origin)]
+
+
+@pytest.fixture
+def session(browser, site_url):
+    """A fresh browser context and page; at the end, no foreign request and no console error may have happened."""
+    context = browser.new_context()
+    watch = Watch(context, site_url)
+    page = context.new_page()
+    watch.attach(page)
+    yield page, watch
+    context.close()
+    assert watch.foreign() == [], f"requests to other hosts: {watch.foreign()}"
+    assert watch.errors == [], f"console errors: {watch.errors}"
 
 
 if sys.platform == "emscripten":  # the engine suite under Pyodide: no example database on the mounted tree

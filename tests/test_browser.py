@@ -6,62 +6,14 @@ import json
 import re
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 from calc import format_bytes, model_state_bytes
-
-playwright_api = pytest.importorskip("playwright.sync_api")
+from conftest import READY_TIMEOUT_MS, Watch
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-READY_TIMEOUT_MS = 90_000
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser():
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it"
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            ],
-        )
-        yield b
-        b.close()
-
-
-class Watch:
-    """Everything a page asked for, and every console error it printed."""
-
-    def __init__(self, context, origin: str) -> None:
-        self.origin = origin
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        context.on("request", lambda r: self.requests.append(r.url))
-
-    def attach(self, page) -> None:
-        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-    def foreign(self) -> list[str]:
-        return [u for u in self.requests if urlparse(u).scheme not in ("data", "blob") and not u.startswith(self.origin)]
-
-
-@pytest.fixture
-def session(browser, site_url):
-    context = browser.new_context()
-    watch = Watch(context, site_url)
-    page = context.new_page()
-    watch.attach(page)
-    yield page, watch
-    context.close()
-    assert watch.foreign() == [], f"requests to other hosts: {watch.foreign()}"
-    assert watch.errors == [], f"console errors: {watch.errors}"
 
 
 def calc(page, name: str = "will-it-fit"):
