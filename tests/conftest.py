@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -25,16 +26,17 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def site_port() -> int:
-    """The port the test server will use; the site is built for it, since Material's instant
-    navigation only intercepts links under ``site_url``."""
+    """The port the test server uses: an ephemeral one, never the build's default 8000. The build does not
+    depend on it (``docs/assets/javascripts/site-base.js`` makes instant navigation work at any address)."""
     return _free_port()
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory, site_port: int) -> Path:
-    """Build the site once with ``mkdocs build --strict`` (the same command as ``make build``)."""
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the site once with ``mkdocs build --strict``, exactly as ``make build`` does (default ``site_url``,
+    whatever ``SITE_URL`` the caller's shell has), so every browser test serves it at an address it was not built for."""
     out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": f"http://127.0.0.1:{site_port}/"}
+    env = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | {"NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT, capture_output=True, text=True, env=env, timeout=900,
@@ -55,20 +57,42 @@ def site_pages(built_site: Path) -> dict[str, str]:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    prefix = "/"
+
+    def send_head(self):
+        """Serve the site only under ``prefix``; anything outside it is a 404."""
+        if not self.path.startswith(self.prefix):
+            self.send_error(404)
+            return None
+        return super().send_head()
+
+    def translate_path(self, path: str) -> str:
+        return super().translate_path("/" + path[len(self.prefix) :])
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
 
 
-@pytest.fixture(scope="session")
-def site_url(built_site: Path, site_port: int):
-    """Serve the built site on 127.0.0.1 (an ephemeral port) for the browser tests."""
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", site_port), handler)
+@contextlib.contextmanager
+def serve(directory: Path, port: int = 0, prefix: str = "/"):
+    """Serve ``directory`` on 127.0.0.1 under the path ``prefix`` (which starts and ends with ``/``);
+    yields the base URL without its trailing slash, e.g. ``http://127.0.0.1:PORT/team/llm``."""
+    handler = functools.partial(type("Handler", (_QuietHandler,), {"prefix": prefix}), directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}{prefix.rstrip('/')}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site: Path, site_port: int):
+    """Serve the built site on 127.0.0.1 (an ephemeral port, not the build's 8000) for the browser tests."""
+    with serve(built_site, site_port) as url:
+        yield url
 
 
 CHROMIUM = "/usr/bin/chromium"

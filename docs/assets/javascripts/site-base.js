@@ -1,0 +1,27 @@
+// Instant navigation wherever the site is served (another port, another host, or under a path such as /team/llm/).
+//
+// Material's instant navigation only intercepts a click on a link listed in sitemap.xml. The sitemap's <loc>s
+// carry the build's site_url, and Material swaps in the current protocol and hostname only, not the port or the
+// path, so a site built for http://127.0.0.1:8000/ and served anywhere else reloaded on every click (and booted
+// Pyodide again). This script, loaded in <head> before Material's bundle, rewrites the locs from the build's
+// site_url (data-site-url) to where the site is actually served, at the one place Material reads them: the
+// sitemap document it parses with DOMParser. Everything else parsed is left alone.
+(() => {
+  "use strict";
+  const script = document.currentScript;
+  const built = script && script.dataset.siteUrl; // the build's site_url, with its trailing slash
+  if (!built) return;
+  const actual = new URL("../../", script.src).href; // this file is <site>/assets/javascripts/site-base.js
+  if (actual === built) return;
+
+  const rebase = (url) => (url.startsWith(built) ? actual + url.slice(built.length) : url);
+  const parse = DOMParser.prototype.parseFromString;
+  DOMParser.prototype.parseFromString = function parseFromString(text, type) {
+    const doc = parse.call(this, text, type);
+    if (type === "text/xml" && doc.documentElement && doc.documentElement.localName === "urlset") {
+      for (const loc of doc.getElementsByTagNameNS("*", "loc")) loc.textContent = rebase(loc.textContent.trim());
+      for (const link of doc.querySelectorAll("[rel=alternate][href]")) link.setAttribute("href", rebase(link.getAttribute("href")));
+    }
+    return doc;
+  };
+})();
