@@ -16,7 +16,13 @@ Examples:
 
 from __future__ import annotations
 
-__all__ = ["ERROR_CODES", "CalcError"]
+__all__ = ["ERROR_CODES", "MAX_ECHO_CHARS", "CalcError", "echo"]
+
+MAX_ECHO_CHARS = 40
+"""The most characters of a bad value a message quotes; longer values are cut and end in ``…``.
+
+A reader who pasted 10 KB into a box needs to see which box and what it starts with, not the 10 KB
+again (and a page must not grow by what was pasted)."""
 
 ERROR_CODES: dict[str, str] = {
     "invalid-value": "The value is not of the right kind or outside the allowed range (a count, a whole number, a "
@@ -32,6 +38,22 @@ ERROR_CODES: dict[str, str] = {
 tests may match on them, and ``tests/test_errors.py`` checks that the engine raises no other."""
 
 
+def echo(value: object) -> str:
+    """The value as a message quotes it: ``repr`` for text, ``str`` otherwise, cut to ``MAX_ECHO_CHARS``.
+
+    Examples:
+        >>> echo("abc"), echo(3), echo("x" * 100)
+        ("'abc'", '3', "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…'")
+    """
+    if isinstance(value, str):
+        return repr(value) if len(value) <= MAX_ECHO_CHARS else repr(value[:MAX_ECHO_CHARS] + "…")
+    try:
+        text = str(value)
+    except ValueError:  # e.g. an int past Python's digit limit for str()
+        text = f"a {type(value).__name__} too long to show"
+    return text if len(text) <= MAX_ECHO_CHARS else text[:MAX_ECHO_CHARS] + "…"
+
+
 class CalcError(ValueError):
     """Bad input to the engine: a value the calculators and the CLI show verbatim.
 
@@ -39,7 +61,8 @@ class CalcError(ValueError):
         field: The name of the input at fault, as the calculators name it
             (``params``, ``dp``, ``tp``...).
         rule: What the value should have been, phrased to follow the field name.
-        value: The offending value, echoed back in the message (omitted when ``None``).
+        value: The offending value, echoed back in the message (omitted when ``None``; cut to
+            [`MAX_ECHO_CHARS`][calc.errors.MAX_ECHO_CHARS] characters plus ``…``).
         code: A stable, machine-readable code, one of [`ERROR_CODES`][calc.errors.ERROR_CODES].
 
     Examples:
@@ -54,7 +77,7 @@ class CalcError(ValueError):
         self.code = code
         msg = f"{field} {rule}"
         if value is not None:
-            msg += f" (got {value!r})" if isinstance(value, str) else f" (got {value})"
+            msg += f" (got {echo(value)})"
         self.message = msg
         super().__init__(msg)
 

@@ -19,9 +19,12 @@ from calc.errors import CalcError
 __all__ = [
     "BYTE_UNITS",
     "MAX_COUNT",
+    "MAX_EXPONENT",
+    "MAX_TEXT_CHARS",
     "format_bytes",
     "format_count",
     "parse_count",
+    "parse_decimal",
     "parse_positive_int",
     "to_bytes",
 ]
@@ -44,10 +47,104 @@ BYTE_UNITS: dict[str, int] = {
 MAX_COUNT = 10**18
 """The largest count accepted (a quintillion parameters or tokens): beyond it a typo is likelier than a model."""
 
+MAX_TEXT_CHARS = 64
+"""The longest text a number field accepts: 64 characters hold any sensible number with room for separators.
+
+Checked before anything is parsed, so a pasted essay costs one ``len`` call."""
+
+MAX_EXPONENT = 100
+"""The largest decimal exponent (``e±100``) a typed number may carry; checked before any power is computed.
+
+With at most [`MAX_TEXT_CHARS`][calc.units.MAX_TEXT_CHARS] characters of digits, a number whose exponent
+is beyond ±100 is either far above every bound the calculators use (the largest, 10^18, is
+[`MAX_COUNT`][calc.units.MAX_COUNT]) or far below 1, so it can be rejected without computing
+``10**exponent`` (``1e100000000`` would take minutes and gigabytes)."""
+
 _SI_LADDER = ("B", "kB", "MB", "GB", "TB", "PB")
 _IEC_LADDER = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 _COUNT_RE = re.compile(r"^([0-9][0-9_,]*(?:\.[0-9]*)?|\.[0-9]+)(?:e([+-]?[0-9]+))?\s*([kmbgt]?)$", re.IGNORECASE)
+_DECIMAL_RE = re.compile(r"^([+-]?)([0-9][0-9_,]*(?:\.[0-9]*)?|\.[0-9]+)(?:e([+-]?[0-9]+))?$", re.IGNORECASE)
+
+
+def _scaled(digits: str, exponent: str | None) -> Fraction | None:
+    """``digits × 10**exponent`` exactly, or ``None`` when the exponent is beyond ±MAX_EXPONENT.
+
+    The exponent's text is at most [`MAX_TEXT_CHARS`][calc.units.MAX_TEXT_CHARS] long, so ``int`` of
+    it is cheap; the power is only computed once its size is known to be small.
+    """
+    power = int(exponent or 0)
+    if abs(power) > MAX_EXPONENT:
+        return None
+    return Fraction(digits) * Fraction(10) ** power
+
+
+def parse_decimal(
+    text: object,
+    field: str,
+    rule: str,
+    *,
+    minimum: Fraction | int | None = None,
+    maximum: Fraction | int | None = None,
+    strict_minimum: bool = False,
+) -> Fraction:
+    """Parse a decimal number typed into a field (``80``, ``0.5``, ``1e3``, ``-2``), exactly, with bounds.
+
+    The text is checked before anything is computed: at most
+    [`MAX_TEXT_CHARS`][calc.units.MAX_TEXT_CHARS] characters, plain decimal digits (``_`` and ``,``
+    allowed as separators), an exponent of at most ±[`MAX_EXPONENT`][calc.units.MAX_EXPONENT]. So
+    ``nan``, ``inf``, ``1/3``, ``1e400`` and ``1e100000000`` are all rejected at once, and no float
+    ever overflows. Every failure raises the same ``rule``.
+
+    Args:
+        text: The typed value (``str``), or an ``int``/``float``/``Fraction`` already.
+        field: The input's name, used in the error message.
+        rule: What the value should be, phrased to follow the field name (it should state the bounds).
+        minimum: The smallest value allowed, or ``None``.
+        maximum: The largest value allowed, or ``None``.
+        strict_minimum: Whether ``minimum`` itself is excluded (``value > minimum``).
+
+    Returns:
+        The exact value as a ``Fraction``.
+
+    Raises:
+        CalcError: When the text is not a number or is out of bounds.
+
+    Examples:
+        >>> parse_decimal("0.1", "mfu", "must be a number")
+        Fraction(1, 10)
+        >>> parse_decimal("2.5e2", "x", "must be a number from 0 to 1000", minimum=0, maximum=1000)
+        Fraction(250, 1)
+        >>> parse_decimal("1e100000000", "peak_tflops", "must be a number from 0 to 1e6", maximum=10**6)
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: peak_tflops must be a number from 0 to 1e6 (got '1e100000000')
+    """
+    if isinstance(text, bool):
+        raise CalcError(field, rule, text)
+    if isinstance(text, (int, Fraction)):
+        value: Fraction | None = Fraction(text)
+    elif isinstance(text, float):
+        if not math.isfinite(text):
+            raise CalcError(field, rule, text)
+        value = Fraction(text)
+    elif isinstance(text, str):
+        match = _DECIMAL_RE.match(text.strip()) if len(text) <= MAX_TEXT_CHARS else None
+        if not match:
+            raise CalcError(field, rule, text)
+        sign, mantissa, exponent = match.groups()
+        value = _scaled(mantissa.replace("_", "").replace(",", ""), exponent)
+        if value is None:
+            raise CalcError(field, rule, text)
+        if sign == "-":
+            value = -value
+    else:
+        raise CalcError(field, rule, text)
+    if minimum is not None and (value < minimum or (strict_minimum and value == minimum)):
+        raise CalcError(field, rule, text)
+    if maximum is not None and value > maximum:
+        raise CalcError(field, rule, text)
+    return value
 
 
 def parse_count(text: object, field: str = "params") -> int:
@@ -87,14 +184,22 @@ def parse_count(text: object, field: str = "params") -> int:
             raise CalcError(field, rule, text)
         value = Fraction(text)
     elif isinstance(text, str):
-        match = _COUNT_RE.match(text.strip()) if len(text) <= 64 else None
+        match = _COUNT_RE.match(text.strip()) if len(text) <= MAX_TEXT_CHARS else None
         if not match:
             raise CalcError(field, rule, text)
         mantissa, exponent, suffix = match.groups()
         digits = mantissa.replace("_", "").replace(",", "")
-        value = Fraction(digits) * Fraction(10) ** int(exponent or 0) * _COUNT_SUFFIX[suffix.lower()]
+        scaled = _scaled(digits, exponent)  # the exponent's size is checked before any power is computed
+        if scaled is None:
+            raise CalcError(field, "must be at most 1e18" if int(exponent) > 0 and Fraction(digits) else
+                            "must be at least 1", text)
+        value = scaled * _COUNT_SUFFIX[suffix.lower()]
     else:
         raise CalcError(field, rule, text)
+    if value < 1:
+        raise CalcError(field, "must be at least 1", text)
+    if value > MAX_COUNT:
+        raise CalcError(field, "must be at most 1e18", text)
     if value.denominator != 1:
         raise CalcError(field, "must be a whole number", text if isinstance(text, str) else float(value))
     if value < 1:
@@ -162,15 +267,7 @@ def to_bytes(amount: object, unit: str, field: str) -> int:
     """
     if unit not in BYTE_UNITS:
         raise CalcError("unit", f"must be one of {', '.join(BYTE_UNITS)}", unit, code="unknown-name")
-    rule = "must be a positive number"
-    try:
-        if len(str(amount)) > 64:
-            raise ValueError("too long")
-        value = Fraction(str(amount).strip()) if not isinstance(amount, (int, float)) else Fraction(amount)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        raise CalcError(field, rule, amount) from None
-    if isinstance(amount, bool) or value <= 0:
-        raise CalcError(field, rule, amount)
+    value = parse_decimal(amount, field, "must be a positive number", minimum=0, strict_minimum=True)
     return math.floor(value * BYTE_UNITS[unit])
 
 

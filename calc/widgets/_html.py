@@ -11,6 +11,8 @@ from calc.units import format_bytes, to_bytes
 
 __all__ = [
     "GPU_FIELD_OPTIONS",
+    "GPU_MEMORY_MAX",
+    "GPU_MEMORY_MIN",
     "UNIT_FIELD_OPTIONS",
     "bar",
     "byte_formatter",
@@ -34,20 +36,52 @@ GPU_FIELD_OPTIONS: tuple[tuple[str, str], ...] = tuple((g.name, g.label) for g i
 """Options of the ``gpu`` select: every preset, then ``custom`` (which enables a ``gpu_memory`` field)."""
 
 
+GPU_MEMORY_MIN = 10**6
+"""The least memory a custom GPU may have: 1 MB.
+
+Below a megabyte no model state of interest fits, and a value that small is a typo (``1e-30``
+would otherwise round down to a "0 B GPU" that ``0`` itself is refused as)."""
+
+GPU_MEMORY_MAX = 100 * 10**12
+"""The most memory a custom GPU may have: 100 TB.
+
+The largest single accelerators ship 288 GB of HBM (AMD MI355X, NVIDIA B300 datasheets); 100 TB is
+over 300 times that, room for any foreseeable part and for "what if" questions, while a ``1e400``
+typo is still refused."""
+
+_GPU_MEMORY_RULE = "must be an amount of memory from 1 MB to 100 TB, typed in the chosen unit"
+
+
 def gpu_memory(values: dict[str, str]) -> tuple[int, str]:
     """Bytes and a label for the GPU chosen in ``values`` (``gpu``, ``gpu_memory``, ``unit`` fields).
 
-    A preset gives its datasheet capacity; ``custom`` reads ``gpu_memory`` in the chosen unit.
+    A preset gives its datasheet capacity; ``custom`` reads ``gpu_memory`` in the chosen unit,
+    which must come to between [`GPU_MEMORY_MIN`][calc.widgets._html.GPU_MEMORY_MIN] (1 MB) and
+    [`GPU_MEMORY_MAX`][calc.widgets._html.GPU_MEMORY_MAX] (100 TB); anything else (``0``,
+    ``1e-30``, ``1e400``, text) raises the one rule.
 
     Examples:
         >>> gpu_memory({"gpu": "h200", "gpu_memory": "", "unit": "GB"})
         (141000000000, 'H200 SXM 141 GB')
         >>> gpu_memory({"gpu": "custom", "gpu_memory": "24", "unit": "GiB"})
         (25769803776, '24.0 GiB GPU')
+        >>> gpu_memory({"gpu": "custom", "gpu_memory": "1e-30", "unit": "GB"})
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: gpu_memory must be an amount of memory from 1 MB to 100 TB, typed in the chosen unit (got '1e-30')
     """
     if values["gpu"] == "custom":
-        memory = to_bytes(values["gpu_memory"], values["unit"], "gpu_memory")
-        return memory, f"{format_bytes(memory, binary=values['unit'] == 'GiB')} GPU"
+        unit = values["unit"]
+        if unit not in ("GB", "GiB"):
+            raise CalcError("unit", "must be GB or GiB", unit, code="unknown-name")
+        text = values["gpu_memory"]
+        try:
+            memory = to_bytes(text, unit, "gpu_memory")
+        except CalcError:
+            raise CalcError("gpu_memory", _GPU_MEMORY_RULE, text) from None
+        if not GPU_MEMORY_MIN <= memory <= GPU_MEMORY_MAX:
+            raise CalcError("gpu_memory", _GPU_MEMORY_RULE, text)
+        return memory, f"{format_bytes(memory, binary=unit == 'GiB')} GPU"
     chosen = gpu(values["gpu"])
     return chosen.memory_bytes, chosen.label
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 from calc.errors import CalcError
 from calc.inference import PRECISION_BITS, inference_memory
 from calc.presets import PRESET_LABELS, preset
-from calc.units import format_bytes, parse_positive_int
+from calc.units import format_bytes, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
     GPU_FIELD_OPTIONS,
@@ -38,18 +38,19 @@ _MAX_BATCH = 1 << 20
 def _reserve(text: str) -> Fraction:
     """The reserved share typed as a percentage (``"10"`` = 10%), exact."""
     rule = "must be a percentage from 0 to below 100"
-    try:
-        value = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise CalcError("reserved_pct", rule, text) from None
-    if not 0 <= value < 100:
+    value = parse_decimal(text.strip().rstrip("%") if len(text) <= 64 else text, "reserved_pct", rule,
+                          minimum=0, maximum=100)
+    if value == 100:
         raise CalcError("reserved_pct", rule, text)
     return value / 100
 
 
 def _compute(v: dict[str, str]) -> str:
     name = v["model"]
-    arch = preset(name)
+    try:
+        arch = preset(name)
+    except CalcError as err:  # the engine calls it "preset"; this calculator's box is "model"
+        raise CalcError("model", err.rule, err.value, code=err.code) from None
     for key in ("precision", "kv_dtype"):
         if v[key] not in PRECISION_BITS:
             raise CalcError(key, f"must be one of {', '.join(PRECISION_BITS)}", v[key], code="unknown-name")

@@ -1,0 +1,122 @@
+"""Hostile input in every field of every calculator comes back as a CalcError on that field, or renders.
+
+``render`` is what the browser worker calls on every keystroke; whatever a reader types or pastes
+(or a crafted link carries) must come back as ``{"ok": True, "html": ...}`` or as an error naming the
+box at fault, with a message that states a rule and quotes at most a short prefix of the value. It must
+never raise, never freeze, and never reflect markup from the input into the HTML.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from calc.errors import MAX_ECHO_CHARS
+from calc.widgets import calculators, render
+
+HOSTILE: tuple[str, ...] = (
+    "",
+    "   ",
+    "abc",
+    "-1",
+    "0",
+    "NaN",
+    "Infinity",
+    "-inf",
+    "1e400",
+    "1e-400",
+    "1e5000",
+    "1e100000000",
+    "1.5",
+    "1e30",
+    "1000000000",
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(1)>',
+    "javascript:alert(1)",
+    "x" * 10000,
+    "\u202e12",
+    "1\u200b2",
+)
+"""Every value tried in every field."""
+
+OK: dict[tuple[str, str], frozenset[str]] = {
+    # Optional fields: blank means "not given".
+    ("training-memory", "global_batch"): frozenset({"", "   ", "1000000000"}),  # at most 2^30 sequences
+    ("parameter-count", "config"): frozenset({"", "   "}),
+    # Blank or 0 routed-expert parameters means a dense model; 1e9 of 70B is a plausible MoE share.
+    ("communication", "expert_params"): frozenset({"", "   ", "0", "1000000000"}),
+    # ZeRO stage 0 is plain data parallelism.
+    ("will-it-fit", "zero_stage"): frozenset({"0"}),
+    ("training-memory", "zero_stage"): frozenset({"0"}),
+    ("communication", "zero_stage"): frozenset({"0"}),
+    # Real-valued fields take 1.5.
+    ("will-it-fit", "gpu_memory"): frozenset({"1.5"}),
+    ("training-memory", "gpu_memory"): frozenset({"1.5"}),
+    ("serving-memory", "gpu_memory"): frozenset({"1.5"}),
+    ("serving-memory", "reserved_pct"): frozenset({"0", "1.5"}),
+    ("training-compute", "peak_tflops"): frozenset({"1.5"}),
+    ("training-compute", "mfu"): frozenset({"1.5"}),
+    ("communication", "intra_efficiency"): frozenset({"1.5"}),
+    ("communication", "inter_efficiency"): frozenset({"1.5"}),
+    # A billion parameters or tokens is a count, not a typo.
+    ("will-it-fit", "params"): frozenset({"1000000000"}),
+    ("training-compute", "params"): frozenset({"1000000000"}),
+    ("training-compute", "tokens"): frozenset({"1000000000"}),
+    ("communication", "params"): frozenset({"1000000000"}),
+}
+"""The (calculator, field) pairs for which some hostile values are legitimately valid; all else must fail.
+
+Checkboxes are not listed: any value is read as on or off (``checked``), so every value renders."""
+
+INTERNAL_NAMES = ("memory_bytes", "reserved_fraction", "num_heads", "num_kv_heads", "size_bytes",
+                  "bytes_per_element", "stage_params", "layer_bytes", "Traceback", "Error:")
+"""Names of engine arguments and Python noise that a reader never sees and a message must not show."""
+
+CASES = [
+    (name, f.name, f.kind, f.enabled_when)
+    for name, calc in sorted(calculators().items())
+    for f in calc.fields
+]
+
+
+def _context(enabled_when: tuple[str, str] | None) -> dict[str, str]:
+    """Switch on a field that another one enables (``gpu_memory`` needs ``gpu=custom``)."""
+    return {} if enabled_when is None else {enabled_when[0]: enabled_when[1]}
+
+
+def _assert_error_names_field(result: dict, field: str, value: str) -> None:
+    err = result["error"]
+    message = err["message"]
+    assert err["field"] == field, (field, value, err)
+    assert message.startswith(f"{field} ") and len(message) > len(field) + 8, message  # the field, then a rule
+    assert len(message) < 600, message
+    assert value[: MAX_ECHO_CHARS + 1] not in message or len(value) <= MAX_ECHO_CHARS, message
+    for name in INTERNAL_NAMES:
+        assert name not in message, message
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=lambda v: ascii(v[:20]))
+@pytest.mark.parametrize(("name", "field", "kind", "enabled_when"), CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES])
+def test_hostile_value(name: str, field: str, kind: str, enabled_when: tuple[str, str] | None, value: str) -> None:
+    result = render(name, {**_context(enabled_when), field: value})
+    expected_ok = kind == "checkbox" or value in OK.get((name, field), frozenset())
+    assert result["ok"] is expected_ok, (name, field, value, result.get("error"))
+    if result["ok"]:
+        page = result["html"].lower()
+        assert "<script" not in page and "onerror=" not in page and "javascript:" not in page
+    else:
+        _assert_error_names_field(result, field, value)
+
+
+SELECTS = [(name, f.name) for name, calc in sorted(calculators().items()) for f in calc.fields if f.kind == "select"]
+
+
+@pytest.mark.parametrize(("name", "field"), SELECTS, ids=[f"{n}:{f}" for n, f in SELECTS])
+def test_unknown_select_option_names_the_field(name: str, field: str) -> None:
+    result = render(name, {field: "not-an-option"})
+    assert result["ok"] is False
+    _assert_error_names_field(result, field, "not-an-option")
+
+
+def test_every_field_is_tried() -> None:
+    assert len(CASES) * len(HOSTILE) == sum(len(c.fields) for c in calculators().values()) * len(HOSTILE)
+    assert len(CASES) >= 89
