@@ -1,15 +1,16 @@
-# Two commands: `make serve` (site on http://127.0.0.1:8000) and `make test` (every test).
-# Each sets up what it needs: a pinned Python venv, the pinned npm packages (Pyodide, KaTeX)
-# and, for the tests, Debian's chromium. Slow steps are stamped and run once.
+# Two commands: `make serve` (site on http://127.0.0.1:$(PORT), PORT ?= 8000: `make serve PORT=8001`)
+# and `make test` (lint, then every test). Each sets up what it needs: a pinned Python venv, the pinned
+# npm packages (Pyodide, KaTeX) and, for the tests, Debian's chromium. Slow steps are stamped and run once.
 
 PYTHON ?= python3
+PORT   ?= 8000
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMPS := .stamps
 export NO_MKDOCS_2_WARNING := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup serve build test test-engine test-pyodide test-browser clean
+.PHONY: setup check-port serve build lint test test-engine test-pyodide test-browser clean
 
 setup: $(STAMPS)/venv $(STAMPS)/npm
 
@@ -43,17 +44,27 @@ $(STAMPS)/chromium:
 	/usr/bin/chromium --version
 	touch $@
 
-serve: setup
-	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
+# A busy port fails at once, before any setup, with one line that says what to do.
+check-port:
+	$(eval busy := $(shell $(PYTHON) tools/check_port.py '$(PORT)'))
+	$(if $(busy),$(error $(busy)))
+
+serve: check-port setup
+	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:$(PORT)
 
 build: setup
 	$(BIN)/mkdocs build --strict
 
-test: setup $(pyodide-site) $(STAMPS)/chromium
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint $(pyodide-site) $(STAMPS)/chromium
 	$(BIN)/python -m pytest
 
+# The engine, hook and site tests (doctests included) over pyproject's testpaths, without Pyodide or a browser.
 test-engine: setup
-	$(BIN)/python -m pytest calc tests -m "not browser and not pyodide"
+	$(BIN)/python -m pytest -m "not browser and not pyodide"
 
 test-pyodide: setup $(pyodide-site)
 	$(BIN)/python -m pytest tests -m pyodide

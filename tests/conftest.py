@@ -39,7 +39,12 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | {"NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=900,
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
     assert proc.returncode == 0, f"strict build failed:\n{proc.stdout}\n{proc.stderr}"
     return out
@@ -69,7 +74,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def translate_path(self, path: str) -> str:
         return super().translate_path("/" + path[len(self.prefix) :])
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

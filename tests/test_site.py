@@ -17,7 +17,7 @@ from calc import format_bytes, model_state_bytes
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "hooks"))
 
-from numbers_registry import NUMBERS  # noqa: E402
+from numbers_registry import NUMBERS
 
 
 def _ids(page_html: str) -> set[str]:
@@ -132,7 +132,9 @@ def test_glossary_matches_the_tooltips() -> None:
     )
     glossary = (ROOT / "docs" / "glossary.md").read_text()
     entries = {}
-    for term, body in re.findall(r"^(\S[^\n]*?) \{ #g-[\w-]+ \}\n:   (.+?)(?=\n\n|\Z)", glossary, re.MULTILINE | re.S):
+    for term, body in re.findall(
+        r"^(\S[^\n]*?) \{ #g-[\w-]+ \}\n:   (.+?)(?=\n\n|\Z)", glossary, re.MULTILINE | re.DOTALL
+    ):
         for name in term.split(", "):
             entries[name] = " ".join(body.split())
     missing = [a for a in abbreviations if a not in entries]
