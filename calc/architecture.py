@@ -41,6 +41,8 @@ Examples:
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -48,9 +50,104 @@ from calc.errors import CalcError
 
 __all__ = [
     "HF_MODEL_TYPES",
+    "MAX_CONFIG_CHARS",
+    "MAX_CONFIG_DEPTH",
+    "MAX_CONFIG_INT",
     "PARAM_KINDS",
     "Architecture",
+    "parse_config_json",
 ]
+
+MAX_CONFIG_CHARS = 256 * 1024
+"""The longest pasted ``config.json`` read: 262,144 characters.
+
+Decoder configs on the Hugging Face Hub are a few kilobytes (shape keys, a ``rope_scaling`` block,
+token ids); even ones carrying long per-dimension RoPE factor lists or label maps stay well under
+100 KB. 256 KiB leaves that margin while the size check, the nesting scan and ``json.loads`` of
+the largest allowed text stay within a few milliseconds."""
+
+MAX_CONFIG_DEPTH = 32
+"""The deepest nesting of arrays and objects a pasted ``config.json`` may have.
+
+Real configs nest three or four levels (``text_config`` -> ``rope_scaling`` -> a list). Python's
+``json`` decoder recurses once per level; thousands of ``[`` overflow the C stack of Pyodide (whose
+stack is far smaller than CPython's) and kill the whole runtime, so the depth is checked by a scan
+that does not recurse, before ``json.loads`` is called."""
+
+MAX_CONFIG_INT = 1 << 24
+"""The largest value a shape key of a pasted config may take (16,777,216), except the layer count.
+
+Far above every real model (hidden sizes reach 16,384 in Llama 3.1 405B, vocabularies 262,144 in
+Gemma 3, context lengths 10,485,760 in Llama 4 Scout), so ``1e300`` in ``hidden_size`` is refused as
+a typo instead of being multiplied out."""
+
+_ESCAPE_RE = re.compile(r"\\.", re.DOTALL)
+_INNERMOST_RE = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
+_BRACKET_RE = re.compile(r"[\[\]{}]")
+
+
+def _too_deep(text: str, limit: int) -> bool:
+    """Whether ``text``'s arrays and objects nest deeper than ``limit`` (or its brackets do not balance).
+
+    Escapes are dropped, then the text between quotes (strings), so brackets inside strings are not
+    counted; then innermost ``[...]`` / ``{...}`` pairs are removed ``limit`` times. All of it is
+    regular-expression and ``str`` work in C with no backtracking blow-up: linear passes, no recursion.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    outside = "".join(_ESCAPE_RE.sub("", text).split('"')[::2])
+    brackets = "".join(_BRACKET_RE.findall(outside))
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets, removed = _INNERMOST_RE.subn("", brackets)
+        if not removed:
+            return True
+    return bool(brackets)
+
+
+def parse_config_json(text: str, field: str = "config") -> dict[str, Any]:
+    """Parse a pasted Hugging Face ``config.json``, bounded in size and depth before ``json`` sees it.
+
+    Args:
+        text: What the reader pasted.
+        field: The input's name, used in error messages.
+
+    Returns:
+        The parsed JSON object.
+
+    Raises:
+        CalcError: On ``field`` when the text is longer than
+            [`MAX_CONFIG_CHARS`][calc.architecture.MAX_CONFIG_CHARS], nests deeper than
+            [`MAX_CONFIG_DEPTH`][calc.architecture.MAX_CONFIG_DEPTH], is not JSON, or is not an object.
+
+    Examples:
+        >>> parse_config_json('{"model_type": "llama", "rope_scaling": {"factor": 8.0}}')["rope_scaling"]
+        {'factor': 8.0}
+        >>> parse_config_json("[" * 5000)
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: config must nest arrays and objects at most 32 deep, with balanced brackets
+        >>> parse_config_json("[1, 2]")
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: config must be a JSON object such as a Hugging Face config.json (got 'list')
+    """
+    if not isinstance(text, str):
+        raise CalcError(field, "must be the text of a config.json", type(text).__name__)
+    if len(text) > MAX_CONFIG_CHARS:
+        raise CalcError(field, f"must be at most {MAX_CONFIG_CHARS:,} characters", f"{len(text):,} characters")
+    if _too_deep(text, MAX_CONFIG_DEPTH):
+        raise CalcError(field, f"must nest arrays and objects at most {MAX_CONFIG_DEPTH} deep, with balanced brackets")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CalcError(field, f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    except (ValueError, RecursionError) as err:  # e.g. an integer longer than Python's digit limit
+        raise CalcError(field, f"is not valid JSON: {str(err)[:80]}") from None
+    if not isinstance(config, dict):
+        raise CalcError(field, "must be a JSON object such as a Hugging Face config.json", type(config).__name__)
+    return config
 
 HF_MODEL_TYPES: tuple[str, ...] = (
     "deepseek_v3",
@@ -701,18 +798,21 @@ class _HFReader:
                 return key, self.config[key]
         return keys[0], _REQUIRED
 
-    def get_int(self, *keys: str, default: Any = _REQUIRED, minimum: int = 1, maximum: int | None = None) -> Any:
-        """The first of ``keys`` present, as an int; ``default`` when absent or null (``_REQUIRED``: error)."""
+    def get_int(self, *keys: str, default: Any = _REQUIRED, minimum: int = 1, maximum: int = MAX_CONFIG_INT) -> Any:
+        """The first of ``keys`` present, as an int; ``default`` when absent or null (``_REQUIRED``: error).
+
+        At most [`MAX_CONFIG_INT`][calc.architecture.MAX_CONFIG_INT] unless ``maximum`` says otherwise.
+        """
         key, value = self._raw(keys)
         if value is _REQUIRED or value is None:
             if default is _REQUIRED:
                 raise CalcError(key, f"is required in a {self.model_type} config.json", code="missing-field")
             return default
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) <= maximum:
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise CalcError(key, f"must be a whole number of at least {minimum}", value)
-        if maximum is not None and value > maximum:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            raise CalcError(key, f"must be a whole number from {minimum} to {maximum:,}", value)
+        if isinstance(value, float) or value > maximum:
             raise CalcError(key, f"must be a whole number from {minimum} to {maximum:,}", value)
         return value
 

@@ -588,3 +588,55 @@ def test_v_head_dim_defaults_to_head_dim() -> None:
     narrower = dataclasses.replace(a, head_dim=64, v_head_dim=0)  # 0 = "same as head_dim" again
     assert narrower.v_head_dim == 64
     assert narrower.kv_cache_dims_per_token() == 2 * 8 * 64
+
+
+_LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+          "num_hidden_layers": 32, "num_attention_heads": 32}
+
+
+def _cfg(**changes: object) -> str:
+    return json.dumps({**_LLAMA, **changes})
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("[" * 5000, "must nest arrays and objects at most 32 deep"),  # RecursionError / Pyodide stack overflow
+        ("{" * 5000, "must nest arrays and objects at most 32 deep"),
+        ('{"a": ' * 5000 + "1" + "}" * 5000, "must nest arrays and objects at most 32 deep"),
+        ("[" * 33 + "]" * 33, "must nest arrays and objects at most 32 deep"),
+        ('{"x": "' + "\\\"" * 20000 + "[" * 40, "with balanced brackets"),  # unterminated string, a lone {
+        ('{"model_type": "llama", "x": ' + "[" * 40 + "]" * 40 + "}", "must nest arrays and objects at most 32"),
+        ("x" * (256 * 1024 + 1), "config must be at most 262,144 characters"),
+        (_cfg(pad="x" * 262_000), "config must be at most 262,144 characters"),
+        (_cfg(hidden_size=1e300), "hidden_size must be a whole number from 1 to 16,777,216 (got 1e+300)"),
+        (_cfg(hidden_size=10**30), "hidden_size must be a whole number from 1 to 16,777,216"),
+        (_cfg(vocab_size=-5), "vocab_size must be a whole number from 1 to 16,777,216 (got -5)"),
+        (_cfg(num_attention_heads="32"), "num_attention_heads must be a whole number from 1 to 16,777,216"),
+        (_cfg(intermediate_size=True), "intermediate_size must be a whole number"),
+        (_cfg(num_hidden_layers={"n": 32}), "num_hidden_layers must be a whole number from 1 to 100,000"),
+        (_cfg(num_hidden_layers=[32]), "num_hidden_layers must be a whole number from 1 to 100,000"),
+        (_cfg(hidden_size=4096.5), "hidden_size must be a whole number from 1 to 16,777,216 (got 4096.5)"),
+        (_cfg(max_position_embeddings=2**40), "max_position_embeddings must be a whole number from 1 to 16,777,216"),
+        (_cfg(tie_word_embeddings="yes"), "tie_word_embeddings must be true or false"),
+        ('{"model_type": "llama", "hidden_size": 1e400}', "hidden_size must be a whole number"),  # json reads inf
+        ('{"model_type": "llama", "hidden_size": NaN}', "hidden_size must be a whole number"),
+        (_cfg(model_type=["llama"]), "model_type must be one of"),
+        (_cfg(model_type="x" * 5000), "model_type must be one of"),
+    ],
+)
+def test_calculator_hostile_configs(config: str, message: str) -> None:
+    with pytest.raises(CalcError) as info:
+        _render(config=config)
+    assert info.value.field == "config"
+    assert message in info.value.message, info.value.message
+    assert len(info.value.message) < 600
+
+
+def test_calculator_long_name_is_cut() -> None:
+    fragment = _render(config=_cfg(_name_or_path="n" * 5000))
+    assert "n" * 80 + "…" in fragment and "n" * 81 not in fragment
+
+
+def test_calculator_brackets_inside_strings_do_not_count() -> None:
+    assert "data-output" in _render(config=_cfg(note='"[{' * 2000 + "\\" * 100))

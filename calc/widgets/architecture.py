@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from calc.architecture import HF_MODEL_TYPES, PARAM_KINDS, Architecture
+from calc.architecture import HF_MODEL_TYPES, PARAM_KINDS, Architecture, parse_config_json
 from calc.errors import CalcError
 from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count
@@ -24,7 +22,7 @@ _KIND_LABELS = {
     "lm_head": "Output head (untied)",
 }
 _BF16_BYTES = 2
-_MAX_CONFIG_CHARS = 200_000
+_MAX_LABEL_CHARS = 80
 _DEEPSEEK_NOTE = (
     "<p><small>Counted as transformers instantiates the model: the multi-token-prediction layer stored in "
     "DeepSeek's checkpoint (num_nextn_predict_layers) and the routers' score-correction biases (held as "
@@ -37,22 +35,14 @@ def _architecture(v: dict[str, str]) -> tuple[Architecture, str]:
     text = v["config"].strip()
     if not text:
         return preset(v["preset"]), PRESET_LABELS.get(v["preset"], v["preset"])
-    if len(text) > _MAX_CONFIG_CHARS:
-        raise CalcError("config", f"must be at most {_MAX_CONFIG_CHARS:,} characters", f"{len(text):,} characters")
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise CalcError("config", f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
-    except ValueError as err:  # e.g. an integer longer than Python's digit limit
-        raise CalcError("config", f"is not valid JSON: {err}") from None
-    if not isinstance(config, dict):
-        raise CalcError("config", "must be a JSON object such as a Hugging Face config.json",
-                        type(config).__name__)
+    config = parse_config_json(text, "config")
     try:
         arch = Architecture.from_hf_config(config, name="pasted config")
     except CalcError as err:
         raise CalcError("config", f"cannot be read: {err.message}", code=err.code) from None
     name = config.get("_name_or_path")
+    if isinstance(name, str) and len(name) > _MAX_LABEL_CHARS:
+        name = name[:_MAX_LABEL_CHARS] + "…"
     label = f"{name} ({arch.model_type})" if isinstance(name, str) and name else f"pasted {arch.model_type} config"
     return arch, label
 
