@@ -1,4 +1,4 @@
-"""The built site: strict build, stable anchors, engine-computed prose numbers, API coverage, no foreign hosts."""
+"""The built site: strict build, stable anchors, engine-computed prose numbers, API coverage, link crawl, no foreign hosts."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import html
 import re
 import sys
 import zlib
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
@@ -154,3 +155,93 @@ def test_diagrams_follow_the_palette_toggle(built_site: Path, site_pages: dict[s
     }
     for svg in (built_site / "assets" / "diagrams").glob("*.svg"):
         assert "prefers-color-scheme" not in svg.read_text(), svg.name
+
+
+class _Links(HTMLParser):
+    """Every ``href``/``src`` of a page (with its tag) and every ``id``/``name`` it defines."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.refs: list[tuple[str, str, str]] = []  # (tag, attribute, value)
+        self.anchors: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name in ("href", "src"):
+                self.refs.append((tag, name, value))
+            elif name == "id" or (name == "name" and tag == "a"):
+                self.anchors.add(value)
+
+
+def _parse(path: Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def _site_url(built_site: Path) -> str:
+    """The build's ``site_url``: the home page's canonical link."""
+    return re.search(r'<link rel="canonical" href="([^"]+)"', (built_site / "index.html").read_text()).group(1)
+
+
+CRAWLED: dict[str, int] = {}
+"""What the link crawl saw (pages, internal links, fragments, external links), for the report."""
+
+
+def test_link_crawl(built_site: Path) -> None:
+    """Every internal ``href``/``src`` of every built HTML page resolves to a file of the site and every
+    ``#fragment`` to an id (or ``<a name>``) of the target page. External URLs appear only as ``<a href>``
+    (a link the reader may follow), never as something the page itself would request."""
+    base = "http://site.invalid/"  # pages are addressed as they are served: docs/x/y.md at /x/y/
+    site_url = _site_url(built_site)
+    parsed: dict[Path, _Links] = {}
+
+    def page(path: Path) -> _Links:
+        if path not in parsed:
+            parsed[path] = _parse(path)
+        return parsed[path]
+
+    pages = sorted(built_site.rglob("*.html"))
+    broken, external, requested_elsewhere = [], set(), []
+    internal = fragments = 0
+    for html_path in pages:
+        rel = html_path.relative_to(built_site).as_posix()
+        url = base + (rel.removesuffix("index.html") if rel.endswith("index.html") else rel)
+        for tag, attr, value in page(html_path).refs:
+            ref = value.strip()
+            if ref.startswith(site_url):  # absolute links to the site itself (canonical): internal
+                ref = "/" + ref[len(site_url) :]
+            target = urlparse(urljoin(url, ref))
+            if target.scheme in ("data", "mailto", "blob", "javascript"):
+                continue
+            if target.netloc != "site.invalid":
+                external.add(value)
+                if not (tag == "a" and attr == "href"):
+                    requested_elsewhere.append(f"{rel}: <{tag} {attr}={value!r}>")
+                continue
+            internal += 1
+            file = built_site / unquote(target.path).lstrip("/")
+            if target.path.endswith("/"):
+                file = file / "index.html"
+            if not file.is_file():
+                broken.append(f"{rel}: {value} (no {file.relative_to(built_site)})")
+                continue
+            if target.fragment and file.suffix == ".html":
+                fragments += 1
+                if unquote(target.fragment) not in page(file).anchors:
+                    broken.append(f"{rel}: {value} (no id {target.fragment!r} in {file.relative_to(built_site)})")
+    CRAWLED.update(pages=len(pages), internal=internal, fragments=fragments, external=len(external))
+    print(f"link crawl: {CRAWLED}; external links: {sorted(external)}")
+    assert len(pages) > 20 and internal > 1000 and fragments > 100, CRAWLED
+    assert broken == [], "broken internal links:\n" + "\n".join(broken)
+    assert requested_elsewhere == [], "the page would fetch from another host:\n" + "\n".join(requested_elsewhere)
+
+
+def test_sitemap_lists_every_page(built_site: Path, site_pages: dict[str, str]) -> None:
+    """The sitemap, which instant navigation reads to decide which links it may swap in, lists every page."""
+    site_url = _site_url(built_site)
+    locs = re.findall(r"<loc>([^<]+)</loc>", (built_site / "sitemap.xml").read_text())
+    assert all(loc.startswith(site_url) for loc in locs)
+    assert sorted(loc[len(site_url) :] for loc in locs) == sorted(site_pages)
