@@ -1,4 +1,4 @@
-"""The built site: strict build, stable anchors, engine-computed prose numbers, API coverage, link crawl, no foreign hosts."""
+"""The built site: strict build, stable anchors, engine-computed numbers, API coverage, link crawl, no foreign hosts."""
 
 from __future__ import annotations
 
