@@ -33,8 +33,8 @@ def site_port() -> int:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the site once with ``mkdocs build --strict``, exactly as ``make build`` does (default ``site_url``,
-    whatever ``SITE_URL`` the caller's shell has), so every browser test serves it at an address it was not built for."""
+    """Build the site once with ``mkdocs build --strict``, exactly as ``make build`` does with the default
+    ``site_url`` (whatever ``SITE_URL`` the shell has), so browser tests serve it where it was not built for."""
     out = tmp_path_factory.mktemp("site")
     env = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | {"NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
