@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, fields
+from itertools import accumulate
 from typing import Any
 
 from calc.errors import CalcError
@@ -82,28 +83,21 @@ Gemma 3, context lengths 10,485,760 in Llama 4 Scout), so ``1e300`` in ``hidden_
 a typo instead of being multiplied out."""
 
 _ESCAPE_RE = re.compile(r"\\.", re.DOTALL)
-_INNERMOST_RE = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
-_BRACKET_RE = re.compile(r"[\[\]{}]")
+_NOT_BRACKET_RE = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def _too_deep(text: str, limit: int) -> bool:
-    """Whether ``text``'s arrays and objects nest deeper than ``limit`` (or its brackets do not balance).
+def _depth(text: str) -> int:
+    """How deep ``text``'s arrays and objects nest, as far as a JSON parser would read them.
 
     Escapes are dropped, then the text between quotes (strings), so brackets inside strings are not
-    counted; then innermost ``[...]`` / ``{...}`` pairs are removed ``limit`` times. All of it is
-    regular-expression and ``str`` work in C with no backtracking blow-up: linear passes, no recursion.
+    counted; the depth is the largest running sum of ``+1`` per ``[``/``{`` and ``-1`` per ``]``/``}``.
+    Where the sum first goes below zero (or a bracket does not match), a JSON parser stops with a
+    syntax error, so the sum is exact everywhere the parser can reach. Everything runs in C
+    (``re``, ``str.split``, ``map``, ``accumulate``, ``max``): linear, no recursion, no Python loop.
     """
-    if text.count("[") + text.count("{") <= limit:
-        return False
     outside = "".join(_ESCAPE_RE.sub("", text).split('"')[::2])
-    brackets = "".join(_BRACKET_RE.findall(outside))
-    for _ in range(limit):
-        if not brackets:
-            return False
-        brackets, removed = _INNERMOST_RE.subn("", brackets)
-        if not removed:
-            return True
-    return bool(brackets)
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, _NOT_BRACKET_RE.sub("", outside))), default=0)
 
 
 def parse_config_json(text: str, field: str = "config") -> dict[str, Any]:
@@ -127,7 +121,7 @@ def parse_config_json(text: str, field: str = "config") -> dict[str, Any]:
         >>> parse_config_json("[" * 5000)
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: config must nest arrays and objects at most 32 deep, with balanced brackets
+        calc.errors.CalcError: config must nest arrays and objects at most 32 deep
         >>> parse_config_json("[1, 2]")
         Traceback (most recent call last):
         ...
@@ -137,8 +131,8 @@ def parse_config_json(text: str, field: str = "config") -> dict[str, Any]:
         raise CalcError(field, "must be the text of a config.json", type(text).__name__)
     if len(text) > MAX_CONFIG_CHARS:
         raise CalcError(field, f"must be at most {MAX_CONFIG_CHARS:,} characters", f"{len(text):,} characters")
-    if _too_deep(text, MAX_CONFIG_DEPTH):
-        raise CalcError(field, f"must nest arrays and objects at most {MAX_CONFIG_DEPTH} deep, with balanced brackets")
+    if text.count("[") + text.count("{") > MAX_CONFIG_DEPTH and _depth(text) > MAX_CONFIG_DEPTH:
+        raise CalcError(field, f"must nest arrays and objects at most {MAX_CONFIG_DEPTH} deep")
     try:
         config = json.loads(text)
     except json.JSONDecodeError as err:

@@ -605,7 +605,9 @@ def _cfg(**changes: object) -> str:
         ("{" * 5000, "must nest arrays and objects at most 32 deep"),
         ('{"a": ' * 5000 + "1" + "}" * 5000, "must nest arrays and objects at most 32 deep"),
         ("[" * 33 + "]" * 33, "must nest arrays and objects at most 32 deep"),
-        ('{"x": "' + "\\\"" * 20000 + "[" * 40, "with balanced brackets"),  # unterminated string, a lone {
+        ("[[" * 65_000 + "]]" * 65_000, "must nest arrays and objects at most 32 deep"),
+        ("]" * 100 + "[" * 5000, "must nest arrays and objects at most 32 deep"),
+        ('{"x": "' + "\\\"" * 20000 + "[" * 40, "is not valid JSON"),  # brackets in an unterminated string
         ('{"model_type": "llama", "x": ' + "[" * 40 + "]" * 40 + "}", "must nest arrays and objects at most 32"),
         ("x" * (256 * 1024 + 1), "config must be at most 262,144 characters"),
         (_cfg(pad="x" * 262_000), "config must be at most 262,144 characters"),
