@@ -1,6 +1,22 @@
 // The one Pyodide of a page load, in a module worker. Loads the pinned Pyodide and the engine
-// archive from this site (no other host), then answers id-tagged render requests. Engine errors
-// (CalcError) come back as data from calc.widgets.render; anything unexpected is reported as data too.
+// archive from this site (no other host), then answers render requests.
+//
+// Protocol (page -> worker): {type: "render", id, key, seq, name, inputs}; `key` names one mounted
+// calculator, `seq` the input change the request answers.
+// Protocol (worker -> page):
+//   {type: "ready"}                                   the engine has booted
+//   {type: "fatal", message}                          the engine could not boot; nothing more will come
+//   {type: "result", id, key, seq, ok, html|error, renders}  an answer; `renders` counts the renders
+//                                                    this worker has run so far
+//   {type: "result", id, key, seq, superseded: true}  a newer request of the same calculator came in
+//                                                    first, so this one was not computed
+//   {type: "dead", id, key, seq, message}             the runtime failed fatally (a Pyodide fatal error,
+//                                                    not a CalcError): this worker is useless now
+//
+// Requests are queued, not computed on arrival: after each render the worker yields to its event
+// loop so messages sent meanwhile arrive, and only the newest request per calculator is computed.
+// Engine errors (CalcError) come back as data from calc.widgets.render; an unexpected Python
+// exception is reported as data too ("internal"); only a broken runtime is "dead".
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
 const assets = new URL("../", import.meta.url);
@@ -17,24 +33,100 @@ async function boot() {
   return { pyodide, widgets };
 }
 
+const messageOf = (err) => String(err && err.message ? err.message : err);
+
+let runtime = null; // {pyodide, widgets} once booted
+let dead = null; // the fatal message once the runtime has failed
+let renders = 0;
+const queue = new Map(); // key -> the newest request not yet computed
+let draining = false;
+
 const engine = boot();
 engine.then(
-  () => self.postMessage({ type: "ready" }),
-  (err) => self.postMessage({ type: "fatal", message: String(err && err.message ? err.message : err) }),
+  (booted) => {
+    runtime = booted;
+    self.postMessage({ type: "ready" });
+    schedule();
+  },
+  (err) => {
+    dead = messageOf(err);
+    self.postMessage({ type: "fatal", message: dead });
+  },
 );
 
-self.addEventListener("message", async (event) => {
-  const { id, name, inputs } = event.data;
-  let reply;
+// A macrotask turn: lets message events already queued behind the current one be delivered first.
+const yieldToMessages = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+function isFatal(err, pyodide) {
+  // A Python exception (PythonError) leaves the interpreter usable; anything else thrown by the
+  // runtime (an Emscripten abort, "Pyodide already fatally failed", a RangeError from the wasm
+  // stack) means the interpreter state cannot be trusted any more.
+  const PythonError = pyodide && pyodide.ffi && pyodide.ffi.PythonError;
+  if (PythonError && err instanceof PythonError) return false;
+  return true;
+}
+
+function renderOne(request) {
+  const { pyodide, widgets } = runtime;
+  let args = null;
+  let result = null;
   try {
-    const { pyodide, widgets } = await engine;
-    const args = pyodide.toPy(inputs);
-    const result = widgets.render(name, args);
-    args.destroy();
-    reply = result.toJs({ dict_converter: Object.fromEntries });
-    result.destroy();
+    args = pyodide.toPy(request.inputs);
+    result = widgets.render(request.name, args);
+    renders += 1;
+    const reply = result.toJs({ dict_converter: Object.fromEntries });
+    return { type: "result", ...reply };
   } catch (err) {
-    reply = { ok: false, error: { field: "", code: "internal", message: `Internal error: ${err && err.message ? err.message : err}` } };
+    renders += 1;
+    if (isFatal(err, pyodide)) {
+      dead = messageOf(err);
+      return { type: "dead", message: dead };
+    }
+    return { type: "result", ok: false, error: { field: "", code: "internal", message: `Internal error: ${messageOf(err)}` } };
+  } finally {
+    try {
+      if (args) args.destroy();
+      if (result) result.destroy();
+    } catch {
+      // a failed runtime may refuse even this; the reply above already says so
+    }
   }
-  self.postMessage({ id, ...reply });
+}
+
+function schedule() {
+  if (draining || !runtime) return;
+  draining = true;
+  drain().finally(() => {
+    draining = false;
+    if (queue.size && !dead) schedule();
+  });
+}
+
+async function drain() {
+  for (;;) {
+    await yieldToMessages();
+    if (!queue.size) return;
+    const [key, request] = queue.entries().next().value;
+    queue.delete(key);
+    if (dead) {
+      self.postMessage({ type: "dead", id: request.id, key, seq: request.seq, message: dead });
+      continue;
+    }
+    const reply = renderOne(request);
+    self.postMessage({ ...reply, id: request.id, key, seq: request.seq, renders });
+  }
+}
+
+self.addEventListener("message", (event) => {
+  const request = event.data;
+  if (!request || request.type !== "render") return;
+  const older = queue.get(request.key);
+  if (older) self.postMessage({ type: "result", id: older.id, key: older.key, seq: older.seq, superseded: true, renders });
+  queue.set(request.key, request);
+  if (dead) {
+    queue.delete(request.key);
+    self.postMessage({ type: "dead", id: request.id, key: request.key, seq: request.seq, message: dead });
+    return;
+  }
+  schedule();
 });

@@ -1,43 +1,142 @@
 // Calculators: mounted on [data-calc] elements inside document$.subscribe, so they survive
-// Material's instant navigation. One module worker runs Pyodide for the whole page load.
+// Material's instant navigation. One module worker runs Pyodide; if it dies, a fresh one is
+// started for later calculations.
+//
 // DOM contract: [data-calc][data-state=prerendered|loading|ready|error], inputs by name,
-// results in [data-output], bad input in [role=alert].
+// results in [data-output] inside [data-results] (data-stale while they do not answer the current
+// inputs), bad input in [role=alert], the status line in [data-status], [data-copy-link],
+// data-ready-ms (ms from script start to the engine being ready).
+//
+// Signals on the calculator root (tests wait on these, never on time):
+//   data-seq       the number of the current inputs: 0 for the values at mount (defaults or the
+//                  link's), incremented synchronously on every input/change event.
+//   data-answered  the data-seq whose live result or input error is shown; absent until the first
+//                  live answer. Settled means data-state="ready" and data-answered == data-seq.
+//   data-worker-renders  how many renders the current worker had run when it answered (superseded
+//                  requests are not rendered, so this counts real computations).
+// A reply for older inputs is never shown and never clears data-stale.
 
 const WORKER_URL = new URL("./calc-worker.mjs", import.meta.url);
 const started = performance.now();
-let worker = null;
-let ready = null;
+
+// Boot timeout: Pyodide is ~10 MB of wasm and stdlib; on a slow link (1 Mbit/s) or a loaded
+// 2-core machine a boot can take more than a minute, but one that has not finished in two
+// minutes has stalled (a hung request, a wasm compile that never ends): say so instead of
+// spinning forever. A render normally takes milliseconds; one that has not answered in 30 s means
+// the runtime is wedged. Tests shorten both through `window.__lcCalcTest` (unset in normal use).
+const DEFAULTS = { bootTimeoutMs: 120_000, renderTimeoutMs: 30_000, maxRestarts: 3 };
+const settings = () => ({ ...DEFAULTS, ...(globalThis.__lcCalcTest || {}) });
+
+const QUOTE_CHARS = 40;
+const INVISIBLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
+const LINE_BREAKS = /[\t\n\r]/;
+
+/** A short, inert quotation of something the reader (or a link) supplied. */
+function quote(text) {
+  const s = String(text);
+  const head = s.length > QUOTE_CHARS ? `${s.slice(0, QUOTE_CHARS)}…` : s;
+  return head.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).replace(/[\t\n\r]/g, " ");
+}
+
+/** Keep engine messages to a sane size however they quote the input. */
+function clip(message) {
+  const s = String(message).replace(INVISIBLE, "");
+  return s.length > 300 ? `${s.slice(0, 300)}…` : s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine: one worker at a time.
+
+let current = null; // {worker, ready, booted, pending}
+let bootFailure = null; // an Error once a boot failed: not retried in this page load
+let deaths = 0;
 let nextId = 0;
-const pending = new Map();
+const controllers = new Set();
 
 function engine() {
-  if (ready) return ready;
-  worker = new Worker(WORKER_URL, { type: "module" });
-  ready = new Promise((resolve, reject) => {
+  if (bootFailure) return Promise.reject(bootFailure);
+  if (current) return current.ready;
+  const { bootTimeoutMs } = settings();
+  const worker = new Worker(WORKER_URL, { type: "module" });
+  const eng = { worker, booted: false, pending: new Map() };
+  current = eng;
+  eng.ready = new Promise((resolve, reject) => {
+    const bootFailed = (message) => {
+      if (eng.booted || eng.over) return;
+      eng.over = true;
+      clearTimeout(timer);
+      worker.terminate();
+      if (current === eng) current = null;
+      bootFailure = new Error(message);
+      reject(bootFailure);
+    };
+    const timer = setTimeout(
+      () => bootFailed(`the engine did not load within ${Math.round(bootTimeoutMs / 1000)} s`),
+      bootTimeoutMs,
+    );
+    eng.bootFailed = bootFailed;
     worker.addEventListener("message", (event) => {
-      const msg = event.data;
-      if (msg.type === "ready") resolve();
-      else if (msg.type === "fatal") reject(new Error(msg.message));
-      else if (pending.has(msg.id)) {
-        pending.get(msg.id)(msg);
-        pending.delete(msg.id);
+      const msg = event.data || {};
+      if (msg.type === "ready") {
+        if (eng.over) return;
+        clearTimeout(timer);
+        eng.booted = true;
+        resolve(eng);
+      } else if (msg.type === "fatal") {
+        bootFailed(msg.message || "the engine could not load");
+      } else if (msg.type === "dead") {
+        die(eng, msg.message || "the Python runtime failed");
+      } else if (msg.type === "result") {
+        const waiting = eng.pending.get(msg.id);
+        if (!waiting) return;
+        eng.pending.delete(msg.id);
+        clearTimeout(waiting.timer);
+        waiting.resolve(msg);
       }
     });
     worker.addEventListener("error", (event) => {
       event.preventDefault();
-      reject(new Error(event.message || "the calculator worker could not start"));
+      const message = event.message || "the calculator worker failed";
+      if (eng.booted) die(eng, message);
+      else bootFailed(message);
     });
   });
-  return ready;
+  return eng.ready;
 }
 
-function request(name, inputs) {
+/** The runtime of `eng` is gone: stop it, answer its pending requests, tell every calculator. */
+function die(eng, message) {
+  if (eng.over) return;
+  eng.over = true;
+  deaths += 1;
+  eng.worker.terminate();
+  if (current === eng) current = null;
+  for (const waiting of eng.pending.values()) {
+    clearTimeout(waiting.timer);
+    waiting.resolve({ type: "dead", message });
+  }
+  eng.pending.clear();
+  const permanent = deaths >= settings().maxRestarts;
+  for (const controller of [...controllers]) controller.engineDied(message, permanent);
+}
+
+function request(key, seq, name, inputs) {
+  const eng = current;
+  if (!eng || !eng.booted || eng.over) return Promise.resolve({ type: "dead", message: "the engine is not running" });
   const id = ++nextId;
+  const { renderTimeoutMs } = settings();
   return new Promise((resolve) => {
-    pending.set(id, resolve);
-    worker.postMessage({ id, name, inputs });
+    const timer = setTimeout(
+      () => die(eng, `a calculation did not finish within ${Math.round(renderTimeoutMs / 1000)} s`),
+      renderTimeoutMs,
+    );
+    eng.pending.set(id, { resolve, timer });
+    eng.worker.postMessage({ type: "render", id, key, seq, name, inputs });
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Form helpers.
 
 function controls(root) {
   return [...root.querySelectorAll("form [name]")];
@@ -64,111 +163,311 @@ function syncEnabled(root) {
   }
 }
 
-function stateUrl(root) {
-  const id = root.dataset.calcId;
-  const defaults = JSON.parse(root.dataset.defaults);
-  const url = new URL(location.href);
-  for (const key of [...url.searchParams.keys()]) {
-    if (key.startsWith(`${id}.`)) url.searchParams.delete(key);
+/** Why a value from a link cannot be put into a control, or "" if it can (the engine judges the rest). */
+function unusable(control, value) {
+  if (control.tagName === "SELECT") {
+    return [...control.options].some((o) => o.value === value) ? "" : "it is not one of the choices";
   }
-  for (const [key, value] of Object.entries(readValues(root))) {
-    if (value !== defaults[key]) url.searchParams.set(`${id}.${key}`, value);
+  if (control.type === "checkbox") {
+    return ["1", "0", "true", "false", "on", "off"].includes(value) ? "" : "it must be 1 or 0";
   }
-  return url;
+  const limit = control.tagName === "TEXTAREA" ? 8000 : 200;
+  if (value.length > limit) return `it is longer than ${limit} characters`;
+  INVISIBLE.lastIndex = 0;
+  if (INVISIBLE.test(value) || (control.tagName !== "TEXTAREA" && LINE_BREAKS.test(value))) {
+    INVISIBLE.lastIndex = 0;
+    return "it contains invisible or direction-changing characters";
+  }
+  return "";
 }
+
+// ---------------------------------------------------------------------------------------------
+// One calculator.
+
+let mounts = 0;
+
+const LIVE = "Live: computed in your browser by the same Python engine.";
 
 function mount(root) {
   if (root.dataset.mounted) return;
   root.dataset.mounted = "true";
   const name = root.dataset.calc;
   const id = root.dataset.calcId;
+  const key = `${id}#${++mounts}`;
+  const path = location.pathname; // only this page's URL ever holds this calculator's state
+  const defaults = JSON.parse(root.dataset.defaults);
   const results = root.querySelector("[data-results]");
   const alert = root.querySelector("[role=alert]");
   const status = root.querySelector("[data-status]");
   const form = root.querySelector("form");
-  let latest = 0;
+  const copyButton = root.querySelector("[data-copy-link]");
+  const prerendered = results.innerHTML;
+  if (!alert.id) alert.id = `${root.id || `calc-${id}`}-alert`;
+  results.setAttribute("aria-live", "polite");
+
+  let seq = 0; // the current inputs' number
+  let answered = -1; // the inputs' number whose live answer is shown
+  let answerOk = false;
+  let edited = false; // the reader changed something since mount
+  let fromUrl = false;
   let timer = 0;
+  let failure = null; // {lead, permanent} while live calculation is unavailable
+  let invalid = null; // the control marked aria-invalid
+
+  const owned = () => root.isConnected && location.pathname === path;
+  const setState = (state) => {
+    root.dataset.state = state;
+  };
+  const setStatus = (text) => {
+    if (status.textContent !== text) status.textContent = text;
+  };
+  const setAlert = (text) => {
+    if (alert.textContent !== text) alert.textContent = text;
+  };
+  const markStale = (text) => {
+    results.dataset.stale = "true";
+    setStatus(text);
+  };
+  root.dataset.seq = String(seq);
+
+  // Notices about the link (unknown, repeated or unusable parameters): created here, text only.
+  const notice = document.createElement("div");
+  notice.className = "lc-calc__notice";
+  notice.setAttribute("data-link-notice", "");
+  notice.setAttribute("role", "status");
+  notice.hidden = true;
+  alert.before(notice);
+  const copyNote = document.createElement("span");
+  copyNote.className = "lc-calc__copied";
+  copyNote.setAttribute("data-copy-note", "");
+  copyNote.setAttribute("role", "status");
+  copyButton.after(copyNote);
+
+  function clearInvalid() {
+    if (!invalid) return;
+    invalid.removeAttribute("aria-invalid");
+    invalid.removeAttribute("aria-errormessage");
+    const rest = (invalid.getAttribute("aria-describedby") || "").split(/\s+/).filter((t) => t && t !== alert.id);
+    if (rest.length) invalid.setAttribute("aria-describedby", rest.join(" "));
+    else invalid.removeAttribute("aria-describedby");
+    invalid = null;
+  }
+
+  function markInvalid(control) {
+    if (invalid === control) return;
+    clearInvalid();
+    invalid = control;
+    control.setAttribute("aria-invalid", "true");
+    control.setAttribute("aria-errormessage", alert.id);
+    const tokens = (control.getAttribute("aria-describedby") || "").split(/\s+/).filter(Boolean);
+    if (!tokens.includes(alert.id)) control.setAttribute("aria-describedby", [...tokens, alert.id].join(" "));
+  }
 
   // A state from the URL (a shared link) replaces the defaults before anything is computed.
+  const byName = new Map(controls(root).map((c) => [c.name, c]));
   const params = new URLSearchParams(location.search);
-  let fromUrl = false;
-  for (const control of controls(root)) {
-    const value = params.get(`${id}.${control.name}`);
-    if (value !== null && value !== valueOf(control)) {
-      setValue(control, value);
-      fromUrl = true;
+  const problems = [];
+  const seen = new Set();
+  for (const param of params.keys()) {
+    if (!param.startsWith(`${id}.`) || seen.has(param)) continue;
+    seen.add(param);
+    const field = param.slice(id.length + 1);
+    const control = byName.get(field);
+    const values = params.getAll(param);
+    if (!control) {
+      problems.push(`Ignored the link parameter “${quote(param)}”: this calculator has no such input.`);
+    } else if (values.length > 1) {
+      problems.push(`Ignored the link parameter “${quote(param)}”: it is given ${values.length} times; the default stands.`);
+    } else {
+      const why = unusable(control, values[0]);
+      if (why) problems.push(`Ignored the link parameter “${quote(param)}” (“${quote(values[0])}”): ${why}; the default stands.`);
+      else if (values[0] !== valueOf(control)) {
+        setValue(control, values[0]);
+        fromUrl = true;
+      }
     }
   }
+  if (problems.length) {
+    for (const text of problems) {
+      const p = document.createElement("p");
+      p.textContent = text;
+      notice.append(p);
+    }
+    notice.hidden = false;
+  }
   syncEnabled(root);
-  if (fromUrl) markStale("Computing the numbers from the link…");
 
-  function markStale(text) {
+  const sameAsDefaults = () => {
+    const values = readValues(root);
+    return Object.keys(values).every((k) => !Object.hasOwn(defaults, k) || values[k] === defaults[k]);
+  };
+
+  function stateUrl() {
+    const url = new URL(location.href);
+    for (const param of [...url.searchParams.keys()]) {
+      if (param.startsWith(`${id}.`)) url.searchParams.delete(param);
+    }
+    for (const [field, value] of Object.entries(readValues(root))) {
+      if (value !== defaults[field]) url.searchParams.set(`${id}.${field}`, value);
+    }
+    return url;
+  }
+
+  /** Live calculation is unavailable: say so and say exactly what the numbers on screen are. */
+  function explainUnavailable() {
+    const { lead, permanent } = failure;
+    const tail = permanent ? "" : " Your next edit restarts it.";
+    if (answered === seq && answerOk) {
+      setStatus(`${lead} The numbers shown match your inputs.${tail}`);
+      return;
+    }
+    if (answered !== seq) {
+      clearInvalid();
+      setAlert("");
+    }
+    if (results.innerHTML !== prerendered) results.innerHTML = prerendered;
+    results.hidden = false;
+    let what;
+    if (sameAsDefaults()) {
+      delete results.dataset.stale;
+      what = "The numbers shown are for the build-time defaults.";
+    } else {
+      results.dataset.stale = "true";
+      what = fromUrl && !edited
+        ? "The numbers shown are the build-time defaults, not the ones in the link."
+        : "The numbers shown are the build-time defaults, not your inputs.";
+    }
+    setStatus(`${lead} ${what}${tail}`);
+  }
+
+  function fail(lead, permanent) {
+    clearTimeout(timer);
+    failure = { lead, permanent };
+    setState("error");
+    explainUnavailable();
+  }
+
+  function show(reply) {
+    if (reply.renders !== undefined) root.dataset.workerRenders = String(reply.renders);
+    answered = reply.seq;
+    answerOk = Boolean(reply.ok);
+    root.dataset.answered = String(answered);
+    if (reply.ok) {
+      clearInvalid();
+      results.innerHTML = reply.html;
+      results.hidden = false;
+      setAlert("");
+      delete results.dataset.stale;
+      setStatus(LIVE);
+      return;
+    }
+    const error = reply.error || {};
+    const control = error.field ? byName.get(error.field) : undefined;
+    const label = control && control.id ? root.querySelector(`label[for="${CSS.escape(control.id)}"]`) : null;
+    const message = clip(error.message || "the engine could not compute these numbers");
+    if (control) markInvalid(control);
+    else clearInvalid();
+    setAlert(label ? `${label.textContent}: ${message}` : message);
+    results.hidden = true; // never leave a result on screen that no longer matches the inputs
     results.dataset.stale = "true";
-    status.textContent = text;
+    setStatus(control ? "Fix the highlighted input to see results." : "These inputs could not be computed; see the message above.");
   }
 
   async function compute() {
-    const token = ++latest;
-    const reply = await request(name, readValues(root));
-    if (token !== latest) return; // a newer keystroke owns the result
-    for (const control of controls(root)) control.removeAttribute("aria-invalid");
-    if (reply.ok) {
-      results.innerHTML = reply.html;
-      results.hidden = false;
-      delete results.dataset.stale;
-      alert.textContent = "";
-      status.textContent = "Live: computed in your browser by the same Python engine.";
-    } else {
-      const field = root.querySelector(`form [name="${reply.error.field}"]`);
-      const label = field ? root.querySelector(`label[for="${field.id}"]`) : null;
-      if (field) field.setAttribute("aria-invalid", "true");
-      alert.textContent = label ? `${label.textContent}: ${reply.error.message}` : reply.error.message;
-      results.hidden = true; // never leave a result on screen that no longer matches the inputs
-      status.textContent = "Fix the highlighted input to see results.";
-    }
+    if (!root.isConnected || root.dataset.state !== "ready") return;
+    const mine = seq;
+    const reply = await request(key, mine, name, readValues(root));
+    if (!root.isConnected) return;
+    if (reply.type === "dead" || reply.superseded) return; // a death is reported to every calculator
+    if (reply.seq !== seq) return; // answers older inputs: a newer request owns the result
+    show(reply);
+  }
+
+  function start() {
+    failure = null;
+    setState("loading");
+    engine().then(
+      () => {
+        if (!root.isConnected || root.dataset.state !== "loading") return;
+        setState("ready");
+        if (!root.dataset.readyMs) root.dataset.readyMs = String(Math.round(performance.now() - started));
+        compute();
+      },
+      (err) => {
+        if (!root.isConnected) return;
+        fail(`Live calculation is unavailable: the live calculator could not start (${clip(err.message)}).`, true);
+      },
+    );
   }
 
   function changed() {
+    if (!owned()) return; // a calculator left behind by navigation never touches another page
+    seq += 1;
+    root.dataset.seq = String(seq);
+    edited = true;
     syncEnabled(root);
-    history.replaceState(history.state, "", stateUrl(root));
-    if (root.dataset.state !== "ready") {
+    history.replaceState(history.state, "", stateUrl());
+    clearTimeout(timer);
+    const state = root.dataset.state;
+    if (state === "error") {
+      if (failure && !failure.permanent && !bootFailure) {
+        markStale("Restarting the live engine…");
+        start();
+      } else {
+        explainUnavailable();
+      }
+      return;
+    }
+    if (state !== "ready") {
       markStale("Your numbers will be computed as soon as the engine has loaded…");
       return;
     }
     markStale("Updating…");
-    clearTimeout(timer);
     timer = setTimeout(compute, 60);
   }
+
+  const controller = {
+    root,
+    engineDied(message, permanent) {
+      if (!root.isConnected) {
+        controllers.delete(controller);
+        return;
+      }
+      if (root.dataset.state !== "ready") return;
+      fail(`Live calculation stopped: the Python engine failed (${clip(message)}).`, permanent);
+    },
+  };
+  controllers.add(controller);
 
   form.addEventListener("input", changed);
   form.addEventListener("change", changed);
   form.addEventListener("submit", (event) => event.preventDefault());
-  root.querySelector("[data-copy-link]").addEventListener("click", async () => {
-    const url = stateUrl(root);
+  copyButton.addEventListener("click", async () => {
+    if (!owned()) return;
+    const url = stateUrl();
     url.hash = `calc-${id}`;
     try {
       await navigator.clipboard.writeText(url.href);
-      status.textContent = "Link copied.";
+      copyNote.textContent = "Link copied.";
     } catch {
-      window.prompt("Copy this link:", url.href);
+      // No clipboard: offer the link to copy by hand (no dialog).
+      copyNote.textContent = "Copy this link: ";
+      const field = document.createElement("input");
+      field.type = "text";
+      field.readOnly = true;
+      field.value = url.href;
+      field.setAttribute("aria-label", "Link to these numbers");
+      copyNote.append(field);
+      field.select();
     }
   });
 
-  root.dataset.state = "loading";
-  if (!fromUrl) status.textContent = "Pre-rendered at build time; loading the live engine…";
-  engine().then(
-    async () => {
-      root.dataset.state = "ready";
-      root.dataset.readyMs = String(Math.round(performance.now() - started));
-      await compute();
-    },
-    (err) => {
-      root.dataset.state = "error";
-      status.textContent = `The live calculator could not start (${err.message}). The numbers shown are for the build-time defaults.`;
-    },
-  );
+  if (fromUrl) markStale("Computing the numbers from the link…");
+  else setStatus("Pre-rendered at build time; loading the live engine…");
+  start();
 }
 
 document$.subscribe(() => {
+  for (const controller of [...controllers]) if (!controller.root.isConnected) controllers.delete(controller);
   for (const root of document.querySelectorAll("[data-calc]")) mount(root);
 });
