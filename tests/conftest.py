@@ -157,3 +157,21 @@ if sys.platform == "emscripten":  # the engine suite under Pyodide: no example d
 
     settings.register_profile("pyodide", database=None, deadline=None)
     settings.load_profile("pyodide")
+
+
+SETTLED_JS = "el => el.dataset.state === 'ready' && el.dataset.answered !== undefined && el.dataset.answered === el.dataset.seq"
+"""A calculator is settled when the engine is ready and the shown result (or input error) answers
+the current inputs: ``data-answered`` equals ``data-seq`` (both set by calc.mjs)."""
+
+
+def wait_settled(page, root_or_name="will-it-fit", timeout: float = READY_TIMEOUT_MS) -> None:
+    """Wait for a calculator's explicit settled signal; ``root_or_name`` is a calculator name
+    (the first ``[data-calc=NAME]`` on the page), a Locator or an ElementHandle."""
+    if isinstance(root_or_name, str):
+        page.wait_for_function(
+            f"name => {{ const el = document.querySelector(`[data-calc=\"${{name}}\"]`); return !!el && ({SETTLED_JS})(el); }}",
+            arg=root_or_name, timeout=timeout,
+        )
+        return
+    handle = root_or_name.element_handle() if hasattr(root_or_name, "element_handle") else root_or_name
+    page.wait_for_function(SETTLED_JS, arg=handle, timeout=timeout)
