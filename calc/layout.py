@@ -34,6 +34,7 @@ enforced (DeepSpeed, for one, does not combine ZeRO-2/3 with pipeline parallelis
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from calc.activations import LayerActivations, layer_activations, stage_activations
@@ -47,16 +48,135 @@ __all__ = [
     "Layout",
     "LayoutMemory",
     "check_layout",
+    "check_parallelism",
     "layout_memory",
     "stage_layers",
     "stage_memory",
 ]
 
 
+def check_parallelism(
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    cp: int = 1,
+    ep: int = 1,
+    virtual_stages: int = 1,
+    layers: int | None = None,
+    hidden: int | None = None,
+    seq_len: int | None = None,
+    num_microbatches: int | None = None,
+    global_batch: int | None = None,
+    micro_batch: int = 1,
+    sequence_parallel: bool = False,
+    cp_load_balance: bool = True,
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """Raise unless a parallel layout is possible: the one check every calculator taking a layout runs.
+
+    The communication, training-memory, activations and pipeline-bubble calculators each pass the
+    numbers they have (``None`` for what they do not take), so the same layout fails the same way
+    everywhere. Rules, in this order (Megatron-LM's argument checks; Narayanan et al. 2021,
+    arXiv:2104.04473, Sec. 2.2.2 for interleaving; Korthikanti et al. 2022 Sec. 4.2.2 for sequence
+    parallelism):
+
+    1. ``virtual_stages`` above 1 needs ``pp`` of at least 2 (``unsupported``);
+    2. ``global_batch`` is a multiple of ``dp × micro_batch``;
+    3. ``pp`` divides ``layers``, and ``pp × virtual_stages`` does when interleaved;
+    4. interleaved, the micro-batches per pipeline (``num_microbatches``, or
+       ``global_batch / (dp × micro_batch)``) are a multiple of ``pp``;
+    5. ``tp`` divides ``hidden`` (the heads are split over ``tp`` and ``hidden = heads × head_dim``);
+    6. ``cp`` divides ``seq_len``, ``2 × cp`` does under load-balanced ring attention, and ``tp``
+       divides ``seq_len / cp`` under sequence parallelism;
+    7. ``ep`` divides ``dp × cp`` (expert parallelism reuses the data- and context-parallel ranks).
+
+    Args:
+        tp: Tensor-parallel degree.
+        pp: Pipeline-parallel degree.
+        dp: Data-parallel degree.
+        cp: Context-parallel degree.
+        ep: Expert-parallel degree.
+        virtual_stages: Model chunks per pipeline stage (interleaving; 1 = none).
+        layers: Transformer layers, if known.
+        hidden: Hidden size, if known.
+        seq_len: Tokens per sequence, if known.
+        num_microbatches: Micro-batches per step per pipeline, if given directly.
+        global_batch: Sequences per step, if given (the micro-batch count follows from it).
+        micro_batch: Sequences per micro-batch.
+        sequence_parallel: Megatron-LM sequence parallelism.
+        cp_load_balance: Load-balanced ring attention (``2 × cp`` chunks per sequence).
+        names: The calculator's field names for these arguments, where they differ (the training
+            calculator's ``interleave``, the communication calculator's ``seq``); errors and their
+            messages use them.
+
+    Raises:
+        CalcError: Naming the field at fault (code ``not-divisible`` or ``unsupported``).
+
+    Examples:
+        >>> check_parallelism(tp=8, pp=4, layers=80, hidden=8192, virtual_stages=2, num_microbatches=16)
+        >>> check_parallelism(pp=3, layers=80)
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: pp must divide the layers (layers=80) (got 3)
+        >>> check_parallelism(pp=4, virtual_stages=2, num_microbatches=3, names={"virtual_stages": "interleave"})
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)
+    """
+    name = dict(names or {})
+
+    def n(key: str) -> str:
+        return name.get(key, key)
+
+    v = virtual_stages
+    if v > 1 and pp < 2:
+        raise CalcError(n("virtual_stages"), "needs pp of at least 2 (it splits each pipeline stage into chunks)", v,
+                        code="unsupported")
+    if global_batch is not None and global_batch % (dp * micro_batch):
+        raise CalcError(n("global_batch"), f"must be a multiple of {n('dp')} × {n('micro_batch')} "
+                        f"({n('dp')}={dp}, {n('micro_batch')}={micro_batch})", global_batch, code="not-divisible")
+    if layers is not None:
+        if v > 1 and layers % (pp * v):
+            raise CalcError(n("pp"), f"× {n('virtual_stages')} must divide the layers (layers={layers}, "
+                            f"{n('virtual_stages')}={v})", pp, code="not-divisible")
+        if layers % pp:
+            raise CalcError(n("pp"), f"must divide the layers (layers={layers})", pp, code="not-divisible")
+    if v > 1:
+        if global_batch is not None:
+            m = global_batch // (dp * micro_batch)
+            if m % pp:
+                raise CalcError(n("global_batch"), f"must give a multiple of {n('pp')} ({n('pp')}={pp}) micro-batches "
+                                f"per pipeline for the interleaved schedule (global_batch / ({n('dp')} × "
+                                f"{n('micro_batch')}) = {m})", global_batch, code="not-divisible")
+        elif num_microbatches is not None and num_microbatches % pp:
+            raise CalcError(n("num_microbatches"), f"must be a multiple of {n('pp')} ({n('pp')}={pp}) for the "
+                            "interleaved schedule", num_microbatches, code="not-divisible")
+    if hidden is not None and hidden % tp:
+        raise CalcError(n("tp"), f"must divide the hidden size (hidden={hidden})", tp, code="not-divisible")
+    if seq_len is not None:
+        seq = n("seq_len")
+        if seq_len % cp:
+            raise CalcError(n("cp"), f"must divide {seq} ({seq}={seq_len})", cp, code="not-divisible")
+        if cp > 1 and cp_load_balance and seq_len % (2 * cp):
+            raise CalcError(n("cp"), f"× 2 must divide {seq} for load-balanced ring attention ({seq}={seq_len})",
+                            cp, code="not-divisible")
+        if sequence_parallel and (seq_len // cp) % tp:
+            raise CalcError(n("tp"), f"must divide {seq} / {n('cp')} under sequence parallelism ({seq}={seq_len}, "
+                            f"{n('cp')}={cp})", tp, code="not-divisible")
+    if (dp * cp) % ep:
+        raise CalcError(n("ep"), f"must divide {n('dp')} × {n('cp')} (={dp * cp}); expert parallelism reuses the "
+                        "data- and context-parallel ranks", ep, code="not-divisible")
+
+
 def _bool(value: object, field: str) -> bool:
     if isinstance(value, bool):
         return value
     raise CalcError(field, "must be true or false", value)
+
+
+_LAYOUT_NAMES = {"virtual_stages": "interleave"}
+"""[`Layout`][calc.layout.Layout]'s names for [`check_parallelism`][calc.layout.check_parallelism]'s arguments."""
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -170,29 +290,16 @@ class Layout:
         put(self, "gpus", self.dp * model)
         if self.global_batch is not None:
             put(self, "global_batch", parse_positive_int(self.global_batch, "global_batch"))
-            if self.global_batch % (self.dp * self.micro_batch):
-                raise CalcError(
-                    "global_batch",
-                    f"must be a multiple of dp × micro_batch (dp={self.dp}, micro_batch={self.micro_batch})",
-                    self.global_batch, code="not-divisible",
-                )
-        if self.interleave > 1 and self.pp < 2:
-            raise CalcError("interleave", "needs pp of at least 2 (it splits each pipeline stage into chunks)",
-                            self.interleave, code="unsupported")
+        check_parallelism(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, virtual_stages=self.interleave,
+                          global_batch=self.global_batch, micro_batch=self.micro_batch, seq_len=self.seq_len,
+                          sequence_parallel=self.sequence_parallel, cp_load_balance=self.cp_load_balance,
+                          names=_LAYOUT_NAMES)
         if self.offload_params and self.zero_stage < 3:
             raise CalcError("offload_params", "needs zero_stage 3 (parameters are offloaded as ZeRO-3 shards)",
                             self.offload_params, code="unsupported")
         if self.offload_optimizer and self.zero_stage < 1 and not self.distributed_optimizer:
             raise CalcError("offload_optimizer", "needs zero_stage of at least 1 (ZeRO-Offload)",
                             self.offload_optimizer, code="unsupported")
-        if self.seq_len % self.cp:
-            raise CalcError("cp", f"must divide seq_len (seq_len={self.seq_len})", self.cp, code="not-divisible")
-        if self.cp > 1 and self.cp_load_balance and self.seq_len % (2 * self.cp):
-            raise CalcError("cp", f"× 2 must divide seq_len for load-balanced ring attention (seq_len={self.seq_len})",
-                            self.cp, code="not-divisible")
-        if self.sequence_parallel and (self.seq_len // self.cp) % self.tp:
-            raise CalcError("tp", f"must divide seq_len / cp under sequence parallelism (seq_len={self.seq_len}, "
-                            f"cp={self.cp})", self.tp, code="not-divisible")
 
     @property
     def num_microbatches(self) -> int | None:
@@ -262,12 +369,8 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
     if arch.is_moe and arch.moe_intermediate_size % t:
         raise CalcError("tp", f"must divide the expert MLP width (moe_intermediate_size={arch.moe_intermediate_size})",
                         t, code="not-divisible")
-    layers, p, v = arch.num_layers, layout.pp, layout.interleave
-    if v > 1 and layers % (p * v):
-        raise CalcError("pp", f"× interleave must divide the layers (layers={layers}, interleave={v})", p,
-                        code="not-divisible")
-    if layers % p:
-        raise CalcError("pp", f"must divide the layers (layers={layers})", p, code="not-divisible")
+    check_parallelism(tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, virtual_stages=layout.interleave,
+                      layers=arch.num_layers, hidden=arch.hidden_size, names=_LAYOUT_NAMES)
     e = layout.ep
     if e > 1:
         if not arch.is_moe:

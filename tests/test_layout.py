@@ -270,7 +270,8 @@ def cases(draw, offload: bool = False):
     ep = draw(st.sampled_from([e for e in (1, 2, 4, 8) if e == 1 or (arch.is_moe and arch.num_experts % e == 0
                                                                      and (dp * cp) % e == 0)]))
     micro_batch = draw(st.integers(1, 4))
-    global_batch = draw(st.one_of(st.none(), st.integers(1, 16).map(lambda m: m * dp * micro_batch)))
+    per_step = dp * micro_batch * (pp if interleave > 1 else 1)  # interleaving needs m a multiple of pp
+    global_batch = draw(st.one_of(st.none(), st.integers(1, 16).map(lambda m: m * per_step)))
     zero = draw(st.integers(0, 3))
     kw = dict(
         dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero_stage=zero, micro_batch=micro_batch, global_batch=global_batch,

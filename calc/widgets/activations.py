@@ -7,6 +7,7 @@ from fractions import Fraction
 from calc.activations import activation_bytes_per_layer, layer_activations
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
+from calc.layout import check_parallelism
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table
@@ -53,13 +54,12 @@ def _compute(v: dict[str, str]) -> str:
     h = parse_positive_int(v["hidden"], "hidden", maximum=1 << 20)
     a = parse_positive_int(v["heads"], "heads", maximum=1 << 14)
     t = parse_positive_int(v["tp"], "tp", maximum=1024)
+    sp = checked(v["sequence_parallel"])
+    check_parallelism(tp=t, hidden=h, seq_len=s, sequence_parallel=sp)
     if h % a:
         raise CalcError("heads", f"must divide the hidden size (hidden={h})", a, code="not-divisible")
     if a % t:
         raise CalcError("tp", f"must divide the attention heads (heads={a})", t, code="not-divisible")
-    sp = checked(v["sequence_parallel"])
-    if sp and s % t:
-        raise CalcError("tp", f"must divide seq_len under sequence parallelism (seq_len={s})", t, code="not-divisible")
     recompute = v["recompute"]
     if recompute not in RECOMPUTE_MODES:
         raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", recompute, code="unknown-name")

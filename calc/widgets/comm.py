@@ -7,6 +7,7 @@ from html import escape
 
 from calc.comm import INTERCONNECTS, step_communication
 from calc.errors import CalcError
+from calc.layout import check_parallelism
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict
@@ -21,6 +22,28 @@ _GROUPS = {
     "expert-dp": "Expert data parallel",
     "pp": "Pipeline parallel",
 }
+
+
+_DEGREE_MAX = 1 << 20
+"""dp and ep: up to 1,048,576 GPUs, over ten times the largest published training runs (~100k GPUs)."""
+
+_INT_FIELDS: tuple[tuple[str, int], ...] = (
+    ("layers", 10_000),  # the deepest published LLMs have ~100-200 layers
+    ("hidden", 10**6),  # 16,384 in Llama 3.1 405B
+    ("kv_dims", 10**7),
+    ("seq", 1 << 24),  # 16M tokens, above the longest (10M) context lengths announced
+    ("micro_batch", 1 << 16),
+    ("num_microbatches", 1 << 20),
+    ("dp", _DEGREE_MAX),
+    ("tp", 1024),  # tensor parallelism stays inside a scale-up domain (72 GPUs in an NVL72)
+    ("pp", 1024),
+    ("cp", 1024),
+    ("ep", _DEGREE_MAX),
+    ("virtual_stages", 64),
+    ("top_k", 1024),
+    ("gpus_per_node", 1024),
+)
+"""The whole-number fields and their upper bounds (stated in each field's error rule)."""
 
 
 def _percent(text: str, field: str) -> Fraction:
@@ -53,30 +76,48 @@ def _link(name: str, scope: str, field: str) -> str:
 
 def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
-    limit = 1 << 20
     expert_text = v["expert_params"].strip()
+    params = parse_count(v["params"], "params")
+    ints = {
+        name: parse_positive_int(v[name], name, maximum=maximum)
+        for name, maximum in _INT_FIELDS
+    }
+    ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
+    ints["grad_bytes"] = parse_positive_int(v["grad_bytes"], "grad_bytes", minimum=2, maximum=4)
+    if ints["grad_bytes"] not in (2, 4):
+        raise CalcError("grad_bytes", "must be 2 or 4", v["grad_bytes"])
+    sp = checked(v["sequence_parallel"])
+    check_parallelism(
+        tp=ints["tp"], pp=ints["pp"], dp=ints["dp"], cp=ints["cp"], ep=ints["ep"],
+        virtual_stages=ints["virtual_stages"], layers=ints["layers"], hidden=ints["hidden"], seq_len=ints["seq"],
+        num_microbatches=ints["num_microbatches"], micro_batch=ints["micro_batch"], sequence_parallel=sp,
+        names={"seq_len": "seq"},
+    )
+    expert_params = 0 if expert_text in ("", "0") else parse_count(expert_text, "expert_params")
+    if expert_params > params:
+        raise CalcError("expert_params", f"must be at most params (params={params:,})", v["expert_params"])
     step = step_communication(
-        params=parse_count(v["params"], "params"),
-        layers=parse_positive_int(v["layers"], "layers", maximum=10_000),
-        hidden=parse_positive_int(v["hidden"], "hidden", maximum=10**6),
-        seq=parse_positive_int(v["seq"], "seq", maximum=1 << 24),
-        micro_batch=parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16),
-        num_microbatches=parse_positive_int(v["num_microbatches"], "num_microbatches", maximum=1 << 20),
-        dp=parse_positive_int(v["dp"], "dp", maximum=limit),
-        tp=parse_positive_int(v["tp"], "tp", maximum=1024),
-        pp=parse_positive_int(v["pp"], "pp", maximum=1024),
-        cp=parse_positive_int(v["cp"], "cp", maximum=1024),
-        ep=parse_positive_int(v["ep"], "ep", maximum=limit),
-        zero_stage=parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3),
-        sequence_parallel=checked(v["sequence_parallel"]),
-        virtual_stages=parse_positive_int(v["virtual_stages"], "virtual_stages", maximum=64),
+        params=params,
+        layers=ints["layers"],
+        hidden=ints["hidden"],
+        seq=ints["seq"],
+        micro_batch=ints["micro_batch"],
+        num_microbatches=ints["num_microbatches"],
+        dp=ints["dp"],
+        tp=ints["tp"],
+        pp=ints["pp"],
+        cp=ints["cp"],
+        ep=ints["ep"],
+        zero_stage=ints["zero_stage"],
+        sequence_parallel=sp,
+        virtual_stages=ints["virtual_stages"],
         recompute=checked(v["recompute"]),
-        expert_params=0 if expert_text in ("", "0") else parse_count(expert_text, "expert_params"),
-        top_k=parse_positive_int(v["top_k"], "top_k", maximum=1024),
-        kv_dims=parse_positive_int(v["kv_dims"], "kv_dims", maximum=10**7),
+        expert_params=expert_params,
+        top_k=ints["top_k"],
+        kv_dims=ints["kv_dims"],
         bytes_per_element=2,
-        grad_bytes_per_element=parse_positive_int(v["grad_bytes"], "grad_bytes", minimum=2, maximum=4),
-        gpus_per_node=parse_positive_int(v["gpus_per_node"], "gpus_per_node", maximum=1024),
+        grad_bytes_per_element=ints["grad_bytes"],
+        gpus_per_node=ints["gpus_per_node"],
         intra=_link(v["intra"], "scale-up", "intra"),
         inter=_link(v["inter"], "scale-out", "inter"),
         intra_efficiency=_percent(v["intra_efficiency"], "intra_efficiency"),
@@ -103,7 +144,7 @@ def _compute(v: dict[str, str]) -> str:
     ))
     biggest = max(step.terms, key=lambda t: t.time_s)
     line = (
-        f"{step.gpus:,} GPUs ({step.gpus_per_node} per node), {format_count(parse_count(v['params']))} parameters: "
+        f"{step.gpus:,} GPUs ({step.gpus_per_node} per node), {format_count(params)} parameters: "
         f"each GPU sends {fmt(step.total_bytes)} per step, {_seconds(step.total_time_s)} if nothing overlaps; "
         f"the largest share is {_GROUPS[biggest.group].lower()} ({biggest.collective})."
     )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from html import escape
 
+from calc.activations import in_flight_chunks
 from calc.errors import CalcError
-from calc.pipeline import MAX_SCHEDULE_OPS, SCHEDULES, bubble_fraction, pipeline_schedule, schedule_svg
+from calc.layout import check_parallelism
+from calc.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_svg
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, verdict
@@ -16,6 +18,16 @@ _FIELD_NAMES = {"p": "pp", "m": "num_microbatches", "v": "virtual_stages"}
 """Engine argument names -> this calculator's field names, so an error points at the right box."""
 
 _NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved 1F1B"}
+
+MAX_DRAWN_PASSES = 512
+"""Most forward+backward passes ``2·p·m·v`` the calculator draws.
+
+Each pass is about 230 bytes of SVG (a box, its tooltip and its label), so 512 passes keep the
+figure near 130 KB and the page light; a timeline of more boxes than that is no longer readable
+at page width anyway (Narayanan et al. 2021 draw 4 stages and 8 micro-batches, 64 to 128 passes)."""
+
+MAX_DRAWN_STAGES = 32
+"""Most stages drawn: building the schedule costs more than linear time in ``p``, and 32 rows fill a page."""
 
 
 def _pct(value) -> str:
@@ -32,6 +44,7 @@ def _compute(v: dict[str, str]) -> str:
     if v["backward_units"] not in ("1", "2"):
         raise CalcError("backward_units", "must be 1 or 2", v["backward_units"])
     backward = int(v["backward_units"])
+    check_parallelism(pp=p, virtual_stages=chunks, num_microbatches=m if schedule == "interleaved" else None)
     try:
         ideal = bubble_fraction(p, m, schedule=schedule, v=chunks)
         total = bubble_fraction(p, m, schedule=schedule, v=chunks, convention="total")
@@ -52,11 +65,10 @@ def _compute(v: dict[str, str]) -> str:
          f"{total_formula}: the share of each GPU's step spent idle"),
         ("Step time vs. no bubble", out("slowdown", f"{float(1 + ideal):.3g}×"), "1 + bubble/ideal"),
     ]
-    if 2 * p * m * chunks <= MAX_SCHEDULE_OPS:
+    passes = 2 * p * m * chunks
+    if passes <= MAX_DRAWN_PASSES and p <= MAX_DRAWN_STAGES:
         sched = pipeline_schedule(p, m, schedule, chunks, backward_units=backward)
         in_flight = sched.peak_in_flight(0) / chunks
-        rows.append(("Micro-batches in flight on stage 1", out("in_flight", f"{in_flight:.3g}"),
-                     "activations stage 1 holds at its peak, in whole-stage micro-batches"))
         tag = f"pp-{p}-{m}-{schedule}-{chunks}-{backward}"
         figure = (
             f'<figure class="lc-figure" data-output="schedule">{schedule_svg(sched, id_prefix=tag)}'
@@ -66,10 +78,18 @@ def _compute(v: dict[str, str]) -> str:
             f"</figcaption></figure>"
         )
     else:
+        # Narayanan et al. 2021 Sec. 2.2: GPipe keeps every micro-batch; 1F1B and interleaving follow
+        # Megatron-LM's warm-up (calc.activations.in_flight_chunks), which the drawn schedules match.
+        live = m if schedule == "gpipe" else in_flight_chunks(p, interleave=chunks, num_microbatches=m)
+        in_flight = live / chunks
+        why = (f"{passes:,} passes is more than {MAX_DRAWN_PASSES:,}" if passes > MAX_DRAWN_PASSES
+               else f"{p:,} stages is more than {MAX_DRAWN_STAGES}")
         figure = (
-            f'<p class="lc-kv" data-output="schedule">Not drawn: {2 * p * m * chunks:,} passes is more than '
-            f"{MAX_SCHEDULE_OPS:,}.</p>"
+            f'<p class="lc-kv" data-output="schedule">Not drawn: {why}, too many to read; '
+            f"the fractions above are exact.</p>"
         )
+    rows.append(("Micro-batches in flight on stage 1", out("in_flight", f"{in_flight:.3g}"),
+                 "activations stage 1 holds at its peak, in whole-stage micro-batches"))
     body = "".join(
         f'<p class="lc-kv"><span>{escape(k)}</span> {value} <small>{escape(note)}</small></p>'
         for k, value, note in rows
