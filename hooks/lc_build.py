@@ -15,7 +15,7 @@ shows the one that matches the reader's palette.
 
 After the build, ``assets/pyodide/`` (the pinned npm ``pyodide``), ``assets/katex/`` (the pinned npm
 ``katex``) and ``assets/calc/calc.zip`` (this checkout's ``calc`` package) are written into the site,
-so a page never needs another host.
+so a page never needs another host. Then ``lc_csp`` writes a Content-Security-Policy into every page.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hooks"))
 
+import lc_csp  # noqa: E402
 from figures import FIGURES  # noqa: E402
 from numbers_registry import NUMBERS  # noqa: E402
 
@@ -192,3 +193,6 @@ def on_post_build(config) -> None:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
     _engine_zip(site / "assets" / "calc" / "calc.zip")
+    # Last, once every page and style sheet is in place: self-host the CSS's data: icons and write the
+    # Content-Security-Policy (hashes of the inline scripts and styles just built) into every page.
+    lc_csp.apply(site)

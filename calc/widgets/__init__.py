@@ -215,8 +215,11 @@ def render_calculator(name: str, inputs: Mapping[str, object] | None = None, *, 
         f'<div class="lc-calc" id="calc-{esc(cid)}" data-calc="{esc(calc.name)}" data-calc-id="{esc(cid)}" '
         f'data-state="prerendered" data-defaults="{defaults}">'
         f'<p class="lc-calc__title"><strong>{esc(calc.title)}</strong></p>{desc}'
+        f'<noscript><p class="lc-calc__noscript" data-noscript>JavaScript is off, so the numbers shown are the '
+        f"build-time defaults (a shared link's values are not applied, and editing the inputs changes nothing). "
+        f"Live calculation needs JavaScript.</p></noscript>"
         f'<form class="lc-calc__form" novalidate autocomplete="off">{controls}</form>'
-        f'<div class="lc-calc__alert" role="alert" data-alert></div>'
+        f'<div class="lc-calc__alert" id="calc-{esc(cid)}-alert" role="alert" data-alert></div>'
         f'<div class="lc-calc__results" data-results aria-live="polite">{results}</div>'
         f'<div class="lc-calc__footer"><span class="lc-calc__status" data-status>'
         f"Pre-rendered at build time by the same Python engine.</span>"
