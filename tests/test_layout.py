@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from fractions import Fraction
 
@@ -14,6 +15,7 @@ from calc.errors import CalcError
 from calc.layout import Layout, LayoutMemory, check_layout, layout_memory, stage_layers, stage_memory
 from calc.model_state import CONVENTIONS, model_state_bytes
 from calc.presets import preset
+from calc.widgets import render
 
 MiB = 2**20
 GiB = 2**30
@@ -410,3 +412,65 @@ def test_widget_bad_input(field: str, value: str) -> None:
     with pytest.raises(CalcError) as err:
         CALCULATOR.compute(dict(CALCULATOR.defaults, **{field: value}))
     assert err.value.field == field
+
+
+# ---------------------------------------------------------------- one layout check, every calculator
+
+_CANONICAL = {"training-memory": {"interleave": "virtual_stages"}, "communication": {"seq": "seq_len"}}
+"""Each calculator's field names that differ from check_parallelism's, to compare messages across calculators."""
+
+
+def _canonical(calculator: str, text: str) -> str:
+    for theirs, ours in _CANONICAL.get(calculator, {}).items():
+        text = re.sub(rf"\b{theirs}\b", ours, text)
+    return text
+
+
+# (calculator, inputs, field as check_parallelism names it, code, message in those names)
+SHARED_LAYOUT_CASES = [
+    ("communication", {"pp": "3", "layers": "80"}, "pp", "not-divisible", "pp must divide the layers (layers=80) (got 3)"),
+    ("training-memory", {"preset": "llama3-70b", "pp": "3"}, "pp", "not-divisible", "pp must divide the layers (layers=80) (got 3)"),
+    ("communication", {"tp": "8", "hidden": "8191"}, "tp", "not-divisible", "tp must divide the hidden size (hidden=8191) (got 8)"),
+    ("activations", {"tp": "8", "hidden": "8191", "heads": "1"}, "tp", "not-divisible", "tp must divide the hidden size (hidden=8191) (got 8)"),
+    ("communication", {"pp": "4", "virtual_stages": "3", "layers": "80"}, "pp", "not-divisible", "pp × virtual_stages must divide the layers (layers=80, virtual_stages=3) (got 4)"),
+    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "3"}, "pp", "not-divisible", "pp × virtual_stages must divide the layers (layers=80, virtual_stages=3) (got 4)"),
+    ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", "not-divisible", "num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)"),
+    ("pipeline-bubble", {"schedule": "interleaved", "pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", "not-divisible", "num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)"),
+    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "24"}, "global_batch", "not-divisible", None),
+    ("communication", {"pp": "1", "virtual_stages": "2"}, "virtual_stages", "unsupported", "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"),
+    ("training-memory", {"pp": "1", "interleave": "2"}, "virtual_stages", "unsupported", "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"),
+    ("pipeline-bubble", {"schedule": "interleaved", "pp": "1", "virtual_stages": "2"}, "virtual_stages", "unsupported", "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"),
+    ("communication", {"cp": "3", "seq": "4096"}, "cp", "not-divisible", "cp must divide seq_len (seq_len=4096) (got 3)"),
+    ("training-memory", {"cp": "3", "seq_len": "4096"}, "cp", "not-divisible", "cp must divide seq_len (seq_len=4096) (got 3)"),
+    ("communication", {"cp": "2", "seq": "4094"}, "cp", "not-divisible", "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=4094) (got 2)"),
+    ("training-memory", {"cp": "2", "seq_len": "4094"}, "cp", "not-divisible", "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=4094) (got 2)"),
+    ("communication", {"tp": "8", "sequence_parallel": "1", "seq": "4100"}, "tp", "not-divisible", "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"),
+    ("training-memory", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", "not-divisible", "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"),
+    ("activations", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", "not-divisible", "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"),
+    ("communication", {"ep": "16", "dp": "8"}, "ep", "not-divisible", "ep must divide dp × cp (=8); expert parallelism reuses the data- and context-parallel ranks (got 16)"),
+    ("training-memory", {"preset": "deepseek-v3", "ep": "16", "dp": "8"}, "ep", "not-divisible", "ep must divide dp × cp (=8); expert parallelism reuses the data- and context-parallel ranks (got 16)"),
+]
+
+
+@pytest.mark.parametrize(("calculator", "inputs", "field", "code", "message"), SHARED_LAYOUT_CASES)
+def test_same_layout_same_error_in_every_calculator(calculator: str, inputs: dict, field: str, code: str,
+                                                     message: str | None) -> None:
+    result = render(calculator, inputs)
+    assert result["ok"] is False, calculator
+    err = result["error"]
+    assert (_canonical(calculator, err["field"]), err["code"]) == (field, code), err
+    if message is not None:
+        assert _canonical(calculator, err["message"]) == message
+
+
+@pytest.mark.parametrize(
+    ("calculator", "inputs"),
+    [
+        ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "8", "layers": "80"}),
+        ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "32"}),
+        ("pipeline-bubble", {"schedule": "interleaved", "pp": "4", "virtual_stages": "2", "num_microbatches": "8"}),
+        ("activations", {"tp": "8", "sequence_parallel": "1", "seq_len": "4096"}),
+    ],
+)
+def test_possible_layouts_render(calculator: str, inputs: dict) -> None:
+    assert render(calculator, inputs)["ok"], render(calculator, inputs)

@@ -305,3 +305,34 @@ def test_widget_garbage_is_an_error_not_a_crash(garbage):
             assert "<script>" not in _widget(**{f.name: garbage})
         except CalcError as err:
             assert err.field == f.name
+
+
+@pytest.mark.parametrize(
+    ("inputs", "drawn", "reason"),
+    [
+        ({"pp": "1024", "num_microbatches": "9"}, False, "Not drawn: 18,432 passes is more than 512"),  # was 4.8 MB
+        ({"pp": "64", "num_microbatches": "2"}, False, "Not drawn: 64 stages is more than 32"),
+        ({"pp": "1024", "num_microbatches": "1000000"}, False, "Not drawn: 2,048,000,000 passes"),
+        ({"pp": "32", "num_microbatches": "8"}, True, "<svg"),  # 512 passes, the most drawn
+        ({"pp": "4", "num_microbatches": "64"}, True, "<svg"),
+        ({"pp": "4", "num_microbatches": "16", "schedule": "interleaved", "virtual_stages": "4"}, True, "<svg"),
+        ({"pp": "4", "num_microbatches": "68", "schedule": "interleaved", "virtual_stages": "1"}, False, "Not drawn"),
+    ],
+)
+def test_widget_draws_only_readable_schedules(inputs: dict, drawn: bool, reason: str) -> None:
+    fragment = _widget(**inputs)
+    assert reason in fragment and ("<svg" in fragment) is drawn
+    assert len(fragment.encode()) < 200_000
+
+
+@pytest.mark.parametrize(
+    ("p", "m", "schedule", "v"),
+    [(4, 8, "1f1b", 1), (8, 3, "1f1b", 1), (4, 8, "gpipe", 1), (4, 8, "interleaved", 2), (4, 4, "interleaved", 3),
+     (2, 2, "interleaved", 4), (8, 16, "interleaved", 2), (1, 5, "1f1b", 1)],
+)
+def test_in_flight_without_drawing_matches_the_schedule(p: int, m: int, schedule: str, v: int) -> None:
+    """When the schedule is not drawn the calculator uses the closed form; it equals the simulated peak."""
+    from calc.activations import in_flight_chunks
+
+    live = m if schedule == "gpipe" else in_flight_chunks(p, interleave=v, num_microbatches=m)
+    assert live == pipeline_schedule(p, m, schedule, v).peak_in_flight(0)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from calc import CalcError, format_bytes, format_count, parse_count, to_bytes
+from calc.units import parse_decimal
 
 
 @pytest.mark.parametrize(
@@ -77,3 +80,59 @@ def test_to_bytes() -> None:
 def test_parse_count_round_trips_integers(n: int) -> None:
     assert parse_count(str(n)) == n
     assert parse_count(f"{n:,}") == n
+
+
+# ------------------------------------------------- text and exponent sizes checked before any arithmetic
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1e100000000", "params must be at most 1e18"),  # took 291 s: 10**100000000 was computed first
+        ("1e10000000", "params must be at most 1e18"),  # took 8-15 s
+        ("1e101", "params must be at most 1e18"),
+        ("0e1000000", "params must be at least 1"),
+        ("1e-100000000", "params must be at least 1"),
+        ("1e-400", "params must be at least 1"),
+        ("9" * 65, "params must be a positive count"),  # longer than MAX_TEXT_CHARS
+        ("9" * 5000, "params must be a positive count"),
+        ("1e" + "9" * 62, "params must be at most 1e18"),
+        ("1e19", "params must be at most 1e18"),
+    ],
+)
+def test_parse_count_bounds_before_computing(text: str, message: str) -> None:
+    with pytest.raises(CalcError, match=message):
+        parse_count(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["1e100000000", "1e-100000000", "1e5000", "1e400", "NaN", "inf", "-0", "1/3", "9" * 65, "", "0x10", "1e"],
+)
+def test_to_bytes_rejects_before_computing(text: str) -> None:
+    with pytest.raises(CalcError, match="gpu_memory must be a positive number"):
+        to_bytes(text, "GB", "gpu_memory")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("80", Fraction(80)), ("0.5", Fraction(1, 2)), ("1e3", Fraction(1000)), ("-2", Fraction(-2)),
+     ("1_000", Fraction(1000)), ("1e100", Fraction(10**100)), (".5", Fraction(1, 2)), (2.5, Fraction(5, 2))],
+)
+def test_parse_decimal(text: object, expected: Fraction) -> None:
+    assert parse_decimal(text, "x", "must be a number") == expected
+
+
+@pytest.mark.parametrize("text", ["1e101", "1e-101", "nan", "Infinity", "1/2", "--1", "1e", "", " ", "9" * 65, True,
+                                  float("inf"), None])
+def test_parse_decimal_rejects(text: object) -> None:
+    with pytest.raises(CalcError, match="x must be a number"):
+        parse_decimal(text, "x", "must be a number")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("abc", "'abc'"), ("x" * 40, repr("x" * 40)), ("x" * 41, repr("x" * 40 + "…")), ("y" * 10_000, repr("y" * 40 + "…")),
+     (3, "3"), (10**60, str(10**60)[:40] + "…")],
+)
+def test_calc_error_cuts_long_values(value: object, shown: str) -> None:
+    assert CalcError("f", "must be short", value).message == f"f must be short (got {shown})"

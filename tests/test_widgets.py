@@ -79,3 +79,78 @@ def test_will_it_fit_verdict(inputs: dict, ok: str, suggestion: str) -> None:
     fragment = render("will-it-fit", inputs)["html"]
     assert f'data-ok="{ok}"' in fragment
     assert suggestion in fragment
+
+
+# ------------------------------------------------------------------ regressions: hostile numbers
+
+_CUSTOM = {"gpu": "custom"}
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs", "field"),
+    [
+        ("will-it-fit", {**_CUSTOM, "gpu_memory": "1e5000"}, "gpu_memory"),  # was OverflowError
+        ("will-it-fit", {**_CUSTOM, "gpu_memory": "1e308"}, "gpu_memory"),
+        ("training-memory", {**_CUSTOM, "gpu_memory": "1e5000"}, "gpu_memory"),
+        ("serving-memory", {**_CUSTOM, "gpu_memory": "1e5000"}, "gpu_memory"),
+        ("training-compute", {**_CUSTOM, "peak_tflops": "1e400"}, "peak_tflops"),
+        ("training-compute", {**_CUSTOM, "peak_tflops": "1e308"}, "peak_tflops"),
+        ("training-compute", {"mfu": "1e400"}, "mfu"),
+        ("training-compute", {"mfu": "1e-400"}, "mfu"),
+        ("training-compute", {"params": "1e5000"}, "params"),
+        ("training-compute", {"tokens": "1e5000"}, "tokens"),
+        ("communication", {"intra_efficiency": "1e400"}, "intra_efficiency"),
+        ("communication", {"inter_efficiency": "-1e400"}, "inter_efficiency"),
+        ("communication", {"expert_params": "1e5000"}, "expert_params"),
+        ("serving-memory", {"reserved_pct": "1e5000"}, "reserved_pct"),
+        ("serving-memory", {"reserved_pct": "1e-5000"}, "reserved_pct"),
+    ],
+)
+def test_float_overflow_is_a_calc_error_on_the_field(name: str, inputs: dict, field: str) -> None:
+    result = render(name, inputs)
+    assert result["ok"] is False and result["error"]["field"] == field, result
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs", "field"),
+    [
+        ("serving-memory", {"model": "llama-9"}, "model"),  # was reported as "preset"
+        ("serving-memory", {**_CUSTOM, "gpu_memory": "1e-30"}, "gpu_memory"),  # was a "0 B GPU"
+        ("serving-memory", {**_CUSTOM, "gpu_memory": "0"}, "gpu_memory"),
+        ("serving-memory", {**_CUSTOM, "gpu_memory": "0.0009"}, "gpu_memory"),  # under 1 MB
+        ("will-it-fit", {**_CUSTOM, "gpu_memory": "1e-30"}, "gpu_memory"),
+        ("training-memory", {**_CUSTOM, "gpu_memory": "1e-12"}, "gpu_memory"),
+        ("will-it-fit", {**_CUSTOM, "gpu_memory": "100001"}, "gpu_memory"),  # over 100 TB
+        ("will-it-fit", {**_CUSTOM, "gpu_memory": "93133", "unit": "GiB"}, "gpu_memory"),
+        ("training-compute", {**_CUSTOM, "peak_tflops": "1000001"}, "peak_tflops"),  # over 10^6 TFLOP/s
+        ("training-compute", {**_CUSTOM, "peak_tflops": "0.0009"}, "peak_tflops"),
+        ("training-compute", {"mfu": "100.5"}, "mfu"),
+        ("communication", {"intra_efficiency": "0.5"}, "intra_efficiency"),
+        ("communication", {"dp": "16385"}, "dp"),
+        ("communication", {"dp": "8192", "cp": "4", "seq": "4096"}, "dp"),  # dp × cp over 16,384
+        ("communication", {"ep": "2048", "dp": "2048"}, "ep"),
+        ("communication", {"expert_params": "80B"}, "expert_params"),  # more than the 70B parameters
+        ("communication", {"grad_bytes": "3"}, "grad_bytes"),
+    ],
+)
+def test_bounds_and_field_names(name: str, inputs: dict, field: str) -> None:
+    result = render(name, inputs)
+    assert result["ok"] is False, result
+    err = result["error"]
+    assert err["field"] == field and err["message"].startswith(f"{field} "), err
+    assert "memory_bytes" not in err["message"] and "preset" not in err["message"].split(" (got")[0][:8]
+
+
+def test_gpu_memory_rule_is_one_rule() -> None:
+    messages = {render("will-it-fit", {**_CUSTOM, "gpu_memory": v})["error"]["message"].split(" (got")[0]
+                for v in ("0", "1e-30", "-1", "abc", "1e400", "100001")}
+    assert messages == {"gpu_memory must be an amount of memory from 1 MB to 100 TB, typed in the chosen unit"}
+
+
+@pytest.mark.parametrize("value", ["x" * 10_000, "9" * 5000, "<b>" * 100])
+def test_long_values_are_echoed_cut(value: str) -> None:
+    for name, calc in calculators().items():
+        for f in calc.fields:
+            result = render(name, {f.name: value})
+            if not result["ok"]:
+                assert value[:41] not in result["error"]["message"], (name, f.name)

@@ -24,8 +24,13 @@ _GROUPS = {
 }
 
 
-_DEGREE_MAX = 1 << 20
-"""dp and ep: up to 1,048,576 GPUs, over ten times the largest published training runs (~100k GPUs)."""
+_DP_MAX = 1 << 14
+"""dp (and dp × cp, the data-parallel group) up to 16,384: 128 times Llama 3 405B's dp of 128 (16,384 GPUs as tp 8 × pp 16 × dp 128, Dubey et al.
+2024, arXiv:2407.21783, Table 4). The engine places each group rank by rank (``calc.comm``), so a
+million-rank group would take the browser seconds per keystroke."""
+
+_EP_MAX = 1024
+"""ep up to 1,024: four times DeepSeek-V3's 256 routed experts, the most of any published model."""
 
 _INT_FIELDS: tuple[tuple[str, int], ...] = (
     ("layers", 10_000),  # the deepest published LLMs have ~100-200 layers
@@ -34,11 +39,11 @@ _INT_FIELDS: tuple[tuple[str, int], ...] = (
     ("seq", 1 << 24),  # 16M tokens, above the longest (10M) context lengths announced
     ("micro_batch", 1 << 16),
     ("num_microbatches", 1 << 20),
-    ("dp", _DEGREE_MAX),
+    ("dp", _DP_MAX),
     ("tp", 1024),  # tensor parallelism stays inside a scale-up domain (72 GPUs in an NVL72)
     ("pp", 1024),
     ("cp", 1024),
-    ("ep", _DEGREE_MAX),
+    ("ep", _EP_MAX),
     ("virtual_stages", 64),
     ("top_k", 1024),
     ("gpus_per_node", 1024),
@@ -86,6 +91,9 @@ def _compute(v: dict[str, str]) -> str:
     ints["grad_bytes"] = parse_positive_int(v["grad_bytes"], "grad_bytes", minimum=2, maximum=4)
     if ints["grad_bytes"] not in (2, 4):
         raise CalcError("grad_bytes", "must be 2 or 4", v["grad_bytes"])
+    if ints["dp"] * ints["cp"] > _DP_MAX:
+        raise CalcError("dp", f"× cp must be at most {_DP_MAX:,} (cp={ints['cp']}): the data-parallel group, "
+                        "dp × cp ranks, is placed rank by rank", v["dp"])
     sp = checked(v["sequence_parallel"])
     check_parallelism(
         tp=ints["tp"], pp=ints["pp"], dp=ints["dp"], cp=ints["cp"], ep=ints["ep"],
