@@ -22,6 +22,12 @@ RENDER_CASES = [
     ("will-it-fit", {"params": "7B", "gpu": "custom", "gpu_memory": "24", "unit": "GiB"}),
     ("will-it-fit", {"params": "garbage"}),
     ("will-it-fit", {"dp": "0"}),
+    ("parameter-count", {"config": "[" * 5000}),  # would overflow Pyodide's C stack inside json.loads
+    ("parameter-count", {"config": '{"a": ' * 5000 + "1" + "}" * 5000}),
+    ("parameter-count", {"config": "[" * 32 + "]" * 32}),  # at the depth bound: parsed, then refused as a list
+    ("will-it-fit", {"params": "1e100000000"}),  # refused before 10**100000000 is computed
+    ("will-it-fit", {"gpu": "custom", "gpu_memory": "1e5000"}),
+    ("pipeline-bubble", {"pp": "1024", "num_microbatches": "9"}),
 ]
 
 

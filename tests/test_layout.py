@@ -426,29 +426,43 @@ def _canonical(calculator: str, text: str) -> str:
     return text
 
 
+_PP = "pp must divide the layers (layers=80) (got 3)"
+_HIDDEN = "tp must divide the hidden size (hidden=8191) (got 8)"
+_PPV = "pp × virtual_stages must divide the layers (layers=80, virtual_stages=3) (got 4)"
+_MB = "num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)"
+_V = "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"
+_CP = "cp must divide seq_len (seq_len=4096) (got 3)"
+_CP2 = "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=4094) (got 2)"
+_SP = "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"
+_EP = "ep must divide dp × cp (=8); expert parallelism reuses the data- and context-parallel ranks (got 16)"
+_NOT, _UNS = "not-divisible", "unsupported"
+_IL = {"schedule": "interleaved"}
+
 # (calculator, inputs, field as check_parallelism names it, code, message in those names)
 SHARED_LAYOUT_CASES = [
-    ("communication", {"pp": "3", "layers": "80"}, "pp", "not-divisible", "pp must divide the layers (layers=80) (got 3)"),
-    ("training-memory", {"preset": "llama3-70b", "pp": "3"}, "pp", "not-divisible", "pp must divide the layers (layers=80) (got 3)"),
-    ("communication", {"tp": "8", "hidden": "8191"}, "tp", "not-divisible", "tp must divide the hidden size (hidden=8191) (got 8)"),
-    ("activations", {"tp": "8", "hidden": "8191", "heads": "1"}, "tp", "not-divisible", "tp must divide the hidden size (hidden=8191) (got 8)"),
-    ("communication", {"pp": "4", "virtual_stages": "3", "layers": "80"}, "pp", "not-divisible", "pp × virtual_stages must divide the layers (layers=80, virtual_stages=3) (got 4)"),
-    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "3"}, "pp", "not-divisible", "pp × virtual_stages must divide the layers (layers=80, virtual_stages=3) (got 4)"),
-    ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", "not-divisible", "num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)"),
-    ("pipeline-bubble", {"schedule": "interleaved", "pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", "not-divisible", "num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)"),
-    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "24"}, "global_batch", "not-divisible", None),
-    ("communication", {"pp": "1", "virtual_stages": "2"}, "virtual_stages", "unsupported", "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"),
-    ("training-memory", {"pp": "1", "interleave": "2"}, "virtual_stages", "unsupported", "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"),
-    ("pipeline-bubble", {"schedule": "interleaved", "pp": "1", "virtual_stages": "2"}, "virtual_stages", "unsupported", "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"),
-    ("communication", {"cp": "3", "seq": "4096"}, "cp", "not-divisible", "cp must divide seq_len (seq_len=4096) (got 3)"),
-    ("training-memory", {"cp": "3", "seq_len": "4096"}, "cp", "not-divisible", "cp must divide seq_len (seq_len=4096) (got 3)"),
-    ("communication", {"cp": "2", "seq": "4094"}, "cp", "not-divisible", "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=4094) (got 2)"),
-    ("training-memory", {"cp": "2", "seq_len": "4094"}, "cp", "not-divisible", "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=4094) (got 2)"),
-    ("communication", {"tp": "8", "sequence_parallel": "1", "seq": "4100"}, "tp", "not-divisible", "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"),
-    ("training-memory", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", "not-divisible", "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"),
-    ("activations", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", "not-divisible", "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"),
-    ("communication", {"ep": "16", "dp": "8"}, "ep", "not-divisible", "ep must divide dp × cp (=8); expert parallelism reuses the data- and context-parallel ranks (got 16)"),
-    ("training-memory", {"preset": "deepseek-v3", "ep": "16", "dp": "8"}, "ep", "not-divisible", "ep must divide dp × cp (=8); expert parallelism reuses the data- and context-parallel ranks (got 16)"),
+    ("communication", {"pp": "3", "layers": "80"}, "pp", _NOT, _PP),
+    ("training-memory", {"preset": "llama3-70b", "pp": "3"}, "pp", _NOT, _PP),
+    ("communication", {"tp": "8", "hidden": "8191"}, "tp", _NOT, _HIDDEN),
+    ("activations", {"tp": "8", "hidden": "8191", "heads": "1"}, "tp", _NOT, _HIDDEN),
+    ("communication", {"pp": "4", "virtual_stages": "3", "layers": "80"}, "pp", _NOT, _PPV),
+    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "3"}, "pp", _NOT, _PPV),
+    ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", _NOT, _MB),
+    ("pipeline-bubble", {**_IL, "pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", _NOT,
+     _MB),
+    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "24"},
+     "global_batch", _NOT, None),
+    ("communication", {"pp": "1", "virtual_stages": "2"}, "virtual_stages", _UNS, _V),
+    ("training-memory", {"pp": "1", "interleave": "2"}, "virtual_stages", _UNS, _V),
+    ("pipeline-bubble", {**_IL, "pp": "1", "virtual_stages": "2"}, "virtual_stages", _UNS, _V),
+    ("communication", {"cp": "3", "seq": "4096"}, "cp", _NOT, _CP),
+    ("training-memory", {"cp": "3", "seq_len": "4096"}, "cp", _NOT, _CP),
+    ("communication", {"cp": "2", "seq": "4094"}, "cp", _NOT, _CP2),
+    ("training-memory", {"cp": "2", "seq_len": "4094"}, "cp", _NOT, _CP2),
+    ("communication", {"tp": "8", "sequence_parallel": "1", "seq": "4100"}, "tp", _NOT, _SP),
+    ("training-memory", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", _NOT, _SP),
+    ("activations", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", _NOT, _SP),
+    ("communication", {"ep": "16", "dp": "8"}, "ep", _NOT, _EP),
+    ("training-memory", {"preset": "deepseek-v3", "ep": "16", "dp": "8"}, "ep", _NOT, _EP),
 ]
 
 

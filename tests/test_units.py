@@ -131,8 +131,14 @@ def test_parse_decimal_rejects(text: object) -> None:
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [("abc", "'abc'"), ("x" * 40, repr("x" * 40)), ("x" * 41, repr("x" * 40 + "…")), ("y" * 10_000, repr("y" * 40 + "…")),
-     (3, "3"), (10**60, str(10**60)[:40] + "…")],
+    [
+        ("abc", "'abc'"),
+        ("x" * 40, repr("x" * 40)),
+        ("x" * 41, repr("x" * 40 + "…")),
+        ("y" * 10_000, repr("y" * 40 + "…")),
+        (3, "3"),
+        (10**60, str(10**60)[:40] + "…"),
+    ],
 )
 def test_calc_error_cuts_long_values(value: object, shown: str) -> None:
     assert CalcError("f", "must be short", value).message == f"f must be short (got {shown})"

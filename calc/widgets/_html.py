@@ -65,10 +65,10 @@ def gpu_memory(values: dict[str, str]) -> tuple[int, str]:
         (141000000000, 'H200 SXM 141 GB')
         >>> gpu_memory({"gpu": "custom", "gpu_memory": "24", "unit": "GiB"})
         (25769803776, '24.0 GiB GPU')
-        >>> gpu_memory({"gpu": "custom", "gpu_memory": "1e-30", "unit": "GB"})
+        >>> gpu_memory({"gpu": "custom", "gpu_memory": "1e-30", "unit": "GB"})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: gpu_memory must be an amount of memory from 1 MB to 100 TB, typed in the chosen unit (got '1e-30')
+        calc.errors.CalcError: gpu_memory must be an amount of memory from 1 MB to 100 TB, ... (got '1e-30')
     """
     if values["gpu"] == "custom":
         unit = values["unit"]

@@ -25,9 +25,10 @@ _GROUPS = {
 
 
 _DP_MAX = 1 << 14
-"""dp (and dp × cp, the data-parallel group) up to 16,384: 128 times Llama 3 405B's dp of 128 (16,384 GPUs as tp 8 × pp 16 × dp 128, Dubey et al.
-2024, arXiv:2407.21783, Table 4). The engine places each group rank by rank (``calc.comm``), so a
-million-rank group would take the browser seconds per keystroke."""
+"""dp (and dp × cp, the data-parallel group) up to 16,384: 128 times Llama 3 405B's dp of 128
+(16,384 GPUs as tp 8 × pp 16 × dp 128, Dubey et al. 2024, arXiv:2407.21783, Table 4). The engine
+places each group rank by rank (``calc.comm``), so a million-rank group would take the browser
+seconds per keystroke."""
 
 _EP_MAX = 1024
 """ep up to 1,024: four times DeepSeek-V3's 256 routed experts, the most of any published model."""

@@ -68,7 +68,8 @@ def _compute(v: dict[str, str]) -> str:
     if dtype not in PEAK_DTYPES:
         raise CalcError("dtype", f"must be one of {', '.join(PEAK_DTYPES)}", dtype, code="unknown-name")
     if v["gpu"] == "custom":
-        peak = _number(v["peak_tflops"], "peak_tflops", _PEAK_TFLOPS_MIN, _PEAK_TFLOPS_MAX, "a number of TFLOP/s") * 1e12
+        tflops = _number(v["peak_tflops"], "peak_tflops", _PEAK_TFLOPS_MIN, _PEAK_TFLOPS_MAX, "a number of TFLOP/s")
+        peak = tflops * 1e12
         label, tdp = f"{peak / 1e12:g} TFLOP/s GPU", 0
     else:
         device = _gpu(v["gpu"])
