@@ -154,3 +154,9 @@ def test_long_values_are_echoed_cut(value: str) -> None:
             result = render(name, {f.name: value})
             if not result["ok"]:
                 assert value[:41] not in result["error"]["message"], (name, f.name)
+
+
+def test_non_text_inputs_are_data_not_exceptions() -> None:
+    assert render("will-it-fit", {"params": 10**5000})["error"]["field"] == "params"
+    assert render("will-it-fit", {"params": 7 * 10**9})["ok"]
+    assert render("will-it-fit", {"params": None})["error"]["field"] == "params"

@@ -124,7 +124,10 @@ def _merge(calc: Calculator, inputs: Mapping[str, object] | None) -> dict[str, s
     values = dict(calc.defaults)
     for key, value in (inputs or {}).items():
         if key in values:
-            values[key] = "" if value is None else str(value)
+            try:
+                values[key] = "" if value is None else str(value)
+            except ValueError:  # an int past Python's digit limit for str()
+                raise CalcError(key, "must be text of at most a few thousand digits", type(value).__name__) from None
     return values
 
 
