@@ -83,7 +83,10 @@ def check_parallelism(
 
     1. ``virtual_stages`` above 1 needs ``pp`` of at least 2 (``unsupported``);
     2. ``global_batch`` is a multiple of ``dp × micro_batch``;
-    3. ``pp`` divides ``layers``, and ``pp × virtual_stages`` does when interleaved;
+    3. ``pp`` divides ``layers``, and ``pp × virtual_stages`` does when interleaved; without
+       interleaving ``pp`` may instead divide ``layers + 2``, the first and last stages holding one
+       layer fewer to make room for the embedding and the loss, as Llama 3 405B trains (126 layers on
+       16 stages, Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2);
     4. interleaved, the micro-batches per pipeline (``num_microbatches``, or
        ``global_batch / (dp × micro_batch)``) are a multiple of ``pp``;
     5. ``tp`` divides ``hidden`` (the heads are split over ``tp`` and ``hidden = heads × head_dim``);
@@ -115,10 +118,11 @@ def check_parallelism(
 
     Examples:
         >>> check_parallelism(tp=8, pp=4, layers=80, hidden=8192, virtual_stages=2, num_microbatches=16)
-        >>> check_parallelism(pp=3, layers=80)
+        >>> check_parallelism(pp=3, layers=80)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: pp must divide the layers (layers=80) (got 3)
+        calc.errors.CalcError: pp must divide the layers, or the layers + 2 with the first and last ... (got 3)
+        >>> check_parallelism(pp=16, layers=126)  # Llama 3 405B: 7 + 14 × 8 + 7 layers
         >>> check_parallelism(pp=4, virtual_stages=2, num_microbatches=3, names={"virtual_stages": "interleave"})
         Traceback (most recent call last):
         ...
@@ -140,8 +144,9 @@ def check_parallelism(
         if v > 1 and layers % (pp * v):
             raise CalcError(n("pp"), f"× {n('virtual_stages')} must divide the layers (layers={layers}, "
                             f"{n('virtual_stages')}={v})", pp, code="not-divisible")
-        if layers % pp:
-            raise CalcError(n("pp"), f"must divide the layers (layers={layers})", pp, code="not-divisible")
+        if layers % pp and not (v == 1 and pp >= 3 and (layers + 2) % pp == 0):
+            raise CalcError(n("pp"), f"must divide the layers, or the layers + 2 with the first and last stages one "
+                            f"layer short (layers={layers})", pp, code="not-divisible")
     if v > 1:
         if global_batch is not None:
             m = global_batch // (dp * micro_batch)
@@ -371,6 +376,9 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
                         t, code="not-divisible")
     check_parallelism(tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, virtual_stages=layout.interleave,
                       layers=arch.num_layers, hidden=arch.hidden_size, names=_LAYOUT_NAMES)
+    if arch.num_layers % layout.pp:
+        raise CalcError("pp", f"must divide the layers here (layers={arch.num_layers}): this calculator models equal "
+                        "pipeline stages, not first and last stages one layer short", layout.pp, code="unsupported")
     e = layout.ep
     if e > 1:
         if not arch.is_moe:

@@ -38,7 +38,10 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
         ("gpt2", dict(tp=8), "tp must divide the attention heads (heads=12) (got 8)"),
         ("llama3-8b", dict(tp=16), "tp must divide the KV heads (kv_heads=8) (got 16)"),
         (ODD_MLP, dict(tp=16), "tp must divide the MLP width (intermediate_size=1000) (got 16)"),
-        ("gpt2", dict(pp=5), "pp must divide the layers (layers=12) (got 5)"),
+        ("gpt2", dict(pp=5), "pp must divide the layers, or the layers + 2 with the first and last stages one layer "
+                             "short (layers=12) (got 5)"),
+        ("gpt2", dict(pp=7), "pp must divide the layers here (layers=12): this calculator models equal pipeline "
+                             "stages, not first and last stages one layer short (got 7)"),
         ("gpt2", dict(pp=2, interleave=4), "pp × interleave must divide the layers (layers=12, interleave=4) (got 2)"),
         ("gpt2", dict(interleave=2), "interleave needs pp of at least 2 (it splits each pipeline stage into chunks) "
                                      "(got 2)"),
@@ -426,7 +429,7 @@ def _canonical(calculator: str, text: str) -> str:
     return text
 
 
-_PP = "pp must divide the layers (layers=80) (got 3)"
+_PP = "pp must divide the layers, or the layers + 2 with the first and last stages one layer short (layers=80) (got 3)"
 _HIDDEN = "tp must divide the hidden size (hidden=8191) (got 8)"
 _PPV = "pp × virtual_stages must divide the layers (layers=80, virtual_stages=3) (got 4)"
 _MB = "num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)"
@@ -484,6 +487,7 @@ def test_same_layout_same_error_in_every_calculator(calculator: str, inputs: dic
         ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "32"}),
         ("pipeline-bubble", {"schedule": "interleaved", "pp": "4", "virtual_stages": "2", "num_microbatches": "8"}),
         ("activations", {"tp": "8", "sequence_parallel": "1", "seq_len": "4096"}),
+        ("communication", {"layers": "126", "pp": "16"}),  # Llama 3 405B: first and last stages one layer short
     ],
 )
 def test_possible_layouts_render(calculator: str, inputs: dict) -> None:
