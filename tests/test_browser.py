@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from calc import format_bytes, model_state_bytes
-from conftest import READY_TIMEOUT_MS, Watch
+from conftest import READY_TIMEOUT_MS, Watch, wait_settled
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.browser
@@ -21,10 +21,8 @@ def calc(page, name: str = "will-it-fit"):
 
 
 def wait_ready(page, name: str = "will-it-fit") -> None:
-    page.wait_for_selector(f'[data-calc="{name}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
-    page.wait_for_function(
-        "name => !document.querySelector(`[data-calc=\"${name}\"] [data-results]`).dataset.stale", arg=name
-    )
+    """The calculator is ready and shows the live answer to its current inputs."""
+    wait_settled(page, name)
 
 
 def total_text(page) -> str:
@@ -58,11 +56,9 @@ def test_ready_then_live_updates(session, site_url) -> None:
     root.locator('[name="zero_stage"]').select_option("3")
     root.locator('[name="dp"]').fill("64")
     expected = format_bytes(model_state_bytes("70B", zero_stage=3, dp=64).total)
-    page.wait_for_function(
-        "t => document.querySelector('[data-calc=\"will-it-fit\"] [data-output=\"total\"]').textContent === t",
-        arg=expected,
-    )
-    assert expected == "17.5 GB"
+    wait_settled(page, root)
+    assert total_text(page) == expected == "17.5 GB"
+    assert root.locator("[data-results]").get_attribute("data-stale") is None
     assert "will-it-fit.params=70B" in page.url and "will-it-fit.dp=64" in page.url
     assert root.locator('[data-output="verdict"]').get_attribute("data-ok") == "yes"
     metrics = {
@@ -89,13 +85,15 @@ def test_garbage_shows_alert_and_hides_results(session, site_url, field, garbage
     wait_ready(page)
     root = calc(page)
     root.locator(f'[name="{field}"]').fill(garbage)
-    alert = root.locator("[role=alert]")
-    alert.filter(has_text=message).wait_for(timeout=10_000)
+    wait_settled(page, root)
+    assert message in root.locator("[role=alert]").inner_text()
     assert root.locator('[data-output="total"]').is_hidden()  # no result left looking valid
     assert root.locator(f'[name="{field}"]').get_attribute("aria-invalid") == "true"
     assert root.locator(f'[name="{field}"]').input_value() == garbage  # nothing typed is lost
     root.locator(f'[name="{field}"]').fill("7B" if field == "params" else "1")
-    page.wait_for_function("() => !document.querySelector('[data-calc] [role=alert]').textContent")
+    wait_settled(page, root)
+    assert root.locator("[role=alert]").inner_text() == ""
+    assert root.locator(f'[name="{field}"]').get_attribute("aria-invalid") is None
     assert total_text(page) == "112 GB"
 
 
@@ -109,10 +107,8 @@ def test_custom_gpu_memory_and_units(session, site_url) -> None:
     root.locator('[name="gpu"]').select_option("custom")
     assert memory.is_enabled()
     root.locator('[name="unit"]').select_option("GiB")
-    page.wait_for_function(
-        "t => document.querySelector('[data-calc] [data-output=\"total\"]').textContent === t",
-        arg=format_bytes(112 * 10**9, binary=True),
-    )
+    wait_settled(page, root)
+    assert total_text(page) == format_bytes(112 * 10**9, binary=True)
 
 
 def test_shared_link_restores_state(session, site_url) -> None:
@@ -134,10 +130,8 @@ def test_instant_navigation_keeps_one_worker(session, site_url) -> None:
     page.wait_for_url(re.compile(r"/$"))
     wait_ready(page)
     calc(page).locator('[name="params"]').fill("13B")
-    page.wait_for_function(
-        "t => document.querySelector('[data-calc] [data-output=\"total\"]').textContent === t",
-        arg=format_bytes(model_state_bytes("13B").total),
-    )
+    wait_settled(page)
+    assert total_text(page) == format_bytes(model_state_bytes("13B").total)
     wasm = [u for u in watch.requests if u.endswith("pyodide.asm.wasm")]
     assert len(wasm) == 1, wasm
 
@@ -152,10 +146,8 @@ def test_every_page_every_calculator(browser, site_url, site_pages) -> None:
     for path in sorted(site_pages):
         page.goto(f"{site_url}/{path}")
         for root in page.locator("[data-calc]").all():
-            root.page.wait_for_function(
-                "el => el.dataset.state === 'ready' && !el.querySelector('[data-results]').dataset.stale",
-                arg=root.element_handle(), timeout=READY_TIMEOUT_MS,
-            )
+            wait_settled(page, root)
+            assert root.locator("[data-results]").get_attribute("data-stale") is None, path
             assert root.locator("[role=alert]").inner_text() == "", path
             assert root.locator("[data-output]").count() > 0, path
     context.close()
@@ -197,10 +189,7 @@ def test_live_results_equal_the_cpython_engine(browser, site_url, site_pages) ->
         for root in page.locator("[data-calc]").all():
             name = root.get_attribute("data-calc")
             calc_id = root.get_attribute("data-calc-id")
-            page.wait_for_function(
-                "el => el.dataset.state === 'ready' && !el.querySelector('[data-results]').dataset.stale",
-                arg=root.element_handle(), timeout=READY_TIMEOUT_MS,
-            )
+            wait_settled(page, root)
             # Edit the first enabled text field (append a zero to a number) or flip the first select.
             edited = False
             for f in calculators()[name].fields:
@@ -217,10 +206,7 @@ def test_live_results_equal_the_cpython_engine(browser, site_url, site_pages) ->
                 "el => Object.fromEntries([...el.querySelectorAll('form [name]')].map(c => "
                 "[c.name, c.type === 'checkbox' ? (c.checked ? '1' : '0') : c.value]))"
             )
-            page.wait_for_function(
-                "el => !el.querySelector('[data-results]').dataset.stale || el.querySelector('[role=alert]').textContent",
-                arg=root.element_handle(), timeout=30_000,
-            )
+            wait_settled(page, root)
             expected = render(name, values)
             if expected["ok"]:
                 live = _outputs(root.locator("[data-results]").inner_html())
@@ -241,6 +227,11 @@ def test_engine_failure_is_reported_not_a_spinner(browser, site_url) -> None:
     root = calc(page)
     root.locator('[name="params"]').fill("13B")
     page.wait_for_selector('[data-calc="will-it-fit"][data-state="error"]', timeout=READY_TIMEOUT_MS)
+    root.locator('[name="params"]').fill("14B")  # typing after the failure keeps the failure notice
+    assert "could not start" in root.locator("[data-status]").inner_text()
+    assert "not your inputs" in root.locator("[data-status]").inner_text()
+    assert root.locator('[name="params"]').input_value() == "14B"
+    root.locator('[name="params"]').fill("13B")
     assert "could not start" in root.locator("[data-status]").inner_text()
     assert root.locator('[name="params"]').input_value() == "13B"
     assert root.locator("[data-results]").get_attribute("data-stale") == "true"  # old numbers marked, not passed off
