@@ -143,6 +143,7 @@ def parse_config_json(text: str, field: str = "config") -> dict[str, Any]:
         raise CalcError(field, "must be a JSON object such as a Hugging Face config.json", type(config).__name__)
     return config
 
+
 HF_MODEL_TYPES: tuple[str, ...] = (
     "deepseek_v3",
     "gemma",
@@ -308,8 +309,9 @@ class Architecture:
         if not isinstance(self.mlp_only_layers, tuple) or any(
             isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in self.mlp_only_layers
         ):
-            raise CalcError("mlp_only_layers", "must be a tuple of layer indices (whole numbers from 0)",
-                            self.mlp_only_layers)
+            raise CalcError(
+                "mlp_only_layers", "must be a tuple of layer indices (whole numbers from 0)", self.mlp_only_layers
+            )
         if self.uses_mla:
             if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
                 raise CalcError(
@@ -325,23 +327,32 @@ class Architecture:
                 raise CalcError("q_lora_rank", "needs kv_lora_rank > 0 (latent attention)", self.q_lora_rank)
             if self.num_heads % self.num_kv_heads:
                 raise CalcError(
-                    "num_kv_heads", f"must divide the number of attention heads (num_heads={self.num_heads})",
-                    self.num_kv_heads, code="not-divisible",
+                    "num_kv_heads",
+                    f"must divide the number of attention heads (num_heads={self.num_heads})",
+                    self.num_kv_heads,
+                    code="not-divisible",
                 )
             if self.v_head_dim == 0:
                 object.__setattr__(self, "v_head_dim", self.head_dim)
         if self.num_experts:
             if not 1 <= self.experts_per_token <= self.num_experts:
                 raise CalcError(
-                    "experts_per_token", f"must be from 1 to the number of experts ({self.num_experts})",
+                    "experts_per_token",
+                    f"must be from 1 to the number of experts ({self.num_experts})",
                     self.experts_per_token,
                 )
             if self.moe_intermediate_size < 1:
-                raise CalcError("moe_intermediate_size", "must be at least 1 in a mixture-of-experts model",
-                                self.moe_intermediate_size)
+                raise CalcError(
+                    "moe_intermediate_size",
+                    "must be at least 1 in a mixture-of-experts model",
+                    self.moe_intermediate_size,
+                )
         elif self.experts_per_token or self.num_shared_experts:
-            raise CalcError("num_experts", "must be at least 1 when experts_per_token or num_shared_experts is set",
-                            self.num_experts)
+            raise CalcError(
+                "num_experts",
+                "must be at least 1 when experts_per_token or num_shared_experts is set",
+                self.num_experts,
+            )
 
     # ----------------------------------------------------------------- shape predicates
 
@@ -761,12 +772,9 @@ class Architecture:
             raise CalcError("config", "must be a JSON object (a config.json)", type(config).__name__)
         model_type = config.get("model_type")
         if model_type is None:
-            raise CalcError(
-                "model_type", f"is required (one of {', '.join(HF_MODEL_TYPES)})", code="missing-field"
-            )
+            raise CalcError("model_type", f"is required (one of {', '.join(HF_MODEL_TYPES)})", code="missing-field")
         if model_type not in HF_MODEL_TYPES:
-            raise CalcError("model_type", f"must be one of {', '.join(HF_MODEL_TYPES)}", model_type,
-                            code="unsupported")
+            raise CalcError("model_type", f"must be one of {', '.join(HF_MODEL_TYPES)}", model_type, code="unsupported")
         reader = _HFReader(config, model_type)
         kwargs = _READERS[model_type](reader)
         label = name or config.get("_name_or_path") or model_type
@@ -852,8 +860,15 @@ def _kv_heads(r: _HFReader, heads: int, class_default: int | None) -> int:
     return r.get_int("num_key_value_heads", default=heads)
 
 
-def _common(r: _HFReader, *, kv_default: int | None, head_dim_default: int | None,
-            tie_default: bool, max_pos_default: int, act_default: str = "silu") -> dict[str, Any]:
+def _common(
+    r: _HFReader,
+    *,
+    kv_default: int | None,
+    head_dim_default: int | None,
+    tie_default: bool,
+    max_pos_default: int,
+    act_default: str = "silu",
+) -> dict[str, Any]:
     """Fields shared by the RoPE / RMSNorm / gated-MLP families."""
     hidden = r.get_int("hidden_size")
     heads = r.get_int("num_attention_heads")
@@ -910,8 +925,12 @@ def _read_gpt2(r: _HFReader) -> dict[str, Any]:
 def _read_llama(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=None, head_dim_default=None, tie_default=False, max_pos_default=2048)
     if out["hidden_size"] % out["num_heads"]:  # LlamaConfig.validate_architecture refuses it too
-        raise CalcError("num_attention_heads", f"must divide hidden_size ({out['hidden_size']}) in a llama config",
-                        out["num_heads"], code="not-divisible")
+        raise CalcError(
+            "num_attention_heads",
+            f"must divide hidden_size ({out['hidden_size']}) in a llama config",
+            out["num_heads"],
+            code="not-divisible",
+        )
     bias = r.get_bool("attention_bias", False)
     out.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.get_bool("mlp_bias", False))
     return out
@@ -944,8 +963,12 @@ def _read_qwen2(r: _HFReader) -> dict[str, Any]:
 def _read_qwen3(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=32, head_dim_default=128, tie_default=False, max_pos_default=32768)
     bias = r.get_bool("attention_bias", False)
-    out.update(qkv_bias=bias, attn_out_bias=bias, qk_norm=True,
-               sliding_window=r.sliding_window(gate="use_sliding_window", default=4096))
+    out.update(
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        qk_norm=True,
+        sliding_window=r.sliding_window(gate="use_sliding_window", default=4096),
+    )
     return out
 
 
@@ -960,8 +983,12 @@ def _read_qwen3_moe(r: _HFReader) -> dict[str, Any]:
         raise CalcError("mlp_only_layers", "must be a list of layer indices", listed)
     dense = sorted({i for i in listed if 0 <= i < layers} | {i for i in range(layers) if (i + 1) % step})
     # (num_hidden_layers is capped, so this list stays small.)
-    out.update(qkv_bias=bias, attn_out_bias=bias, qk_norm=True,
-               sliding_window=r.sliding_window(gate="use_sliding_window", default=4096))
+    out.update(
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        qk_norm=True,
+        sliding_window=r.sliding_window(gate="use_sliding_window", default=4096),
+    )
     if experts:
         out.update(
             num_experts=experts,
@@ -973,8 +1000,9 @@ def _read_qwen3_moe(r: _HFReader) -> dict[str, Any]:
 
 
 def _read_gemma(r: _HFReader) -> dict[str, Any]:
-    out = _common(r, kv_default=16, head_dim_default=256, tie_default=True, max_pos_default=8192,
-                  act_default="gelu_pytorch_tanh")
+    out = _common(
+        r, kv_default=16, head_dim_default=256, tie_default=True, max_pos_default=8192, act_default="gelu_pytorch_tanh"
+    )
     bias = r.get_bool("attention_bias", False)
     out.update(qkv_bias=bias, attn_out_bias=bias)
     return out

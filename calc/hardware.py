@@ -111,37 +111,108 @@ _G = 10**9
 GPUS: dict[str, GPU] = {
     g.name: g
     for g in (
-        GPU("a100-40", "A100 40 GB", 40 * _G, 312 * _T, 0, 1_555 * _G, 600 * _G, 8,
+        GPU(
+            "a100-40",
+            "A100 40 GB",
+            40 * _G,
+            312 * _T,
+            0,
+            1_555 * _G,
+            600 * _G,
+            8,
             "NVIDIA A100 datasheet via glennklockwood.com/garden/processors/A100 (SXM4: 40 GB HBM2, 1.555 TB/s, "
             "300+300 GB/s NVLink, 400 W; BF16 312 dense / 624 sparse); 312 TFLOP/s as used by "
             "Narayanan et al. 2021 and Korthikanti et al. 2022",
-            memory_type="HBM2", tdp_watts=400),
-        GPU("a100-80", "A100 80 GB", 80 * _G, 312 * _T, 0, 2_039 * _G, 600 * _G, 8,
+            memory_type="HBM2",
+            tdp_watts=400,
+        ),
+        GPU(
+            "a100-80",
+            "A100 80 GB",
+            80 * _G,
+            312 * _T,
+            0,
+            2_039 * _G,
+            600 * _G,
+            8,
             "NVIDIA A100 datasheet via glennklockwood.com/garden/processors/A100 (SXM4 80 GB HBM2e, 2.039 TB/s; "
             "otherwise as the 40 GB part)",
-            memory_type="HBM2e", tdp_watts=400),
-        GPU("h100-sxm", "H100 SXM 80 GB", 80 * _G, 989_400 * _G, 1_978_900 * _G, 3_350 * _G, 900 * _G, 8,
+            memory_type="HBM2e",
+            tdp_watts=400,
+        ),
+        GPU(
+            "h100-sxm",
+            "H100 SXM 80 GB",
+            80 * _G,
+            989_400 * _G,
+            1_978_900 * _G,
+            3_350 * _G,
+            900 * _G,
+            8,
             "NVIDIA H100 datasheet via glennklockwood.com/garden/processors/h100 (SXM5: 80 GB HBM3, 3.35 TB/s, "
             "900 GB/s NVLink, 700 W; BF16 989.4 dense, FP8 1978.9 dense); 989.4 TFLOP/s as in Llama 3 Table 4 MFU",
-            memory_type="HBM3", tdp_watts=700),
-        GPU("h100-pcie", "H100 PCIe 80 GB", 80 * _G, 756_500 * _G, 1_513_000 * _G, 2_000 * _G, 600 * _G, 8,
+            memory_type="HBM3",
+            tdp_watts=700,
+        ),
+        GPU(
+            "h100-pcie",
+            "H100 PCIe 80 GB",
+            80 * _G,
+            756_500 * _G,
+            1_513_000 * _G,
+            2_000 * _G,
+            600 * _G,
+            8,
             "NVIDIA H100 datasheet, PCIe form factor, via archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html "
             "(BF16 1,513 and FP8 3,026 TFLOP/s with sparsity, halved here; 80 GB HBM2e, 2,000 GB/s; NVLink bridge "
             "600 GB/s between pairs) and the NVIDIA H100 PCIe product brief PB-11133-001 (350 W)",
-            memory_type="HBM2e", tdp_watts=350, scaleup_domain_gpus=2),
-        GPU("h200", "H200 SXM 141 GB", 141 * _G, 989_400 * _G, 1_978_900 * _G, 4_800 * _G, 900 * _G, 8,
+            memory_type="HBM2e",
+            tdp_watts=350,
+            scaleup_domain_gpus=2,
+        ),
+        GPU(
+            "h200",
+            "H200 SXM 141 GB",
+            141 * _G,
+            989_400 * _G,
+            1_978_900 * _G,
+            4_800 * _G,
+            900 * _G,
+            8,
             "MLCommons inference v4.1 H200-SXM-141GBx8 system description (141 GB, 900 GB/s NVLink); 4.8 TB/s "
             "HBM3e and the H100 SXM compute figures from the NVIDIA H200 datasheet as quoted by news and wiki pages; "
             "700 W as the H100 SXM",
-            memory_type="HBM3e", tdp_watts=700),
-        GPU("b200", "B200 180 GB", 180 * _G, 2_250 * _T, 4_500 * _T, 8_000 * _G, 1_800 * _G, 8,
+            memory_type="HBM3e",
+            tdp_watts=700,
+        ),
+        GPU(
+            "b200",
+            "B200 180 GB",
+            180 * _G,
+            2_250 * _T,
+            4_500 * _T,
+            8_000 * _G,
+            1_800 * _G,
+            8,
             "NVIDIA HGX B200 (1000 W) via glennklockwood.com/garden/processors/B200 (BF16 2250 dense, FP8 4500 dense, "
             "8 TB/s, 2 x 900 GB/s NVLink 5); MLPerf B200-SXM-180GB (180 GB usable of 192 GB physical)",
-            memory_type="HBM3e", tdp_watts=1000),
-        GPU("mi300x", "MI300X 192 GB", 192 * _G, 1_307_400 * _G, 2_614_900 * _G, 5_300 * _G, 896 * _G, 8,
+            memory_type="HBM3e",
+            tdp_watts=1000,
+        ),
+        GPU(
+            "mi300x",
+            "MI300X 192 GB",
+            192 * _G,
+            1_307_400 * _G,
+            2_614_900 * _G,
+            5_300 * _G,
+            896 * _G,
+            8,
             "AMD Instinct MI300X spec table via alpharomercoma/MI300X-vs-H200 METHODOLOGY.md (BF16 1307.4 dense, "
             "FP8 2614.9 dense, 192 GB HBM3, 5.3 TB/s, Infinity Fabric 896 GB/s); 750 W via jaredwatkins.com",
-            memory_type="HBM3", tdp_watts=750),
+            memory_type="HBM3",
+            tdp_watts=750,
+        ),
     )
 }
 """Accelerator presets by name."""

@@ -135,28 +135,54 @@ def check_parallelism(
 
     v = virtual_stages
     if v > 1 and pp < 2:
-        raise CalcError(n("virtual_stages"), "needs pp of at least 2 (it splits each pipeline stage into chunks)", v,
-                        code="unsupported")
+        raise CalcError(
+            n("virtual_stages"),
+            "needs pp of at least 2 (it splits each pipeline stage into chunks)",
+            v,
+            code="unsupported",
+        )
     if global_batch is not None and global_batch % (dp * micro_batch):
-        raise CalcError(n("global_batch"), f"must be a multiple of {n('dp')} × {n('micro_batch')} "
-                        f"({n('dp')}={dp}, {n('micro_batch')}={micro_batch})", global_batch, code="not-divisible")
+        raise CalcError(
+            n("global_batch"),
+            f"must be a multiple of {n('dp')} × {n('micro_batch')} ({n('dp')}={dp}, {n('micro_batch')}={micro_batch})",
+            global_batch,
+            code="not-divisible",
+        )
     if layers is not None:
         if v > 1 and layers % (pp * v):
-            raise CalcError(n("pp"), f"× {n('virtual_stages')} must divide the layers (layers={layers}, "
-                            f"{n('virtual_stages')}={v})", pp, code="not-divisible")
+            raise CalcError(
+                n("pp"),
+                f"× {n('virtual_stages')} must divide the layers (layers={layers}, {n('virtual_stages')}={v})",
+                pp,
+                code="not-divisible",
+            )
         if layers % pp and not (v == 1 and pp >= 3 and (layers + 2) % pp == 0):
-            raise CalcError(n("pp"), f"must divide the layers, or the layers + 2 with the first and last stages one "
-                            f"layer short (layers={layers})", pp, code="not-divisible")
+            raise CalcError(
+                n("pp"),
+                f"must divide the layers, or the layers + 2 with the first and last stages one "
+                f"layer short (layers={layers})",
+                pp,
+                code="not-divisible",
+            )
     if v > 1:
         if global_batch is not None:
             m = global_batch // (dp * micro_batch)
             if m % pp:
-                raise CalcError(n("global_batch"), f"must give a multiple of {n('pp')} ({n('pp')}={pp}) micro-batches "
-                                f"per pipeline for the interleaved schedule (global_batch / ({n('dp')} × "
-                                f"{n('micro_batch')}) = {m})", global_batch, code="not-divisible")
+                raise CalcError(
+                    n("global_batch"),
+                    f"must give a multiple of {n('pp')} ({n('pp')}={pp}) micro-batches "
+                    f"per pipeline for the interleaved schedule (global_batch / ({n('dp')} × "
+                    f"{n('micro_batch')}) = {m})",
+                    global_batch,
+                    code="not-divisible",
+                )
         elif num_microbatches is not None and num_microbatches % pp:
-            raise CalcError(n("num_microbatches"), f"must be a multiple of {n('pp')} ({n('pp')}={pp}) for the "
-                            "interleaved schedule", num_microbatches, code="not-divisible")
+            raise CalcError(
+                n("num_microbatches"),
+                f"must be a multiple of {n('pp')} ({n('pp')}={pp}) for the interleaved schedule",
+                num_microbatches,
+                code="not-divisible",
+            )
     if hidden is not None and hidden % tp:
         raise CalcError(n("tp"), f"must divide the hidden size (hidden={hidden})", tp, code="not-divisible")
     if seq_len is not None:
@@ -164,14 +190,27 @@ def check_parallelism(
         if seq_len % cp:
             raise CalcError(n("cp"), f"must divide {seq} ({seq}={seq_len})", cp, code="not-divisible")
         if cp > 1 and cp_load_balance and seq_len % (2 * cp):
-            raise CalcError(n("cp"), f"× 2 must divide {seq} for load-balanced ring attention ({seq}={seq_len})",
-                            cp, code="not-divisible")
+            raise CalcError(
+                n("cp"),
+                f"× 2 must divide {seq} for load-balanced ring attention ({seq}={seq_len})",
+                cp,
+                code="not-divisible",
+            )
         if sequence_parallel and (seq_len // cp) % tp:
-            raise CalcError(n("tp"), f"must divide {seq} / {n('cp')} under sequence parallelism ({seq}={seq_len}, "
-                            f"{n('cp')}={cp})", tp, code="not-divisible")
+            raise CalcError(
+                n("tp"),
+                f"must divide {seq} / {n('cp')} under sequence parallelism ({seq}={seq_len}, {n('cp')}={cp})",
+                tp,
+                code="not-divisible",
+            )
     if (dp * cp) % ep:
-        raise CalcError(n("ep"), f"must divide {n('dp')} × {n('cp')} (={dp * cp}); expert parallelism reuses the "
-                        "data- and context-parallel ranks", ep, code="not-divisible")
+        raise CalcError(
+            n("ep"),
+            f"must divide {n('dp')} × {n('cp')} (={dp * cp}); expert parallelism reuses the "
+            "data- and context-parallel ranks",
+            ep,
+            code="not-divisible",
+        )
 
 
 def _bool(value: object, field: str) -> bool:
@@ -268,43 +307,72 @@ class Layout:
         for name in ("tp", "pp", "cp", "ep", "micro_batch", "seq_len", "interleave"):
             put(self, name, parse_positive_int(getattr(self, name), name))
         put(self, "zero_stage", parse_positive_int(self.zero_stage, "zero_stage", minimum=0, maximum=3))
-        for name in ("sequence_parallel", "flash_attention", "dropout", "distributed_optimizer",
-                     "offload_optimizer", "offload_params", "zero_over_cp", "cp_load_balance"):
+        for name in (
+            "sequence_parallel",
+            "flash_attention",
+            "dropout",
+            "distributed_optimizer",
+            "offload_optimizer",
+            "offload_params",
+            "zero_over_cp",
+            "cp_load_balance",
+        ):
             _bool(getattr(self, name), name)
         if self.recompute not in RECOMPUTE_MODES:
-            raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", self.recompute,
-                            code="unknown-name")
+            raise CalcError(
+                "recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", self.recompute, code="unknown-name"
+            )
         if self.convention not in CONVENTIONS:
-            raise CalcError("convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", self.convention,
-                            code="unknown-name")
+            raise CalcError(
+                "convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", self.convention, code="unknown-name"
+            )
         model = self.tp * self.pp * self.cp
         if self.gpus is not None:
             gpus = parse_positive_int(self.gpus, "gpus")
             if self.dp is None:
                 if gpus % model:
-                    raise CalcError("gpus", f"must be a multiple of tp × pp × cp (={model})", gpus,
-                                    code="not-divisible")
+                    raise CalcError(
+                        "gpus", f"must be a multiple of tp × pp × cp (={model})", gpus, code="not-divisible"
+                    )
                 put(self, "dp", gpus // model)
             else:
                 put(self, "dp", parse_positive_int(self.dp, "dp"))
                 if gpus != self.dp * model:
-                    raise CalcError("gpus", f"must equal dp × tp × pp × cp (={self.dp * model})", gpus,
-                                    code="not-divisible")
+                    raise CalcError(
+                        "gpus", f"must equal dp × tp × pp × cp (={self.dp * model})", gpus, code="not-divisible"
+                    )
         else:
             put(self, "dp", 1 if self.dp is None else parse_positive_int(self.dp, "dp"))
         put(self, "gpus", self.dp * model)
         if self.global_batch is not None:
             put(self, "global_batch", parse_positive_int(self.global_batch, "global_batch"))
-        check_parallelism(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, virtual_stages=self.interleave,
-                          global_batch=self.global_batch, micro_batch=self.micro_batch, seq_len=self.seq_len,
-                          sequence_parallel=self.sequence_parallel, cp_load_balance=self.cp_load_balance,
-                          names=_LAYOUT_NAMES)
+        check_parallelism(
+            tp=self.tp,
+            pp=self.pp,
+            dp=self.dp,
+            cp=self.cp,
+            virtual_stages=self.interleave,
+            global_batch=self.global_batch,
+            micro_batch=self.micro_batch,
+            seq_len=self.seq_len,
+            sequence_parallel=self.sequence_parallel,
+            cp_load_balance=self.cp_load_balance,
+            names=_LAYOUT_NAMES,
+        )
         if self.offload_params and self.zero_stage < 3:
-            raise CalcError("offload_params", "needs zero_stage 3 (parameters are offloaded as ZeRO-3 shards)",
-                            self.offload_params, code="unsupported")
+            raise CalcError(
+                "offload_params",
+                "needs zero_stage 3 (parameters are offloaded as ZeRO-3 shards)",
+                self.offload_params,
+                code="unsupported",
+            )
         if self.offload_optimizer and self.zero_stage < 1 and not self.distributed_optimizer:
-            raise CalcError("offload_optimizer", "needs zero_stage of at least 1 (ZeRO-Offload)",
-                            self.offload_optimizer, code="unsupported")
+            raise CalcError(
+                "offload_optimizer",
+                "needs zero_stage of at least 1 (ZeRO-Offload)",
+                self.offload_optimizer,
+                code="unsupported",
+            )
 
     @property
     def num_microbatches(self) -> int | None:
@@ -369,16 +437,34 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
     if not arch.uses_mla and arch.num_kv_heads % t:
         raise CalcError("tp", f"must divide the KV heads (kv_heads={arch.num_kv_heads})", t, code="not-divisible")
     if arch.num_moe_layers < arch.num_layers and arch.intermediate_size % t:
-        raise CalcError("tp", f"must divide the MLP width (intermediate_size={arch.intermediate_size})", t,
-                        code="not-divisible")
+        raise CalcError(
+            "tp", f"must divide the MLP width (intermediate_size={arch.intermediate_size})", t, code="not-divisible"
+        )
     if arch.is_moe and arch.moe_intermediate_size % t:
-        raise CalcError("tp", f"must divide the expert MLP width (moe_intermediate_size={arch.moe_intermediate_size})",
-                        t, code="not-divisible")
-    check_parallelism(tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, virtual_stages=layout.interleave,
-                      layers=arch.num_layers, hidden=arch.hidden_size, names=_LAYOUT_NAMES)
+        raise CalcError(
+            "tp",
+            f"must divide the expert MLP width (moe_intermediate_size={arch.moe_intermediate_size})",
+            t,
+            code="not-divisible",
+        )
+    check_parallelism(
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        cp=layout.cp,
+        virtual_stages=layout.interleave,
+        layers=arch.num_layers,
+        hidden=arch.hidden_size,
+        names=_LAYOUT_NAMES,
+    )
     if arch.num_layers % layout.pp:
-        raise CalcError("pp", f"must divide the layers here (layers={arch.num_layers}): this calculator models equal "
-                        "pipeline stages, not first and last stages one layer short", layout.pp, code="unsupported")
+        raise CalcError(
+            "pp",
+            f"must divide the layers here (layers={arch.num_layers}): this calculator models equal "
+            "pipeline stages, not first and last stages one layer short",
+            layout.pp,
+            code="unsupported",
+        )
     e = layout.ep
     if e > 1:
         if not arch.is_moe:
@@ -386,8 +472,13 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
         if arch.num_experts % e:
             raise CalcError("ep", f"must divide the experts (experts={arch.num_experts})", e, code="not-divisible")
         if (layout.dp * layout.cp) % e:
-            raise CalcError("ep", f"must divide dp × cp (={layout.dp * layout.cp}); expert parallelism reuses "
-                            "the data- and context-parallel ranks", e, code="not-divisible")
+            raise CalcError(
+                "ep",
+                f"must divide dp × cp (={layout.dp * layout.cp}); expert parallelism reuses "
+                "the data- and context-parallel ranks",
+                e,
+                code="not-divisible",
+            )
 
 
 def stage_layers(num_layers: int, pp: int, interleave: int, stage: int) -> list[int]:
@@ -402,9 +493,7 @@ def stage_layers(num_layers: int, pp: int, interleave: int, stage: int) -> list[
         ([0, 1, 2, 3], [0, 1, 4, 5], [2, 3, 6, 7])
     """
     chunk = num_layers // (pp * interleave)
-    return [
-        (c * pp + stage) * chunk + j for c in range(interleave) for j in range(chunk)
-    ]
+    return [(c * pp + stage) * chunk + j for c in range(interleave) for j in range(chunk)]
 
 
 @dataclass(frozen=True)
@@ -519,8 +608,11 @@ def _layer_kinds(arch: Architecture, layout: Layout) -> dict[bool, LayerActivati
     kinds = {False: layer_activations(*args, ffn_hidden=arch.intermediate_size, **common)}
     if arch.is_moe:
         kinds[True] = layer_activations(
-            *args, ffn_hidden=arch.moe_intermediate_size, experts_per_token=arch.experts_per_token,
-            shared_experts=arch.num_shared_experts, **common,
+            *args,
+            ffn_hidden=arch.moe_intermediate_size,
+            experts_per_token=arch.experts_per_token,
+            shared_experts=arch.num_shared_experts,
+            **common,
         )
     return kinds
 
@@ -597,10 +689,19 @@ def _stage_memory(arch: Architecture, layout: Layout, k: int, kinds: dict[bool, 
     per_layer = [kinds[arch.is_moe_layer(i)].total for i in layers]
     acts = stage_activations(
         per_layer,
-        num_layers=arch.num_layers, seq_len=layout.seq_len, micro_batch=layout.micro_batch,
-        hidden=arch.hidden_size, vocab_size=arch.vocab_size, pp=layout.pp, interleave=layout.interleave,
-        num_microbatches=layout.num_microbatches, tp=layout.tp, sequence_parallel=layout.sequence_parallel,
-        cp=layout.cp, dropout=layout.dropout, stage=k,
+        num_layers=arch.num_layers,
+        seq_len=layout.seq_len,
+        micro_batch=layout.micro_batch,
+        hidden=arch.hidden_size,
+        vocab_size=arch.vocab_size,
+        pp=layout.pp,
+        interleave=layout.interleave,
+        num_microbatches=layout.num_microbatches,
+        tp=layout.tp,
+        sequence_parallel=layout.sequence_parallel,
+        cp=layout.cp,
+        dropout=layout.dropout,
+        stage=k,
     )
     return LayoutMemory(
         stage=k,

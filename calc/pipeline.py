@@ -121,8 +121,9 @@ def bubble_fraction(
     """
     stages, micro, _, chunks = _check(p, m, schedule, v)
     if convention not in BUBBLE_CONVENTIONS:
-        raise CalcError("convention", f"must be one of {', '.join(BUBBLE_CONVENTIONS)}", convention,
-                        code="unknown-name")
+        raise CalcError(
+            "convention", f"must be one of {', '.join(BUBBLE_CONVENTIONS)}", convention, code="unknown-name"
+        )
     if convention == "ideal":
         return Fraction(stages - 1, chunks * micro)
     return Fraction(stages - 1, chunks * micro + stages - 1)
@@ -230,8 +231,9 @@ class Schedule:
             (Fraction(3, 8), Fraction(3, 11))
         """
         if convention not in BUBBLE_CONVENTIONS:
-            raise CalcError("convention", f"must be one of {', '.join(BUBBLE_CONVENTIONS)}", convention,
-                            code="unknown-name")
+            raise CalcError(
+                "convention", f"must be one of {', '.join(BUBBLE_CONVENTIONS)}", convention, code="unknown-name"
+            )
         idle = max(self.idle_units(i) for i in range(self.p))
         return Fraction(idle, self.busy_units if convention == "ideal" else self.makespan)
 
@@ -271,8 +273,16 @@ class Schedule:
             "bubble_ideal": float(self.bubble("ideal")),
             "bubble_total": float(self.bubble("total")),
             "ops": [
-                [{"start": o.start, "duration": o.duration, "kind": o.kind, "microbatch": o.microbatch,
-                  "chunk": o.chunk} for o in ops]
+                [
+                    {
+                        "start": o.start,
+                        "duration": o.duration,
+                        "kind": o.kind,
+                        "microbatch": o.microbatch,
+                        "chunk": o.chunk,
+                    }
+                    for o in ops
+                ]
                 for ops in self.ops
             ],
         }
@@ -353,8 +363,9 @@ def pipeline_schedule(
     bwd = parse_positive_int(backward_units, "backward_units")
     if 2 * stages * micro * chunks > MAX_SCHEDULE_OPS:
         raise CalcError(
-            "m", f"is too large to draw: 2 × p × m × v must be at most {MAX_SCHEDULE_OPS:,} "
-            f"(p={stages}, v={chunks})", micro,
+            "m",
+            f"is too large to draw: 2 × p × m × v must be at most {MAX_SCHEDULE_OPS:,} (p={stages}, v={chunks})",
+            micro,
         )
     orders = [_stage_order(i, stages, micro, name, chunks) for i in range(stages)]
     last = stages * chunks - 1
@@ -384,8 +395,13 @@ def pipeline_schedule(
     if any(position[i] < len(orders[i]) for i in range(stages)):  # pragma: no cover - orders are deadlock-free
         raise RuntimeError("pipeline schedule deadlocked")
     return Schedule(
-        p=stages, m=micro, v=chunks, schedule=name, backward_units=bwd,
-        ops=tuple(tuple(row) for row in placed), makespan=max(free),
+        p=stages,
+        m=micro,
+        v=chunks,
+        schedule=name,
+        backward_units=bwd,
+        ops=tuple(tuple(row) for row in placed),
+        makespan=max(free),
     )
 
 
@@ -470,7 +486,7 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
             parts.append(
                 f'<rect class="pp-op pp-{op.kind}" x="{x}" y="{y}" width="{w}" height="{row_h}" '
                 f'fill-opacity="{opacity}"><title>{op.kind} micro-batch {op.microbatch + 1}'
-                f'{f", chunk {op.chunk + 1}" if s.v > 1 else ""}</title></rect>'
+                f"{f', chunk {op.chunk + 1}' if s.v > 1 else ''}</title></rect>"
             )
             parts.append(
                 f'<text x="{x + w / 2}" y="{y + row_h / 2}" text-anchor="middle" '
@@ -484,9 +500,6 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
             )
     axis_y = top + s.p * (row_h + gap)
     parts.append(f'<line class="pp-axis" x1="{label_w}" y1="{axis_y}" x2="{width - 4}" y2="{axis_y}"/>')
-    parts.append(
-        f'<text x="{label_w}" y="{axis_y + 12}">time → ({s.makespan} units; '
-        f'F = forward, B = backward)</text>'
-    )
+    parts.append(f'<text x="{label_w}" y="{axis_y + 12}">time → ({s.makespan} units; F = forward, B = backward)</text>')
     parts.append("</svg>")
     return "".join(parts)

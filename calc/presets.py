@@ -46,8 +46,9 @@ def _gpt2(hidden: int, layers: int, heads: int, *, vocab: int = 50257, ctx: int 
     }
 
 
-def _llama(hidden: int, inter: int, layers: int, heads: int, kv: int, *, vocab: int, ctx: int,
-           source: str, **extra: Any) -> dict[str, Any]:
+def _llama(
+    hidden: int, inter: int, layers: int, heads: int, kv: int, *, vocab: int, ctx: int, source: str, **extra: Any
+) -> dict[str, Any]:
     """A Llama ``config.json`` (meta-llama/* on the Hugging Face Hub)."""
     return {
         "_source": source,
@@ -68,8 +69,19 @@ def _llama(hidden: int, inter: int, layers: int, heads: int, kv: int, *, vocab: 
     }
 
 
-def _qwen2(hidden: int, inter: int, layers: int, heads: int, kv: int, *, vocab: int, ctx: int, tied: bool,
-           eps: float, source: str) -> dict[str, Any]:
+def _qwen2(
+    hidden: int,
+    inter: int,
+    layers: int,
+    heads: int,
+    kv: int,
+    *,
+    vocab: int,
+    ctx: int,
+    tied: bool,
+    eps: float,
+    source: str,
+) -> dict[str, Any]:
     """A Qwen2.5 ``config.json`` (Qwen/Qwen2.5-* on the Hugging Face Hub)."""
     return {
         "_source": source,
@@ -103,41 +115,100 @@ _NARAYANAN = (
 )
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "gpt2": _gpt2(768, 12, 12,
-                  source="openai-community/gpt2 config.json; Radford et al. 2019, Table 2 (117M as printed)"),
+    "gpt2": _gpt2(
+        768, 12, 12, source="openai-community/gpt2 config.json; Radford et al. 2019, Table 2 (117M as printed)"
+    ),
     "gpt2-medium": _gpt2(1024, 24, 16, source="openai-community/gpt2-medium config.json; Radford et al. 2019, Table 2"),
     "gpt2-large": _gpt2(1280, 36, 20, source="openai-community/gpt2-large config.json; Radford et al. 2019, Table 2"),
     "gpt2-xl": _gpt2(1600, 48, 25, source="openai-community/gpt2-xl config.json; Radford et al. 2019, Table 2"),
     "gpt3-175b": _gpt2(
-        12288, 96, 96, ctx=2048,
+        12288,
+        96,
+        96,
+        ctx=2048,
         source="Brown et al. 2020 (arXiv:2005.14165), Table 2.1: 96 layers, d_model 12288, 96 heads of 128, "
         "n_ctx 2048, GPT-2 vocabulary (50257); alternating sparse attention has no extra weights",
     ),
     "llama2-7b": _llama(
-        4096, 11008, 32, 32, 32, vocab=32000, ctx=4096, pretraining_tp=1, rope_scaling=None,
+        4096,
+        11008,
+        32,
+        32,
+        32,
+        vocab=32000,
+        ctx=4096,
+        pretraining_tp=1,
+        rope_scaling=None,
         source="meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023 (arXiv:2307.09288)",
     ),
     "llama2-13b": _llama(
-        5120, 13824, 40, 40, 40, vocab=32000, ctx=4096, pretraining_tp=1, rope_scaling=None,
+        5120,
+        13824,
+        40,
+        40,
+        40,
+        vocab=32000,
+        ctx=4096,
+        pretraining_tp=1,
+        rope_scaling=None,
         source="meta-llama/Llama-2-13b-hf config.json; Touvron et al. 2023 (arXiv:2307.09288)",
     ),
     "llama2-70b": _llama(
-        8192, 28672, 80, 64, 8, vocab=32000, ctx=4096, pretraining_tp=1, rope_scaling=None,
+        8192,
+        28672,
+        80,
+        64,
+        8,
+        vocab=32000,
+        ctx=4096,
+        pretraining_tp=1,
+        rope_scaling=None,
         source="meta-llama/Llama-2-70b-hf config.json; Touvron et al. 2023 (arXiv:2307.09288), GQA with 8 KV heads",
     ),
     "llama3-8b": _llama(
-        4096, 14336, 32, 32, 8, vocab=128256, ctx=8192, attention_bias=False, rope_theta=500000.0,
-        rope_scaling=None, source="meta-llama/Meta-Llama-3-8B config.json; Llama 3 (arXiv:2407.21783), Table 3",
+        4096,
+        14336,
+        32,
+        32,
+        8,
+        vocab=128256,
+        ctx=8192,
+        attention_bias=False,
+        rope_theta=500000.0,
+        rope_scaling=None,
+        source="meta-llama/Meta-Llama-3-8B config.json; Llama 3 (arXiv:2407.21783), Table 3",
     ),
     "llama3-70b": _llama(
-        8192, 28672, 80, 64, 8, vocab=128256, ctx=8192, attention_bias=False, rope_theta=500000.0,
-        rope_scaling=None, source="meta-llama/Meta-Llama-3-70B config.json; Llama 3 (arXiv:2407.21783), Table 3",
+        8192,
+        28672,
+        80,
+        64,
+        8,
+        vocab=128256,
+        ctx=8192,
+        attention_bias=False,
+        rope_theta=500000.0,
+        rope_scaling=None,
+        source="meta-llama/Meta-Llama-3-70B config.json; Llama 3 (arXiv:2407.21783), Table 3",
     ),
     "llama3.1-405b": _llama(
-        16384, 53248, 126, 128, 8, vocab=128256, ctx=131072, attention_bias=False, mlp_bias=False,
+        16384,
+        53248,
+        126,
+        128,
+        8,
+        vocab=128256,
+        ctx=131072,
+        attention_bias=False,
+        mlp_bias=False,
         rope_theta=500000.0,
-        rope_scaling={"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                      "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        rope_scaling={
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
         source="meta-llama/Llama-3.1-405B config.json; Llama 3 (arXiv:2407.21783), Table 3",
     ),
     "mistral-7b": {
@@ -179,12 +250,24 @@ PRESETS: dict[str, dict[str, Any]] = {
         "torch_dtype": "bfloat16",
         "vocab_size": 32000,
     },
-    "qwen2.5-0.5b": _qwen2(896, 4864, 24, 14, 2, vocab=151936, ctx=32768, tied=True, eps=1e-06,
-                           source="Qwen/Qwen2.5-0.5B config.json (tied embeddings)"),
-    "qwen2.5-7b": _qwen2(3584, 18944, 28, 28, 4, vocab=152064, ctx=131072, tied=False, eps=1e-06,
-                         source="Qwen/Qwen2.5-7B config.json"),
-    "qwen2.5-72b": _qwen2(8192, 29568, 80, 64, 8, vocab=152064, ctx=131072, tied=False, eps=1e-05,
-                          source="Qwen/Qwen2.5-72B config.json"),
+    "qwen2.5-0.5b": _qwen2(
+        896,
+        4864,
+        24,
+        14,
+        2,
+        vocab=151936,
+        ctx=32768,
+        tied=True,
+        eps=1e-06,
+        source="Qwen/Qwen2.5-0.5B config.json (tied embeddings)",
+    ),
+    "qwen2.5-7b": _qwen2(
+        3584, 18944, 28, 28, 4, vocab=152064, ctx=131072, tied=False, eps=1e-06, source="Qwen/Qwen2.5-7B config.json"
+    ),
+    "qwen2.5-72b": _qwen2(
+        8192, 29568, 80, 64, 8, vocab=152064, ctx=131072, tied=False, eps=1e-05, source="Qwen/Qwen2.5-72B config.json"
+    ),
     "qwen3-8b": {
         "_source": "Qwen/Qwen3-8B config.json",
         "architectures": ["Qwen3ForCausalLM"],
@@ -305,8 +388,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "qk_nope_head_dim": 128,
         "qk_rope_head_dim": 64,
         "rms_norm_eps": 1e-06,
-        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
-                         "original_max_position_embeddings": 4096, "type": "yarn"},
+        "rope_scaling": {
+            "beta_fast": 32,
+            "beta_slow": 1,
+            "factor": 40,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+            "original_max_position_embeddings": 4096,
+            "type": "yarn",
+        },
         "rope_theta": 10000,
         "routed_scaling_factor": 2.5,
         "scoring_func": "sigmoid",
@@ -317,14 +407,18 @@ PRESETS: dict[str, dict[str, Any]] = {
         "v_head_dim": 128,
         "vocab_size": 129280,
     },
-    "megatron-22b": _gpt2(6144, 48, 64, vocab=51200, ctx=2048,
-                          source=_KORTHIKANTI.format(heads=64, hidden=6144, layers=48)),
-    "megatron-175b": _gpt2(12288, 96, 96, vocab=51200, ctx=2048,
-                           source=_KORTHIKANTI.format(heads=96, hidden=12288, layers=96)),
-    "megatron-530b": _gpt2(20480, 105, 128, vocab=51200, ctx=2048,
-                           source=_KORTHIKANTI.format(heads=128, hidden=20480, layers=105)),
-    "megatron-1t": _gpt2(25600, 128, 160, vocab=51200, ctx=2048,
-                         source=_KORTHIKANTI.format(heads=160, hidden=25600, layers=128)),
+    "megatron-22b": _gpt2(
+        6144, 48, 64, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=64, hidden=6144, layers=48)
+    ),
+    "megatron-175b": _gpt2(
+        12288, 96, 96, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=96, hidden=12288, layers=96)
+    ),
+    "megatron-530b": _gpt2(
+        20480, 105, 128, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=128, hidden=20480, layers=105)
+    ),
+    "megatron-1t": _gpt2(
+        25600, 128, 160, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=160, hidden=25600, layers=128)
+    ),
 }
 """Model configurations by stable slug, as Hugging Face ``config.json`` dicts with a ``_source`` key."""
 
@@ -342,9 +436,14 @@ _NARAYANAN_ROWS: tuple[tuple[str, int, int, int], ...] = (
 )
 for _params, _heads, _hidden, _layers in _NARAYANAN_ROWS:
     PRESETS[f"narayanan-{_params if _params == '1t' else _params + 'b'}"] = _gpt2(
-        _hidden, _layers, _heads, vocab=51200, ctx=2048,
-        source=_NARAYANAN.format(params="1008.0" if _params == "1t" else _params, heads=_heads,
-                                 hidden=_hidden, layers=_layers),
+        _hidden,
+        _layers,
+        _heads,
+        vocab=51200,
+        ctx=2048,
+        source=_NARAYANAN.format(
+            params="1008.0" if _params == "1t" else _params, heads=_heads, hidden=_hidden, layers=_layers
+        ),
     )
 
 PRESET_LABELS: dict[str, str] = {
@@ -374,8 +473,7 @@ PRESET_LABELS: dict[str, str] = {
     "megatron-530b": "Megatron 530B / MT-NLG shape (Korthikanti et al.)",
     "megatron-1t": "Megatron 1T (Korthikanti et al.)",
     **{
-        f"narayanan-{p if p == '1t' else p + 'b'}":
-            f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
+        f"narayanan-{p if p == '1t' else p + 'b'}": f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
         for p, *_ in _NARAYANAN_ROWS
     },
 }

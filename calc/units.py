@@ -191,8 +191,9 @@ def parse_count(text: object, field: str = "params") -> int:
         digits = mantissa.replace("_", "").replace(",", "")
         scaled = _scaled(digits, exponent)  # the exponent's size is checked before any power is computed
         if scaled is None:
-            raise CalcError(field, "must be at most 1e18" if int(exponent) > 0 and Fraction(digits) else
-                            "must be at least 1", text)
+            raise CalcError(
+                field, "must be at most 1e18" if int(exponent) > 0 and Fraction(digits) else "must be at least 1", text
+            )
         value = scaled * _COUNT_SUFFIX[suffix.lower()]
     else:
         raise CalcError(field, rule, text)

@@ -34,9 +34,7 @@ RENDER_CASES = [
 def run_cases() -> dict[str, object]:
     """Evaluate every case; return JSON-ready results."""
     return {
-        "state": [
-            model_state_bytes(p, zero_stage=s, dp=d, convention=c).as_dict() for p, s, d, c in STATE_CASES
-        ],
+        "state": [model_state_bytes(p, zero_stage=s, dp=d, convention=c).as_dict() for p, s, d, c in STATE_CASES],
         "format": [format_bytes(parse_count(p) * 16) for p, *_ in STATE_CASES],
         "render": [render(name, inputs) for name, inputs in RENDER_CASES],
         "defaults": {name: render(name, {}) for name in sorted(calculators())},

@@ -137,8 +137,10 @@ def _llama_formula(a: Architecture) -> int:
     return a.vocab_size * h * (1 if a.tied_embeddings else 2) + a.num_layers * (per_layer + 2 * h) + h
 
 
-@pytest.mark.parametrize("slug", ["llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
-                                  "llama3.1-405b", "mistral-7b", "phi3-mini"])
+@pytest.mark.parametrize(
+    "slug",
+    ["llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b", "phi3-mini"],
+)
 def test_llama_closed_form(slug: str) -> None:
     assert preset(slug).param_count == _llama_formula(preset(slug))
 
@@ -207,8 +209,14 @@ def test_kv_cache_dims(slug: str, bytes_per_token: int) -> None:
 
 
 def _llama(**kw: object) -> dict:
-    cfg = {"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 96,
-           "num_hidden_layers": 2, "num_attention_heads": 4}
+    cfg = {
+        "model_type": "llama",
+        "vocab_size": 100,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+    }
     cfg.update(kw)
     return {k: v for k, v in cfg.items() if v is not ...}
 
@@ -219,8 +227,17 @@ def _llama(**kw: object) -> dict:
         (_llama(), "num_kv_heads", 4),  # llama: absent -> heads
         (_llama(num_key_value_heads=None), "num_kv_heads", 4),  # null -> heads, every model type
         (_llama(model_type="mistral", num_attention_heads=8), "num_kv_heads", 8),  # MistralConfig default 8
-        (_llama(model_type="qwen3_moe", num_attention_heads=8, num_experts=2, num_experts_per_tok=1,
-                moe_intermediate_size=8), "num_kv_heads", 4),  # Qwen3MoeConfig default 4
+        (
+            _llama(
+                model_type="qwen3_moe",
+                num_attention_heads=8,
+                num_experts=2,
+                num_experts_per_tok=1,
+                moe_intermediate_size=8,
+            ),
+            "num_kv_heads",
+            4,
+        ),  # Qwen3MoeConfig default 4
         (_llama(model_type="qwen2", num_attention_heads=32), "num_kv_heads", 32),  # Qwen2Config default 32
         (_llama(), "head_dim", 16),  # hidden / heads
         (_llama(model_type="qwen3", num_key_value_heads=2), "head_dim", 128),  # Qwen3Config default, not hidden / heads
@@ -236,10 +253,16 @@ def _llama(**kw: object) -> dict:
         (_llama(model_type="qwen2", num_key_value_heads=2, sliding_window=4096), "sliding_window", 0),  # switched off
         (_llama(model_type="qwen2", num_key_value_heads=2, use_sliding_window=True), "sliding_window", 4096),
         ({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1, "n_head": 2}, "intermediate_size", 32),
-        ({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1, "n_head": 2},
-         "max_position_embeddings", 1024),
-        ({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1, "n_head": 2, "head_dim": 3},
-         "head_dim", 4),  # GPT-2 ignores head_dim
+        (
+            {"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1, "n_head": 2},
+            "max_position_embeddings",
+            1024,
+        ),
+        (
+            {"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1, "n_head": 2, "head_dim": 3},
+            "head_dim",
+            4,
+        ),  # GPT-2 ignores head_dim
         (_llama(hidden_size=64.0), "hidden_size", 64),  # a whole float is accepted
         (_llama(num_hidden_layers=100_000), "num_layers", 100_000),  # the cap on pasted configs
     ],
@@ -249,8 +272,15 @@ def test_hf_defaults(config: dict, field: str, expected: object) -> None:
 
 
 def test_qwen3_moe_layer_pattern() -> None:
-    cfg = _llama(model_type="qwen3_moe", num_hidden_layers=6, num_experts=4, moe_intermediate_size=8,
-                 num_experts_per_tok=2, decoder_sparse_step=2, mlp_only_layers=[3])
+    cfg = _llama(
+        model_type="qwen3_moe",
+        num_hidden_layers=6,
+        num_experts=4,
+        moe_intermediate_size=8,
+        num_experts_per_tok=2,
+        decoder_sparse_step=2,
+        mlp_only_layers=[3],
+    )
     a = Architecture.from_hf_config(cfg)
     # transformers: sparse iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
     assert [a.is_moe_layer(i) for i in range(6)] == [False, True, False, False, False, True]
@@ -277,8 +307,11 @@ def test_underscore_keys_and_name() -> None:
         (_llama(intermediate_size=None), "intermediate_size", "missing-field"),  # null is not a size
         ({"model_type": "gpt2", "vocab_size": 10, "n_layer": 1, "n_head": 2}, "n_embd", "missing-field"),
         (_llama(model_type="mixtral", num_key_value_heads=2), "num_local_experts", "missing-field"),
-        (_llama(model_type="qwen3_moe", num_key_value_heads=2, num_experts=4), "moe_intermediate_size",
-         "missing-field"),
+        (
+            _llama(model_type="qwen3_moe", num_key_value_heads=2, num_experts=4),
+            "moe_intermediate_size",
+            "missing-field",
+        ),
         (_llama(hidden_size="4096"), "hidden_size", "invalid-value"),  # strings are not numbers here
         (_llama(num_hidden_layers=True), "num_hidden_layers", "invalid-value"),
         (_llama(num_hidden_layers=0), "num_hidden_layers", "invalid-value"),
@@ -286,16 +319,30 @@ def test_underscore_keys_and_name() -> None:
         (_llama(vocab_size=float("inf")), "vocab_size", "invalid-value"),
         (_llama(tie_word_embeddings="yes"), "tie_word_embeddings", "invalid-value"),
         (_llama(num_key_value_heads=3), "num_kv_heads", "not-divisible"),
-        (_llama(hidden_size=60, num_attention_heads=8, head_dim=16), "num_attention_heads",
-         "not-divisible"),  # LlamaConfig refuses it (mistral, qwen3, gemma, phi3 accept it)
+        (
+            _llama(hidden_size=60, num_attention_heads=8, head_dim=16),
+            "num_attention_heads",
+            "not-divisible",
+        ),  # LlamaConfig refuses it (mistral, qwen3, gemma, phi3 accept it)
         (_llama(model_type="qwen2"), "num_key_value_heads", "missing-field"),  # default 32 does not divide 4
         ({"model_type": "gpt2", "vocab_size": 10, "n_embd": 9, "n_layer": 1, "n_head": 2}, "n_head", "not-divisible"),
-        (_llama(model_type="mixtral", num_key_value_heads=2, num_local_experts=2, num_experts_per_tok=3),
-         "experts_per_token",
-         "invalid-value"),
-        (_llama(model_type="qwen3_moe", num_key_value_heads=2, num_experts=4, moe_intermediate_size=8,
-                num_experts_per_tok=2, mlp_only_layers="all"),
-         "mlp_only_layers", "invalid-value"),
+        (
+            _llama(model_type="mixtral", num_key_value_heads=2, num_local_experts=2, num_experts_per_tok=3),
+            "experts_per_token",
+            "invalid-value",
+        ),
+        (
+            _llama(
+                model_type="qwen3_moe",
+                num_key_value_heads=2,
+                num_experts=4,
+                moe_intermediate_size=8,
+                num_experts_per_tok=2,
+                mlp_only_layers="all",
+            ),
+            "mlp_only_layers",
+            "invalid-value",
+        ),
         ([1, 2], "config", "invalid-value"),
     ],
 )
@@ -384,15 +431,27 @@ def test_per_layer_helpers() -> None:
         ({"experts_per_token": 2}, "num_experts", "invalid-value"),
         ({"num_experts": 4, "experts_per_token": 5, "moe_intermediate_size": 8}, "experts_per_token", "invalid-value"),
         ({"num_experts": 4, "experts_per_token": 1}, "moe_intermediate_size", "invalid-value"),
-        ({"kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 8, "head_dim": 9},
-         "head_dim", "invalid-value"),
+        (
+            {"kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 8, "head_dim": 9},
+            "head_dim",
+            "invalid-value",
+        ),
         ({"q_lora_rank": 8}, "q_lora_rank", "invalid-value"),
         ({"mlp_only_layers": [1]}, "mlp_only_layers", "invalid-value"),
     ],
 )
 def test_architecture_validation(kwargs: dict, field: str, code: str) -> None:
-    base = {"name": "t", "model_type": "custom", "vocab_size": 10, "hidden_size": 32, "num_layers": 2,
-            "num_heads": 4, "num_kv_heads": 4, "head_dim": 8, "intermediate_size": 64}
+    base = {
+        "name": "t",
+        "model_type": "custom",
+        "vocab_size": 10,
+        "hidden_size": 32,
+        "num_layers": 2,
+        "num_heads": 4,
+        "num_kv_heads": 4,
+        "head_dim": 8,
+        "intermediate_size": 64,
+    }
     with pytest.raises(CalcError) as info:
         Architecture(**{**base, **kwargs})
     assert (info.value.field, info.value.code) == (field, code)
@@ -431,14 +490,24 @@ def architectures(draw: st.DrawFn, moe: bool | None = None, mla: bool | None = N
         "qk_norm": draw(st.booleans()),
     }
     if experts:
-        kw.update(num_experts=experts, experts_per_token=draw(st.integers(1, experts)),
-                  num_shared_experts=draw(st.integers(0, 2)), moe_intermediate_size=draw(st.integers(1, 128)),
-                  first_k_dense=draw(st.integers(0, layers)), moe_layer_freq=draw(st.integers(1, 3)),
-                  router_bias=draw(st.booleans()),
-                  mlp_only_layers=tuple(draw(st.lists(st.integers(0, layers + 2), max_size=3))))
+        kw.update(
+            num_experts=experts,
+            experts_per_token=draw(st.integers(1, experts)),
+            num_shared_experts=draw(st.integers(0, 2)),
+            moe_intermediate_size=draw(st.integers(1, 128)),
+            first_k_dense=draw(st.integers(0, layers)),
+            moe_layer_freq=draw(st.integers(1, 3)),
+            router_bias=draw(st.booleans()),
+            mlp_only_layers=tuple(draw(st.lists(st.integers(0, layers + 2), max_size=3))),
+        )
     if mla:
-        kw.update(q_lora_rank=draw(st.integers(0, 64)), kv_lora_rank=draw(st.integers(1, 64)),
-                  qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=draw(st.integers(1, 32)))
+        kw.update(
+            q_lora_rank=draw(st.integers(0, 64)),
+            kv_lora_rank=draw(st.integers(1, 64)),
+            qk_rope_head_dim=rope,
+            qk_nope_head_dim=nope,
+            v_head_dim=draw(st.integers(1, 32)),
+        )
     return Architecture(**kw)
 
 
@@ -493,16 +562,29 @@ def test_adding_a_dense_layer_adds_one_layer(a: Architecture) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.integers(1, 64), st.integers(1, 8), st.integers(1, 8), st.integers(1, 200), st.integers(1, 4),
-    st.booleans(), st.booleans(), st.booleans(),
+    st.integers(1, 64),
+    st.integers(1, 8),
+    st.integers(1, 8),
+    st.integers(1, 200),
+    st.integers(1, 4),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
 )
 def test_llama_config_matches_closed_form(
     head_dim: int, kv: int, groups: int, inter: int, layers: int, tied: bool, attn_bias: bool, mlp_bias: bool
 ) -> None:
     heads = kv * groups
-    cfg = _llama(hidden_size=heads * head_dim, num_attention_heads=heads, num_key_value_heads=kv,
-                 intermediate_size=inter, num_hidden_layers=layers, tie_word_embeddings=tied,
-                 attention_bias=attn_bias, mlp_bias=mlp_bias)
+    cfg = _llama(
+        hidden_size=heads * head_dim,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=inter,
+        num_hidden_layers=layers,
+        tie_word_embeddings=tied,
+        attention_bias=attn_bias,
+        mlp_bias=mlp_bias,
+    )
     a = Architecture.from_hf_config(cfg)
     h = heads * head_dim
     biases = layers * ((heads + 2 * kv) * head_dim + h if attn_bias else 0)
@@ -526,15 +608,21 @@ def test_calculator_defaults() -> None:
 @pytest.mark.parametrize(
     ("inputs", "outputs"),
     [
-        ({"preset": "mixtral-8x7b"}, {"total_params": "46.7B", "active_params": "12.9B",
-                                      "active_params_exact": "12,879,925,248"}),
+        (
+            {"preset": "mixtral-8x7b"},
+            {"total_params": "46.7B", "active_params": "12.9B", "active_params_exact": "12,879,925,248"},
+        ),
         ({"preset": "deepseek-v3", "unit": "GiB"}, {"total_params": "671B", "active_params": "37.6B"}),
         ({"preset": "gpt2"}, {"total_params_exact": "124,439,808", "params_embedding": "39,383,808"}),
         # The textarea wins over the preset when it is not empty.
-        ({"preset": "gpt2", "config": json.dumps(PRESETS["qwen3-30b-a3b"])},
-         {"total_params_exact": "30,532,122,624", "active_params": "3.35B"}),
-        ({"config": json.dumps({**PRESETS["qwen2.5-0.5b"], "_name_or_path": "Qwen/Qwen2.5-0.5B"})},
-         {"model": "Qwen/Qwen2.5-0.5B (qwen2)", "total_params_exact": "494,032,768"}),
+        (
+            {"preset": "gpt2", "config": json.dumps(PRESETS["qwen3-30b-a3b"])},
+            {"total_params_exact": "30,532,122,624", "active_params": "3.35B"},
+        ),
+        (
+            {"config": json.dumps({**PRESETS["qwen2.5-0.5b"], "_name_or_path": "Qwen/Qwen2.5-0.5B"})},
+            {"model": "Qwen/Qwen2.5-0.5B (qwen2)", "total_params_exact": "494,032,768"},
+        ),
         ({"config": "   \n  "}, {"total_params_exact": "8,030,261,248"}),  # blank = use the preset
     ],
 )
@@ -590,8 +678,14 @@ def test_v_head_dim_defaults_to_head_dim() -> None:
     assert narrower.kv_cache_dims_per_token() == 2 * 8 * 64
 
 
-_LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
-          "num_hidden_layers": 32, "num_attention_heads": 32}
+_LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+}
 
 
 def _cfg(**changes: object) -> str:
@@ -607,7 +701,7 @@ def _cfg(**changes: object) -> str:
         ("[" * 33 + "]" * 33, "must nest arrays and objects at most 32 deep"),
         ("[[" * 65_000 + "]]" * 65_000, "must nest arrays and objects at most 32 deep"),
         ("]" * 100 + "[" * 5000, "must nest arrays and objects at most 32 deep"),
-        ('{"x": "' + "\\\"" * 20000 + "[" * 40, "is not valid JSON"),  # brackets in an unterminated string
+        ('{"x": "' + '\\"' * 20000 + "[" * 40, "is not valid JSON"),  # brackets in an unterminated string
         ('{"model_type": "llama", "x": ' + "[" * 40 + "]" * 40 + "}", "must nest arrays and objects at most 32"),
         ("x" * (256 * 1024 + 1), "config must be at most 262,144 characters"),
         (_cfg(pad="x" * 262_000), "config must be at most 262,144 characters"),

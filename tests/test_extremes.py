@@ -76,8 +76,14 @@ RANGES = [
     ("training-memory", "gpu_memory", "0.001", "100000", CUSTOM_GPU),
 ]
 
-_LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
-          "num_hidden_layers": 32, "num_attention_heads": 32}
+_LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+}
 _BIG = 1 << 24
 _NESTED = {"model_type": "llama", **{k: v for k, v in _LLAMA.items() if k != "model_type"}}
 _deep: object = 1
@@ -95,35 +101,112 @@ COMBINED = [
     ("pipeline-bubble", {"pp": "4", "num_microbatches": "16", **INTERLEAVED, "virtual_stages": "4"}),
     ("will-it-fit", {"params": "1e18", "dp": "1048576", "zero_stage": "3", **CUSTOM_GPU, "gpu_memory": "0.001"}),
     ("will-it-fit", {"params": "1", "dp": "1", **CUSTOM_GPU, "gpu_memory": "100000"}),
-    ("training-compute", {"params": "1e18", "tokens": "1e18", "num_gpus": "1", "mfu": "0.01", **CUSTOM_GPU,
-                          "peak_tflops": "0.001"}),
-    ("training-compute", {"params": "1", "tokens": "1", "num_gpus": "10000000", "mfu": "100", **CUSTOM_GPU,
-                          "peak_tflops": "1e6"}),
+    (
+        "training-compute",
+        {"params": "1e18", "tokens": "1e18", "num_gpus": "1", "mfu": "0.01", **CUSTOM_GPU, "peak_tflops": "0.001"},
+    ),
+    (
+        "training-compute",
+        {"params": "1", "tokens": "1", "num_gpus": "10000000", "mfu": "100", **CUSTOM_GPU, "peak_tflops": "1e6"},
+    ),
     ("serving-memory", {"seq_len": "16777216", "batch": "1048576", "tp": "8", **CUSTOM_GPU, "gpu_memory": "100000"}),
     ("serving-memory", {"model": "deepseek-v3", "seq_len": "16777216", "batch": "1048576", "tp": "128"}),
-    ("communication", {"params": "1e18", "dp": "16", "tp": "64", "pp": "80", "cp": "1024",
-                       "hidden": "1000000", "seq": "16777216", "micro_batch": "65536", "num_microbatches": "1048576",
-                       "zero_stage": "3", "virtual_stages": "1", "intra_efficiency": "1", "inter_efficiency": "1"}),
+    (
+        "communication",
+        {
+            "params": "1e18",
+            "dp": "16",
+            "tp": "64",
+            "pp": "80",
+            "cp": "1024",
+            "hidden": "1000000",
+            "seq": "16777216",
+            "micro_batch": "65536",
+            "num_microbatches": "1048576",
+            "zero_stage": "3",
+            "virtual_stages": "1",
+            "intra_efficiency": "1",
+            "inter_efficiency": "1",
+        },
+    ),
     ("communication", {"dp": "16384", "cp": "2", "tp": "1024", "pp": "1024", "hidden": "1000000"}),  # dp × cp
-    ("communication", {"layers": "10000", "pp": "1000", "virtual_stages": "10", "num_microbatches": "1000000",
-                       "expert_params": "60B", "ep": "8", "top_k": "1024", "gpus_per_node": "1"}),
-    ("activations", {"seq_len": "16777216", "micro_batch": "65536", "hidden": "1048576", "heads": "16384",
-                     "tp": "1024", "sequence_parallel": "1"}),
-    ("activations", {"seq_len": "16777216", "micro_batch": "65536", "hidden": "1048576", "heads": "16384",
-                     "tp": "1"}),
-    ("training-memory", {"preset": "llama3.1-405b", "dp": "1048576", "pp": "126", "tp": "8", "cp": "1024",
-                         "seq_len": "16777216", "micro_batch": "65536", "zero_stage": "3", "recompute": "none",
-                         "flash_attention": "0", "dropout": "1"}),
+    (
+        "communication",
+        {
+            "layers": "10000",
+            "pp": "1000",
+            "virtual_stages": "10",
+            "num_microbatches": "1000000",
+            "expert_params": "60B",
+            "ep": "8",
+            "top_k": "1024",
+            "gpus_per_node": "1",
+        },
+    ),
+    (
+        "activations",
+        {
+            "seq_len": "16777216",
+            "micro_batch": "65536",
+            "hidden": "1048576",
+            "heads": "16384",
+            "tp": "1024",
+            "sequence_parallel": "1",
+        },
+    ),
+    ("activations", {"seq_len": "16777216", "micro_batch": "65536", "hidden": "1048576", "heads": "16384", "tp": "1"}),
+    (
+        "training-memory",
+        {
+            "preset": "llama3.1-405b",
+            "dp": "1048576",
+            "pp": "126",
+            "tp": "8",
+            "cp": "1024",
+            "seq_len": "16777216",
+            "micro_batch": "65536",
+            "zero_stage": "3",
+            "recompute": "none",
+            "flash_attention": "0",
+            "dropout": "1",
+        },
+    ),
     ("training-memory", {"preset": "deepseek-v3", "dp": "1024", "ep": "256", "pp": "61", "seq_len": "16777216"}),
-    ("training-memory", {"preset": "llama3-70b", "pp": "2", "interleave": "40", "global_batch": "1073741824",
-                         "dp": "8"}),
+    (
+        "training-memory",
+        {"preset": "llama3-70b", "pp": "2", "interleave": "40", "global_batch": "1073741824", "dp": "8"},
+    ),
     ("parameter-count", {"config": _padded}),
-    ("parameter-count", {"config": json.dumps({**_LLAMA, "hidden_size": _BIG, "vocab_size": _BIG,
-                                               "intermediate_size": _BIG, "num_hidden_layers": 100_000,
-                                               "num_attention_heads": 1})}),
-    ("parameter-count", {"config": json.dumps({**_LLAMA, "model_type": "qwen3_moe", "num_experts": _BIG,
-                                               "moe_intermediate_size": _BIG, "num_hidden_layers": 100_000,
-                                               "head_dim": 128})}),
+    (
+        "parameter-count",
+        {
+            "config": json.dumps(
+                {
+                    **_LLAMA,
+                    "hidden_size": _BIG,
+                    "vocab_size": _BIG,
+                    "intermediate_size": _BIG,
+                    "num_hidden_layers": 100_000,
+                    "num_attention_heads": 1,
+                }
+            )
+        },
+    ),
+    (
+        "parameter-count",
+        {
+            "config": json.dumps(
+                {
+                    **_LLAMA,
+                    "model_type": "qwen3_moe",
+                    "num_experts": _BIG,
+                    "moe_intermediate_size": _BIG,
+                    "num_hidden_layers": 100_000,
+                    "head_dim": 128,
+                }
+            )
+        },
+    ),
     ("parameter-count", {"config": "[" * MAX_CONFIG_DEPTH + "]" * MAX_CONFIG_DEPTH}),
 ]
 """Several fields at their extremes at once, and the inputs that once broke a page."""
@@ -157,8 +240,9 @@ def test_whole_range_renders_small(name: str, inputs: dict[str, str]) -> None:
         assert len(result["error"]["message"]) < 600
 
 
-@pytest.mark.parametrize(("name", "field", "low", "high", "context"), RANGES,
-                         ids=[f"{r[0]}:{r[1]}:{r[3]}" for r in RANGES])
+@pytest.mark.parametrize(
+    ("name", "field", "low", "high", "context"), RANGES, ids=[f"{r[0]}:{r[1]}:{r[3]}" for r in RANGES]
+)
 def test_range_bounds_are_the_stated_ones(name: str, field: str, low: str, high: str, context: dict) -> None:
     """Each bound in RANGES is allowed on its own, so the table really spans each field's range."""
     for value in (low, high):

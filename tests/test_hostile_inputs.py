@@ -67,15 +67,21 @@ OK: dict[tuple[str, str], frozenset[str]] = {
 
 Checkboxes are not listed: any value is read as on or off (``checked``), so every value renders."""
 
-INTERNAL_NAMES = ("memory_bytes", "reserved_fraction", "num_heads", "num_kv_heads", "size_bytes",
-                  "bytes_per_element", "stage_params", "layer_bytes", "Traceback", "Error:")
+INTERNAL_NAMES = (
+    "memory_bytes",
+    "reserved_fraction",
+    "num_heads",
+    "num_kv_heads",
+    "size_bytes",
+    "bytes_per_element",
+    "stage_params",
+    "layer_bytes",
+    "Traceback",
+    "Error:",
+)
 """Names of engine arguments and Python noise that a reader never sees and a message must not show."""
 
-CASES = [
-    (name, f.name, f.kind, f.enabled_when)
-    for name, calc in sorted(calculators().items())
-    for f in calc.fields
-]
+CASES = [(name, f.name, f.kind, f.enabled_when) for name, calc in sorted(calculators().items()) for f in calc.fields]
 
 
 def _context(enabled_when: tuple[str, str] | None) -> dict[str, str]:

@@ -21,8 +21,17 @@ MiB = 2**20
 GiB = 2**30
 
 # A small dense model whose MLP width 8 * 100 = 800 is not divisible by 64 (for the MLP-width rule).
-ODD_MLP = Architecture(name="odd", model_type="custom", vocab_size=1000, hidden_size=512, num_layers=4,
-                       num_heads=64, num_kv_heads=64, head_dim=8, intermediate_size=1000)
+ODD_MLP = Architecture(
+    name="odd",
+    model_type="custom",
+    vocab_size=1000,
+    hidden_size=512,
+    num_layers=4,
+    num_heads=64,
+    num_kv_heads=64,
+    head_dim=8,
+    intermediate_size=1000,
+)
 
 
 def _error(arch: Architecture | str, **kw) -> CalcError:
@@ -38,34 +47,73 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
         ("gpt2", dict(tp=8), "tp must divide the attention heads (heads=12) (got 8)"),
         ("llama3-8b", dict(tp=16), "tp must divide the KV heads (kv_heads=8) (got 16)"),
         (ODD_MLP, dict(tp=16), "tp must divide the MLP width (intermediate_size=1000) (got 16)"),
-        ("gpt2", dict(pp=5), "pp must divide the layers, or the layers + 2 with the first and last stages one layer "
-                             "short (layers=12) (got 5)"),
-        ("gpt2", dict(pp=7), "pp must divide the layers here (layers=12): this calculator models equal pipeline "
-                             "stages, not first and last stages one layer short (got 7)"),
+        (
+            "gpt2",
+            dict(pp=5),
+            (
+                "pp must divide the layers, or the layers + 2 with the first and last stages one layer "
+                "short (layers=12) (got 5)"
+            ),
+        ),
+        (
+            "gpt2",
+            dict(pp=7),
+            (
+                "pp must divide the layers here (layers=12): this calculator models equal pipeline "
+                "stages, not first and last stages one layer short (got 7)"
+            ),
+        ),
         ("gpt2", dict(pp=2, interleave=4), "pp × interleave must divide the layers (layers=12, interleave=4) (got 2)"),
-        ("gpt2", dict(interleave=2), "interleave needs pp of at least 2 (it splits each pipeline stage into chunks) "
-                                     "(got 2)"),
+        (
+            "gpt2",
+            dict(interleave=2),
+            "interleave needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)",
+        ),
         ("llama3-8b", dict(ep=2, dp=2), "ep must be 1 for a dense model (num_experts=0) (got 2)"),
         ("mixtral-8x7b", dict(ep=3, dp=3), "ep must divide the experts (experts=8) (got 3)"),
-        ("mixtral-8x7b", dict(ep=4, dp=2), "ep must divide dp × cp (=2); expert parallelism reuses the data- and "
-                                           "context-parallel ranks (got 4)"),
+        (
+            "mixtral-8x7b",
+            dict(ep=4, dp=2),
+            "ep must divide dp × cp (=2); expert parallelism reuses the data- and context-parallel ranks (got 4)",
+        ),
         ("gpt2", dict(cp=2, seq_len=1023), "cp must divide seq_len (seq_len=1023) (got 2)"),
-        ("gpt2", dict(cp=2, seq_len=1022), "cp × 2 must divide seq_len for load-balanced ring attention "
-                                           "(seq_len=1022) (got 2)"),
-        ("gpt2", dict(tp=4, sequence_parallel=True, seq_len=1022),
-         "tp must divide seq_len / cp under sequence parallelism (seq_len=1022, cp=1) (got 4)"),
-        ("gpt2", dict(dp=4, micro_batch=2, global_batch=12),
-         "global_batch must be a multiple of dp × micro_batch (dp=4, micro_batch=2) (got 12)"),
+        (
+            "gpt2",
+            dict(cp=2, seq_len=1022),
+            "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=1022) (got 2)",
+        ),
+        (
+            "gpt2",
+            dict(tp=4, sequence_parallel=True, seq_len=1022),
+            "tp must divide seq_len / cp under sequence parallelism (seq_len=1022, cp=1) (got 4)",
+        ),
+        (
+            "gpt2",
+            dict(dp=4, micro_batch=2, global_batch=12),
+            "global_batch must be a multiple of dp × micro_batch (dp=4, micro_batch=2) (got 12)",
+        ),
         ("gpt2", dict(tp=4, gpus=30), "gpus must be a multiple of tp × pp × cp (=4) (got 30)"),
         ("gpt2", dict(dp=2, tp=4, gpus=16), "gpus must equal dp × tp × pp × cp (=8) (got 16)"),
-        ("gpt2", dict(zero_stage=2, offload_params=True),
-         "offload_params needs zero_stage 3 (parameters are offloaded as ZeRO-3 shards) (got True)"),
-        ("gpt2", dict(offload_optimizer=True), "offload_optimizer needs zero_stage of at least 1 (ZeRO-Offload) "
-                                               "(got True)"),
+        (
+            "gpt2",
+            dict(zero_stage=2, offload_params=True),
+            "offload_params needs zero_stage 3 (parameters are offloaded as ZeRO-3 shards) (got True)",
+        ),
+        (
+            "gpt2",
+            dict(offload_optimizer=True),
+            "offload_optimizer needs zero_stage of at least 1 (ZeRO-Offload) (got True)",
+        ),
         ("gpt2", dict(recompute="most"), "recompute must be one of none, selective, full (got 'most')"),
-        ("gpt2", dict(convention="adam-12"), "convention must be one of bf16-adam-12, bf16-adam-fused-10, "
-                                             "bf16-adam-pure-8, fp32-adam-16, fp32-sgd-8, mixed-adam-16, mixed-adam-18, "
-                                             "mixed-adam-20, mixed-adam8bit-10, mixed-sgdm-12 (got 'adam-12')"),
+        (
+            "gpt2",
+            dict(convention="adam-12"),
+            (
+                "convention must be one of bf16-adam-12, bf16-adam-fused-10, "
+                "bf16-adam-pure-8, fp32-adam-16, fp32-sgd-8, mixed-adam-16, mixed-adam-18, "
+                "mixed-adam-20, mixed-adam8bit-10, mixed-sgdm-12 (got 'adam-12')"
+            ),
+        ),
         ("gpt2", dict(zero_stage=4), "zero_stage must be a whole number from 0 to 3 (got 4)"),
         ("gpt2", dict(dp=0), "dp must be a whole number of at least 1 (got 0)"),
         ("gpt2", dict(flash_attention="yes"), "flash_attention must be true or false (got 'yes')"),
@@ -100,8 +148,15 @@ TABLE_3 = [
 @pytest.mark.parametrize(("name", "tp", "pp", "global_batch", "micro_batch", "gib"), TABLE_3)
 def test_table_3_first_stage(name, tp, pp, global_batch, micro_batch, gib) -> None:
     arch = preset(name)
-    layout = Layout(tp=tp, pp=pp, global_batch=global_batch, micro_batch=micro_batch, seq_len=SEQ,
-                    sequence_parallel=True, recompute="selective")
+    layout = Layout(
+        tp=tp,
+        pp=pp,
+        global_batch=global_batch,
+        micro_batch=micro_batch,
+        seq_len=SEQ,
+        sequence_parallel=True,
+        recompute="selective",
+    )
     m = stage_memory(arch, layout, 0)
     s, b, h, L = SEQ, micro_batch, arch.hidden_size, arch.num_layers
     eq6 = 34 * s * b * h * L // tp
@@ -113,8 +168,9 @@ def test_table_3_first_stage(name, tp, pp, global_batch, micro_batch, gib) -> No
     assert layout_memory(arch, layout).stage == 0  # the first stage is the most loaded
 
 
-@pytest.mark.parametrize(("name", "stage", "dp"), [("gpt2", 0, 1), ("llama3-8b", 1, 64), ("llama3-8b", 3, 1024),
-                                                   ("mixtral-8x7b", 2, 16)])
+@pytest.mark.parametrize(
+    ("name", "stage", "dp"), [("gpt2", 0, 1), ("llama3-8b", 1, 64), ("llama3-8b", 3, 1024), ("mixtral-8x7b", 2, 16)]
+)
 def test_no_model_parallelism_equals_zero_paper(name: str, stage: int, dp: int) -> None:
     """With tp = pp = 1 a GPU holds the whole model: ZeRO Sec. 5 per-GPU bytes, as model_state_bytes."""
     arch = preset(name)
@@ -146,9 +202,18 @@ def test_megatron_weight_and_optimizer_estimate() -> None:
     shard = (Fraction(L * (12 * h * h + 4 * h) + 2 * h, p) + h * V) / t
     megatron = shard * (6 + Fraction(12, d))
     assert megatron == 18_877_227_552 and round(float(megatron) / MiB, 1) == 18002.7
-    m = layout_memory(preset("megatron-175b"), Layout(dp=d, tp=t, pp=p, convention="mixed-adam-18",
-                                                      distributed_optimizer=True, sequence_parallel=True,
-                                                      recompute="selective"))
+    m = layout_memory(
+        preset("megatron-175b"),
+        Layout(
+            dp=d,
+            tp=t,
+            pp=p,
+            convention="mixed-adam-18",
+            distributed_optimizer=True,
+            sequence_parallel=True,
+            recompute="selective",
+        ),
+    )
     assert abs(Fraction(m.model_state) / megatron - 1) <= MEGATRON_STATE_TOLERANCE
     assert round(m.activations / MiB, 1) == 9816.0  # equal to Megatron's activation estimate to 0.1 MiB
 
@@ -190,10 +255,16 @@ def test_zero_over_cp() -> None:
     ("kw", "gpu", "cpu"),
     [
         (dict(zero_stage=1, offload_optimizer=True), ("weights",), ("gradients", "master", "momentum", "variance")),
-        (dict(zero_stage=3, offload_optimizer=True, offload_params=True), (),
-         ("weights", "gradients", "master", "momentum", "variance")),
-        (dict(distributed_optimizer=True, offload_optimizer=True), ("weights",),
-         ("gradients", "master", "momentum", "variance")),
+        (
+            dict(zero_stage=3, offload_optimizer=True, offload_params=True),
+            (),
+            ("weights", "gradients", "master", "momentum", "variance"),
+        ),
+        (
+            dict(distributed_optimizer=True, offload_optimizer=True),
+            ("weights",),
+            ("gradients", "master", "momentum", "variance"),
+        ),
     ],
 )
 def test_offload_moves_states_to_cpu(kw: dict, gpu: tuple, cpu: tuple) -> None:
@@ -272,17 +343,31 @@ def cases(draw, offload: bool = False):
     interleave = draw(st.sampled_from([v for v in (1, 2) if v == 1 or (pp > 1 and arch.num_layers % (pp * v) == 0)]))
     cp = draw(st.sampled_from([1, 2]))
     dp = draw(st.sampled_from([1, 2, 4, 8]))
-    ep = draw(st.sampled_from([e for e in (1, 2, 4, 8) if e == 1 or (arch.is_moe and arch.num_experts % e == 0
-                                                                     and (dp * cp) % e == 0)]))
+    ep = draw(
+        st.sampled_from(
+            [e for e in (1, 2, 4, 8) if e == 1 or (arch.is_moe and arch.num_experts % e == 0 and (dp * cp) % e == 0)]
+        )
+    )
     micro_batch = draw(st.integers(1, 4))
     per_step = dp * micro_batch * (pp if interleave > 1 else 1)  # interleaving needs m a multiple of pp
     global_batch = draw(st.one_of(st.none(), st.integers(1, 16).map(lambda m: m * per_step)))
     zero = draw(st.integers(0, 3))
     kw = dict(
-        dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero_stage=zero, micro_batch=micro_batch, global_batch=global_batch,
-        seq_len=draw(st.sampled_from([256, 512, 1024, 2048])), sequence_parallel=tp > 1 and draw(st.booleans()),
-        recompute=draw(st.sampled_from(["none", "selective", "full"])), flash_attention=draw(st.booleans()),
-        dropout=draw(st.booleans()), convention=draw(st.sampled_from(sorted(CONVENTIONS))), interleave=interleave,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        zero_stage=zero,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        seq_len=draw(st.sampled_from([256, 512, 1024, 2048])),
+        sequence_parallel=tp > 1 and draw(st.booleans()),
+        recompute=draw(st.sampled_from(["none", "selective", "full"])),
+        flash_attention=draw(st.booleans()),
+        dropout=draw(st.booleans()),
+        convention=draw(st.sampled_from(sorted(CONVENTIONS))),
+        interleave=interleave,
         zero_over_cp=draw(st.booleans()),
     )
     if offload:
@@ -296,16 +381,22 @@ def cases(draw, offload: bool = False):
 def test_higher_zero_stage_never_raises_memory(case) -> None:
     arch, layout = case
     if layout.zero_stage < 3:
-        assert layout_memory(arch, replace(layout, zero_stage=layout.zero_stage + 1)).total <= layout_memory(
-            arch, layout).total
+        assert (
+            layout_memory(arch, replace(layout, zero_stage=layout.zero_stage + 1)).total
+            <= layout_memory(arch, layout).total
+        )
 
 
 @settings(max_examples=75, deadline=None)
 @given(cases())
 def test_more_data_parallelism_never_raises_memory_under_zero(case) -> None:
     arch, layout = case
-    bigger = replace(layout, dp=2 * layout.dp, gpus=None,
-                     global_batch=None if layout.global_batch is None else 2 * layout.global_batch)
+    bigger = replace(
+        layout,
+        dp=2 * layout.dp,
+        gpus=None,
+        global_batch=None if layout.global_batch is None else 2 * layout.global_batch,
+    )
     if layout.zero_stage >= 1:
         assert layout_memory(arch, bigger).total <= layout_memory(arch, layout).total
     else:  # plain data parallelism replicates everything: nothing changes
@@ -352,15 +443,18 @@ def test_states_over_all_gpus_cover_the_model(case) -> None:
     """Summed over every GPU (each stage's dp × tp × cp GPUs), GPU + CPU model state >= the whole model's."""
     arch, layout = case
     per_stage = layout.dp * layout.tp * layout.cp
-    held = sum((m.model_state + m.cpu_offload) * per_stage
-               for m in (stage_memory(arch, layout, k) for k in range(layout.pp)))
+    held = sum(
+        (m.model_state + m.cpu_offload) * per_stage for m in (stage_memory(arch, layout, k) for k in range(layout.pp))
+    )
     assert held >= arch.param_count * CONVENTIONS[layout.convention].bytes_per_param
-    worst = max(stage_memory(arch, layout, k).model_state + stage_memory(arch, layout, k).cpu_offload
-                for k in range(layout.pp))
+    worst = max(
+        stage_memory(arch, layout, k).model_state + stage_memory(arch, layout, k).cpu_offload for k in range(layout.pp)
+    )
     assert worst * layout.gpus >= arch.param_count * CONVENTIONS[layout.convention].bytes_per_param
 
 
 # ----------------------------------------------------------------------------- the calculator
+
 
 def _outputs(fragment: str) -> dict[str, str]:
     import html
@@ -374,8 +468,10 @@ def test_widget_defaults() -> None:
     from calc.widgets.training import CALCULATOR
 
     fragment = CALCULATOR.compute(dict(CALCULATOR.defaults))
-    m = layout_memory(preset("llama3-8b"), Layout(dp=8, zero_stage=1, seq_len=4096, recompute="selective",
-                                                  flash_attention=True, dropout=False))
+    m = layout_memory(
+        preset("llama3-8b"),
+        Layout(dp=8, zero_stage=1, seq_len=4096, recompute="selective", flash_attention=True, dropout=False),
+    )
     out = _outputs(fragment)
     assert out["total"] == format_bytes(m.total)
     assert out["weights"] == format_bytes(m.weights)
@@ -405,9 +501,20 @@ def test_widget_cases(inputs: dict, ok: str, phrase: str) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("preset", "gpt-9"), ("dp", "0"), ("tp", "3"), ("pp", "5"), ("ep", "2"), ("zero_stage", "4"),
-     ("global_batch", "7"), ("seq_len", "x"), ("recompute", "all"), ("convention", "adam"), ("gpu", "tpu"),
-     ("interleave", "2")],
+    [
+        ("preset", "gpt-9"),
+        ("dp", "0"),
+        ("tp", "3"),
+        ("pp", "5"),
+        ("ep", "2"),
+        ("zero_stage", "4"),
+        ("global_batch", "7"),
+        ("seq_len", "x"),
+        ("recompute", "all"),
+        ("convention", "adam"),
+        ("gpu", "tpu"),
+        ("interleave", "2"),
+    ],
 )
 def test_widget_bad_input(field: str, value: str) -> None:
     from calc.widgets.training import CALCULATOR
@@ -450,10 +557,20 @@ SHARED_LAYOUT_CASES = [
     ("communication", {"pp": "4", "virtual_stages": "3", "layers": "80"}, "pp", _NOT, _PPV),
     ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "3"}, "pp", _NOT, _PPV),
     ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", _NOT, _MB),
-    ("pipeline-bubble", {**_IL, "pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", _NOT,
-     _MB),
-    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "24"},
-     "global_batch", _NOT, None),
+    (
+        "pipeline-bubble",
+        {**_IL, "pp": "4", "virtual_stages": "2", "num_microbatches": "3"},
+        "num_microbatches",
+        _NOT,
+        _MB,
+    ),
+    (
+        "training-memory",
+        {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "24"},
+        "global_batch",
+        _NOT,
+        None,
+    ),
     ("communication", {"pp": "1", "virtual_stages": "2"}, "virtual_stages", _UNS, _V),
     ("training-memory", {"pp": "1", "interleave": "2"}, "virtual_stages", _UNS, _V),
     ("pipeline-bubble", {**_IL, "pp": "1", "virtual_stages": "2"}, "virtual_stages", _UNS, _V),
@@ -470,8 +587,9 @@ SHARED_LAYOUT_CASES = [
 
 
 @pytest.mark.parametrize(("calculator", "inputs", "field", "code", "message"), SHARED_LAYOUT_CASES)
-def test_same_layout_same_error_in_every_calculator(calculator: str, inputs: dict, field: str, code: str,
-                                                     message: str | None) -> None:
+def test_same_layout_same_error_in_every_calculator(
+    calculator: str, inputs: dict, field: str, code: str, message: str | None
+) -> None:
     result = render(calculator, inputs)
     assert result["ok"] is False, calculator
     err = result["error"]

@@ -25,6 +25,7 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 
 # --- formulas ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("p", "m", "schedule", "v", "convention", "expected"),
     [
@@ -108,8 +109,9 @@ def test_bubble_invariants(p, m, v):
 _cases = st.one_of(
     st.tuples(st.sampled_from(["gpipe", "1f1b"]), st.integers(1, 8), st.integers(1, 20), st.just(1)),
     st.integers(1, 6).flatmap(
-        lambda p: st.tuples(st.just("interleaved"), st.just(p), st.integers(1, 5).map(lambda k: k * p),
-                            st.integers(1, 4))
+        lambda p: st.tuples(
+            st.just("interleaved"), st.just(p), st.integers(1, 5).map(lambda k: k * p), st.integers(1, 4)
+        )
     ),
 )
 
@@ -224,6 +226,7 @@ def test_schedule_rejects_what_the_formula_rejects(schedule):
 
 # --- SVG --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(("p", "m", "schedule", "v"), [(4, 8, "1f1b", 1), (4, 8, "interleaved", 2), (3, 5, "gpipe", 1)])
 def test_svg_structure(p, m, schedule, v):
     svg = schedule_svg(pipeline_schedule(p, m, schedule, v), id_prefix="fig1")
@@ -257,6 +260,7 @@ def test_svg_escapes_title():
 
 
 # --- the calculator (calc/widgets/pipeline.py) -------------------------------------------------------
+
 
 def _widget(**inputs: str) -> str:
     from calc.widgets.pipeline import CALCULATOR
@@ -327,8 +331,16 @@ def test_widget_draws_only_readable_schedules(inputs: dict, drawn: bool, reason:
 
 @pytest.mark.parametrize(
     ("p", "m", "schedule", "v"),
-    [(4, 8, "1f1b", 1), (8, 3, "1f1b", 1), (4, 8, "gpipe", 1), (4, 8, "interleaved", 2), (4, 4, "interleaved", 3),
-     (2, 2, "interleaved", 4), (8, 16, "interleaved", 2), (1, 5, "1f1b", 1)],
+    [
+        (4, 8, "1f1b", 1),
+        (8, 3, "1f1b", 1),
+        (4, 8, "gpipe", 1),
+        (4, 8, "interleaved", 2),
+        (4, 4, "interleaved", 3),
+        (2, 2, "interleaved", 4),
+        (8, 16, "interleaved", 2),
+        (1, 5, "1f1b", 1),
+    ],
 )
 def test_in_flight_without_drawing_matches_the_schedule(p: int, m: int, schedule: str, v: int) -> None:
     """When the schedule is not drawn the calculator uses the closed form; it equals the simulated peak."""

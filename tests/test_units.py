@@ -106,7 +106,8 @@ def test_parse_count_bounds_before_computing(text: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["1e100000000", "1e-100000000", "1e5000", "1e400", "NaN", "inf", "-0", "1/3", "9" * 65, "", "0x10", "1e"],
+    "text",
+    ["1e100000000", "1e-100000000", "1e5000", "1e400", "NaN", "inf", "-0", "1/3", "9" * 65, "", "0x10", "1e"],
 )
 def test_to_bytes_rejects_before_computing(text: str) -> None:
     with pytest.raises(CalcError, match="gpu_memory must be a positive number"):
@@ -115,15 +116,24 @@ def test_to_bytes_rejects_before_computing(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("80", Fraction(80)), ("0.5", Fraction(1, 2)), ("1e3", Fraction(1000)), ("-2", Fraction(-2)),
-     ("1_000", Fraction(1000)), ("1e100", Fraction(10**100)), (".5", Fraction(1, 2)), (2.5, Fraction(5, 2))],
+    [
+        ("80", Fraction(80)),
+        ("0.5", Fraction(1, 2)),
+        ("1e3", Fraction(1000)),
+        ("-2", Fraction(-2)),
+        ("1_000", Fraction(1000)),
+        ("1e100", Fraction(10**100)),
+        (".5", Fraction(1, 2)),
+        (2.5, Fraction(5, 2)),
+    ],
 )
 def test_parse_decimal(text: object, expected: Fraction) -> None:
     assert parse_decimal(text, "x", "must be a number") == expected
 
 
-@pytest.mark.parametrize("text", ["1e101", "1e-101", "nan", "Infinity", "1/2", "--1", "1e", "", " ", "9" * 65, True,
-                                  float("inf"), None])
+@pytest.mark.parametrize(
+    "text", ["1e101", "1e-101", "nan", "Infinity", "1/2", "--1", "1e", "", " ", "9" * 65, True, float("inf"), None]
+)
 def test_parse_decimal_rejects(text: object) -> None:
     with pytest.raises(CalcError, match="x must be a number"):
         parse_decimal(text, "x", "must be a number")

@@ -142,8 +142,10 @@ def test_bounds_and_field_names(name: str, inputs: dict, field: str) -> None:
 
 
 def test_gpu_memory_rule_is_one_rule() -> None:
-    messages = {render("will-it-fit", {**_CUSTOM, "gpu_memory": v})["error"]["message"].split(" (got")[0]
-                for v in ("0", "1e-30", "-1", "abc", "1e400", "100001")}
+    messages = {
+        render("will-it-fit", {**_CUSTOM, "gpu_memory": v})["error"]["message"].split(" (got")[0]
+        for v in ("0", "1e-30", "-1", "abc", "1e400", "100001")
+    }
     assert messages == {"gpu_memory must be an amount of memory from 1 MB to 100 TB, typed in the chosen unit"}
 
 

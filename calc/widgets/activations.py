@@ -19,8 +19,12 @@ _TABLE_2 = (
     ("tp", "Tensor parallel", "sbh(10 + 24/t + 5as/(ht))", dict()),
     ("tp_sp", "Tensor + sequence parallel", "sbh(34/t + 5as/(ht))", dict(sequence_parallel=True)),
     ("tp_selective", "Tensor parallel + selective recompute", "sbh(10 + 24/t)", dict(recompute="selective")),
-    ("tp_sp_selective", "Tensor + sequence parallel + selective recompute", "sbh(34/t)",
-     dict(sequence_parallel=True, recompute="selective")),
+    (
+        "tp_sp_selective",
+        "Tensor + sequence parallel + selective recompute",
+        "sbh(34/t)",
+        dict(sequence_parallel=True, recompute="selective"),
+    ),
     ("full", "Full recompute", "2sbh", dict(recompute="full")),
 )
 """The rows of Korthikanti et al. 2022, Table 2: output key, label, formula, arguments."""
@@ -65,17 +69,33 @@ def _compute(v: dict[str, str]) -> str:
         raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", recompute, code="unknown-name")
     flash = checked(v["flash_attention"])
     fmt = byte_formatter(v["unit"])
-    kw = dict(seq_len=s, micro_batch=b, hidden=h, heads=a, tp=t, sequence_parallel=sp, recompute=recompute,
-              flash_attention=flash)
+    kw = dict(
+        seq_len=s,
+        micro_batch=b,
+        hidden=h,
+        heads=a,
+        tp=t,
+        sequence_parallel=sp,
+        recompute=recompute,
+        flash_attention=flash,
+    )
     total = activation_bytes_per_layer(**kw)
     layer = layer_activations(**kw)
     ratio = Fraction(5 * a * s, h)
     setting = ", ".join(
-        x for x in (f"t = {t}", "sequence parallel" if sp else "", f"{recompute} recompute" if recompute != "none"
-                    else "", "FlashAttention" if flash else "") if x
+        x
+        for x in (
+            f"t = {t}",
+            "sequence parallel" if sp else "",
+            f"{recompute} recompute" if recompute != "none" else "",
+            "FlashAttention" if flash else "",
+        )
+        if x
     )
-    head = (f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch ({setting})</span> '
-            f'{out("total", fmt(total), "strong")} ({out("total_bytes", f"{total:,} B")})</p>')
+    head = (
+        f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch ({setting})</span> '
+        f"{out('total', fmt(total), 'strong')} ({out('total_bytes', f'{total:,} B')})</p>"
+    )
     rows = []
     for key, label, size in _TERMS:
         value = getattr(layer, key)
@@ -89,15 +109,20 @@ def _compute(v: dict[str, str]) -> str:
             divisor = "/t"
         rows.append((label, f"{size}{divisor}" if t > 1 else size, out(key, fmt(value))))
     table2 = [
-        (label, formula, out(f"row_{key}", fmt(activation_bytes_per_layer(**{**kw, "sequence_parallel": False,
-                                                                            "recompute": "none", **args}))))
+        (
+            label,
+            formula,
+            out(
+                f"row_{key}",
+                fmt(activation_bytes_per_layer(**{**kw, "sequence_parallel": False, "recompute": "none", **args})),
+            ),
+        )
         for key, label, formula, args in _TABLE_2
     ]
     ratio_text = f"{float(ratio):.4g}"
     return (
-        head
-        + f'<p class="lc-kv"><span>5as/h (the attention-score term per sbh)</span> '
-        f'{out("five_as_over_h", ratio_text)}</p>'
+        head + f'<p class="lc-kv"><span>5as/h (the attention-score term per sbh)</span> '
+        f"{out('five_as_over_h', ratio_text)}</p>"
         + table(("Stored tensor (Korthikanti Sec. 4.1)", "Size", "Per GPU"), rows, raw_cells=True)
         + "<p><small>Korthikanti et al. 2022, Table 2, for these numbers"
         + (" (FlashAttention: the 5as/(ht) term becomes an fp32 log-sum-exp, 4as/(ht)):" if flash else ":")
@@ -119,8 +144,15 @@ CALCULATOR = Calculator(
         Field("tp", "Tensor-parallel degree t", "8", kind="number", help="must divide the heads"),
         Field("sequence_parallel", "Sequence parallelism", "0", kind="checkbox"),
         Field(
-            "recompute", "Recomputation", "none", kind="select",
-            options=(("none", "None"), ("selective", "Selective (attention core)"), ("full", "Full (keep layer input)")),
+            "recompute",
+            "Recomputation",
+            "none",
+            kind="select",
+            options=(
+                ("none", "None"),
+                ("selective", "Selective (attention core)"),
+                ("full", "Full (keep layer input)"),
+            ),
         ),
         Field("flash_attention", "FlashAttention", "0", kind="checkbox"),
         Field("unit", "Units", "GiB", kind="select", options=UNIT_FIELD_OPTIONS),

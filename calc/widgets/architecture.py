@@ -55,12 +55,13 @@ def _shape(arch: Architecture) -> str:
         attn = f"{arch.num_heads} heads of {arch.head_dim}"
     else:
         attn = f"{arch.num_heads} heads of {arch.head_dim}, {arch.num_kv_heads} KV heads"
-    parts = [f"{arch.num_layers} layers", f"hidden {arch.hidden_size:,}", attn,
-             f"vocab {arch.vocab_size:,}"]
+    parts = [f"{arch.num_layers} layers", f"hidden {arch.hidden_size:,}", attn, f"vocab {arch.vocab_size:,}"]
     if arch.is_moe:
         shared = f" + {arch.num_shared_experts} shared" if arch.num_shared_experts else ""
-        parts.append(f"{arch.num_moe_layers} MoE layers: {arch.num_experts} experts{shared}, "
-                     f"top-{arch.experts_per_token}, expert FFN {arch.moe_intermediate_size:,}")
+        parts.append(
+            f"{arch.num_moe_layers} MoE layers: {arch.num_experts} experts{shared}, "
+            f"top-{arch.experts_per_token}, expert FFN {arch.moe_intermediate_size:,}"
+        )
     if arch.num_layers > arch.num_moe_layers:
         parts.append(f"FFN {arch.intermediate_size:,} ({arch.mlp})")
     parts.append("tied embeddings" if arch.tied_embeddings else "untied embeddings")
@@ -88,26 +89,32 @@ def _compute(v: dict[str, str]) -> str:
         for k in PARAM_KINDS
         if kinds[k]
     ]
-    rows.append((
-        "<strong>Total</strong>",
-        out("total_params_exact", f"{total:,}", "strong"),
-        out("active_params_exact", f"{active:,}", "strong"),
-        "100%",
-    ))
+    rows.append(
+        (
+            "<strong>Total</strong>",
+            out("total_params_exact", f"{total:,}", "strong"),
+            out("active_params_exact", f"{active:,}", "strong"),
+            "100%",
+        )
+    )
     if arch.is_moe:
-        active_line = (f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
-                       f"({_share(active, total)} of the weights: top-{arch.experts_per_token} of "
-                       f"{arch.num_experts} routed experts, plus everything else, embedding and head included)</p>")
+        active_line = (
+            f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
+            f"({_share(active, total)} of the weights: top-{arch.experts_per_token} of "
+            f"{arch.num_experts} routed experts, plus everything else, embedding and head included)</p>"
+        )
     else:
-        active_line = (f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
-                       "(dense: every weight)</p>")
+        active_line = (
+            f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
+            "(dense: every weight)</p>"
+        )
     return (
         f'<p class="lc-kv"><span>Model</span> {out("model", label)}</p>'
         + f'<p class="lc-kv"><span>Shape</span> {out("shape", _shape(arch))}</p>'
         + f'<p class="lc-kv"><span>Total parameters</span> {out("total_params", format_count(total), "strong")}</p>'
         + active_line
         + f'<p class="lc-kv"><span>BF16 weights (2 B/param)</span> {out("weights_bytes", fmt(_BF16_BYTES * total))}'
-        + (f' (active per token: {out("active_weights_bytes", fmt(_BF16_BYTES * active))})' if arch.is_moe else "")
+        + (f" (active per token: {out('active_weights_bytes', fmt(_BF16_BYTES * active))})" if arch.is_moe else "")
         + "</p>"
         + table(("Kind", "Parameters", "Active per token", "Share"), rows, raw_cells=True)
         + (_DEEPSEEK_NOTE if arch.model_type == "deepseek_v3" else "")
@@ -122,7 +129,10 @@ CALCULATOR = Calculator(
     fields=(
         Field("preset", "Model", "llama3-8b", kind="select", options=tuple(PRESET_LABELS.items())),
         Field(
-            "config", "config.json (optional)", "", kind="textarea",
+            "config",
+            "config.json (optional)",
+            "",
+            kind="textarea",
             help="Paste a Hugging Face config.json; when not empty it is used instead of the preset. "
             f"Model types: {', '.join(HF_MODEL_TYPES)}.",
         ),

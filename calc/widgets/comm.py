@@ -55,8 +55,9 @@ _INT_FIELDS: tuple[tuple[str, int], ...] = (
 def _percent(text: str, field: str) -> Fraction:
     """An achieved share of peak typed as a percentage, from 1 to 100 (below 1% a link is broken, not slow)."""
     rule = "must be a percentage from 1 to 100"
-    return parse_decimal(text.strip().rstrip("%") if len(text) <= 64 else text, field, rule,
-                         minimum=1, maximum=100) / 100
+    return (
+        parse_decimal(text.strip().rstrip("%") if len(text) <= 64 else text, field, rule, minimum=1, maximum=100) / 100
+    )
 
 
 def _seconds(s: float) -> str:
@@ -84,22 +85,32 @@ def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
     expert_text = v["expert_params"].strip()
     params = parse_count(v["params"], "params")
-    ints = {
-        name: parse_positive_int(v[name], name, maximum=maximum)
-        for name, maximum in _INT_FIELDS
-    }
+    ints = {name: parse_positive_int(v[name], name, maximum=maximum) for name, maximum in _INT_FIELDS}
     ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     ints["grad_bytes"] = parse_positive_int(v["grad_bytes"], "grad_bytes", minimum=2, maximum=4)
     if ints["grad_bytes"] not in (2, 4):
         raise CalcError("grad_bytes", "must be 2 or 4", v["grad_bytes"])
     if ints["dp"] * ints["cp"] > _DP_MAX:
-        raise CalcError("dp", f"× cp must be at most {_DP_MAX:,} (cp={ints['cp']}): the data-parallel group, "
-                        "dp × cp ranks, is placed rank by rank", v["dp"])
+        raise CalcError(
+            "dp",
+            f"× cp must be at most {_DP_MAX:,} (cp={ints['cp']}): the data-parallel group, "
+            "dp × cp ranks, is placed rank by rank",
+            v["dp"],
+        )
     sp = checked(v["sequence_parallel"])
     check_parallelism(
-        tp=ints["tp"], pp=ints["pp"], dp=ints["dp"], cp=ints["cp"], ep=ints["ep"],
-        virtual_stages=ints["virtual_stages"], layers=ints["layers"], hidden=ints["hidden"], seq_len=ints["seq"],
-        num_microbatches=ints["num_microbatches"], micro_batch=ints["micro_batch"], sequence_parallel=sp,
+        tp=ints["tp"],
+        pp=ints["pp"],
+        dp=ints["dp"],
+        cp=ints["cp"],
+        ep=ints["ep"],
+        virtual_stages=ints["virtual_stages"],
+        layers=ints["layers"],
+        hidden=ints["hidden"],
+        seq_len=ints["seq"],
+        num_microbatches=ints["num_microbatches"],
+        micro_batch=ints["micro_batch"],
+        sequence_parallel=sp,
         names={"seq_len": "seq"},
     )
     expert_params = 0 if expert_text in ("", "0") else parse_count(expert_text, "expert_params")
@@ -140,17 +151,24 @@ def _compute(v: dict[str, str]) -> str:
     rows = []
     for t in step.terms:
         where = INTERCONNECTS[v["intra"]].label if t.intra_node else f"network ({INTERCONNECTS[v['inter']].label})"
-        rows.append((
-            f"{escape(_GROUPS[t.group])}<br><small>{escape(t.label)}</small>",
-            f"{escape(t.collective)} × {t.calls:,}<br><small>{t.group_size} ranks, {escape(fmt(t.message_bytes))} each</small>",
-            out(f"{t.name}-bytes", fmt(t.bytes_sent)),
-            f"{escape(where)}<br><small>{escape(_rate(t.bus_bytes_per_s))} bus bandwidth</small>",
-            out(f"{t.name}-time", _seconds(t.time_s)),
-        ))
-    rows.append((
-        "<strong>Total</strong>", "", out("total_bytes", fmt(step.total_bytes), "strong"), "",
-        out("total_time", _seconds(step.total_time_s), "strong"),
-    ))
+        rows.append(
+            (
+                f"{escape(_GROUPS[t.group])}<br><small>{escape(t.label)}</small>",
+                f"{escape(t.collective)} × {t.calls:,}<br><small>{t.group_size} ranks, {escape(fmt(t.message_bytes))} each</small>",
+                out(f"{t.name}-bytes", fmt(t.bytes_sent)),
+                f"{escape(where)}<br><small>{escape(_rate(t.bus_bytes_per_s))} bus bandwidth</small>",
+                out(f"{t.name}-time", _seconds(t.time_s)),
+            )
+        )
+    rows.append(
+        (
+            "<strong>Total</strong>",
+            "",
+            out("total_bytes", fmt(step.total_bytes), "strong"),
+            "",
+            out("total_time", _seconds(step.total_time_s), "strong"),
+        )
+    )
     biggest = max(step.terms, key=lambda t: t.time_s)
     line = (
         f"{step.gpus:,} GPUs ({step.gpus_per_node} per node), {format_count(params)} parameters: "
@@ -159,8 +177,7 @@ def _compute(v: dict[str, str]) -> str:
     )
     return (
         verdict(True, line)
-        + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows,
-                raw_cells=True)
+        + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows, raw_cells=True)
         + '<p class="lc-kv"><small>Ring algorithms, bandwidth only (no latency); time assumes no overlap with '
         "compute, so it bounds the exposed communication from above. Ranks are ordered TP, CP, EP, DP, PP "
         "(Megatron-LM's default); a group that leaves the node runs at its GPUs' NICs.</small></p>"
@@ -176,19 +193,32 @@ CALCULATOR = Calculator(
         Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B"),
         Field("layers", "Layers", "80", kind="number"),
         Field("hidden", "Hidden size", "8192", kind="number"),
-        Field("kv_dims", "K+V size per token per layer", "2048", kind="number",
-              help="2 × KV heads × head dim (2 × hidden without GQA); for context parallelism"),
+        Field(
+            "kv_dims",
+            "K+V size per token per layer",
+            "2048",
+            kind="number",
+            help="2 × KV heads × head dim (2 × hidden without GQA); for context parallelism",
+        ),
         Field("seq", "Sequence length", "4096", kind="number"),
         Field("micro_batch", "Micro-batch size", "1", kind="number"),
-        Field("num_microbatches", "Micro-batches per step", "16", kind="number",
-              help="per pipeline: global batch / (micro-batch × dp)"),
+        Field(
+            "num_microbatches",
+            "Micro-batches per step",
+            "16",
+            kind="number",
+            help="per pipeline: global batch / (micro-batch × dp)",
+        ),
         Field("tp", "Tensor parallel (tp)", "8", kind="number"),
         Field("pp", "Pipeline parallel (pp)", "4", kind="number"),
         Field("dp", "Data parallel (dp)", "8", kind="number"),
         Field("cp", "Context parallel (cp)", "1", kind="number"),
         Field("ep", "Expert parallel (ep)", "1", kind="number", help="must divide dp × cp"),
         Field(
-            "zero_stage", "ZeRO stage", "1", kind="select",
+            "zero_stage",
+            "ZeRO stage",
+            "1",
+            kind="select",
             options=(
                 ("0", "0: all-reduce gradients"),
                 ("1", "1: reduce-scatter + all-gather"),
@@ -201,16 +231,36 @@ CALCULATOR = Calculator(
         Field("recompute", "Full activation recomputation", "0", kind="checkbox"),
         Field("expert_params", "Routed-expert parameters (MoE)", "0", help="0 for a dense model, e.g. 45B"),
         Field("top_k", "Experts per token (MoE)", "2", kind="number"),
-        Field("grad_bytes", "Gradient reduction precision", "2", kind="select",
-              options=(("2", "bf16 (2 bytes)"), ("4", "fp32 (4 bytes)"))),
+        Field(
+            "grad_bytes",
+            "Gradient reduction precision",
+            "2",
+            kind="select",
+            options=(("2", "bf16 (2 bytes)"), ("4", "fp32 (4 bytes)")),
+        ),
         Field("gpus_per_node", "GPUs per node", "8", kind="number"),
-        Field("intra", "Inside a node", "nvlink4", kind="select",
-              options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-up")),
-        Field("inter", "Between nodes (per GPU)", "ib-ndr", kind="select",
-              options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-out")),
+        Field(
+            "intra",
+            "Inside a node",
+            "nvlink4",
+            kind="select",
+            options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-up"),
+        ),
+        Field(
+            "inter",
+            "Between nodes (per GPU)",
+            "ib-ndr",
+            kind="select",
+            options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-out"),
+        ),
         Field("intra_efficiency", "Achieved share of link peak, inside a node (%)", "100", kind="number"),
-        Field("inter_efficiency", "Achieved share of NIC peak (%)", "100", kind="number",
-              help="NCCL maintainers report ~96–97% for HDR/NDR NICs"),
+        Field(
+            "inter_efficiency",
+            "Achieved share of NIC peak (%)",
+            "100",
+            kind="number",
+            help="NCCL maintainers report ~96–97% for HDR/NDR NICs",
+        ),
         Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
     ),
     compute=_compute,

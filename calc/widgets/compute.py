@@ -28,8 +28,9 @@ over 200 times the B200's 4.5 PFLOP/s dense FP8 datasheet peak)."""
 def _number(text: str, field: str, low: Fraction, high: int, what: str) -> float:
     """A number typed in a field, from ``low`` to ``high``, read exactly before it becomes a float."""
     rule = f"must be {what} from {float(low):g} to {high:,}"
-    return float(parse_decimal(text.strip().rstrip("%") if len(text) <= 64 else text, field, rule,
-                               minimum=low, maximum=high))
+    return float(
+        parse_decimal(text.strip().rstrip("%") if len(text) <= 64 else text, field, rule, minimum=low, maximum=high)
+    )
 
 
 def _sci(value: float) -> str:
@@ -83,21 +84,35 @@ def _compute(v: dict[str, str]) -> str:
         f"{_duration(t.seconds)} on {gpus:,} × {label} at {mfu * 100:.3g}% {kind}."
     )
     rows = [
-        ("Total training FLOPs", out("total_flops", _sci(t.total_flops)),
-         f"{factor} × parameters × tokens"
-         + (" (Kaplan's 6ND)" if factor == 6 else " (Narayanan Eq. 4, full recompute)")),
+        (
+            "Total training FLOPs",
+            out("total_flops", _sci(t.total_flops)),
+            f"{factor} × parameters × tokens"
+            + (" (Kaplan's 6ND)" if factor == 6 else " (Narayanan Eq. 4, full recompute)"),
+        ),
         ("Wall-clock time", out("days", f"{_sig3(t.days)} days"), f"{_sig3(t.seconds / 3600)} hours"),
         ("GPU-hours", out("gpu_hours", _sig3(t.gpu_hours)), f"{gpus:,} GPUs × {_sig3(t.seconds / 3600)} hours"),
-        ("Achieved per GPU", out("achieved_tflops", f"{achieved / 1e12:,.1f} TFLOP/s"),
-         f"{kind} × {peak / 1e12:,.1f} TFLOP/s dense {dtype} peak"),
+        (
+            "Achieved per GPU",
+            out("achieved_tflops", f"{achieved / 1e12:,.1f} TFLOP/s"),
+            f"{kind} × {peak / 1e12:,.1f} TFLOP/s dense {dtype} peak",
+        ),
         ("PF-days", out("pf_days", _sig3(t.total_flops / (1e15 * SECONDS_PER_DAY))), "as GPT-3 Table D.1 counts"),
-        ("Tokens per parameter", out("tokens_per_param", _sig3(tokens / params)),
-         "Chinchilla's compute-optimal runs use about 20"),
+        (
+            "Tokens per parameter",
+            out("tokens_per_param", _sig3(tokens / params)),
+            "Chinchilla's compute-optimal runs use about 20",
+        ),
     ]
     if tdp:
         mwh = t.gpu_hours * tdp / 1e6
-        rows.append(("GPU energy at board power", out("energy_mwh", f"{_sig3(mwh)} MWh"),
-                     f"{tdp} W × GPU-hours; an upper bound for the GPUs alone (no host, network or cooling)"))
+        rows.append(
+            (
+                "GPU energy at board power",
+                out("energy_mwh", f"{_sig3(mwh)} MWh"),
+                f"{tdp} W × GPU-hours; an upper bound for the GPUs alone (no host, network or cooling)",
+            )
+        )
     body = "".join(
         f'<p class="lc-kv"><span>{name}</span> {value} <small>{note}</small></p>' for name, value, note in rows
     )
@@ -114,16 +129,33 @@ CALCULATOR = Calculator(
         Field("tokens", "Training tokens", "2T", help="e.g. 300B, 2T, 15.6T"),
         Field("num_gpus", "GPUs", "2048", kind="number"),
         Field(
-            "gpu", "GPU", "h100-sxm", kind="select",
+            "gpu",
+            "GPU",
+            "h100-sxm",
+            kind="select",
             options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
         ),
-        Field("peak_tflops", "Peak TFLOP/s (custom)", "989.4", kind="number", enabled_when=("gpu", "custom"),
-              help="dense, per GPU"),
-        Field("dtype", "Math precision", "bf16", kind="select",
-              options=(("bf16", "BF16 / FP16 peak"), ("fp8", "FP8 peak"))),
+        Field(
+            "peak_tflops",
+            "Peak TFLOP/s (custom)",
+            "989.4",
+            kind="number",
+            enabled_when=("gpu", "custom"),
+            help="dense, per GPU",
+        ),
+        Field(
+            "dtype",
+            "Math precision",
+            "bf16",
+            kind="select",
+            options=(("bf16", "BF16 / FP16 peak"), ("fp8", "FP8 peak")),
+        ),
         Field("mfu", "Utilization (%)", "40", kind="number", help="Llama 3 405B: 38–43% MFU; PaLM: 46%"),
         Field(
-            "factor", "FLOPs per parameter per token", "6", kind="select",
+            "factor",
+            "FLOPs per parameter per token",
+            "6",
+            kind="select",
             options=(
                 ("6", "6: utilization is MFU (model FLOPs)"),
                 ("8", "8: utilization is HFU with full recomputation"),

@@ -38,8 +38,9 @@ _MAX_BATCH = 1 << 20
 def _reserve(text: str) -> Fraction:
     """The reserved share typed as a percentage (``"10"`` = 10%), exact."""
     rule = "must be a percentage from 0 to below 100"
-    value = parse_decimal(text.strip().rstrip("%") if len(text) <= 64 else text, "reserved_pct", rule,
-                          minimum=0, maximum=100)
+    value = parse_decimal(
+        text.strip().rstrip("%") if len(text) <= 64 else text, "reserved_pct", rule, minimum=0, maximum=100
+    )
     if value == 100:
         raise CalcError("reserved_pct", rule, text)
     return value / 100
@@ -60,46 +61,74 @@ def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
     m = inference_memory(
-        arch, seq_len=seq_len, batch=batch, precision=v["precision"], kv_dtype=v["kv_dtype"], tp=tp,
-        gpu=None, memory_bytes=memory, reserved_fraction=_reserve(v["reserved_pct"]),
+        arch,
+        seq_len=seq_len,
+        batch=batch,
+        precision=v["precision"],
+        kv_dtype=v["kv_dtype"],
+        tp=tp,
+        gpu=None,
+        memory_bytes=memory,
+        reserved_fraction=_reserve(v["reserved_pct"]),
     )
     label = PRESET_LABELS.get(name, name)
     where = f"{tp} × {gpu_label}" if tp > 1 else f"one {gpu_label}"
     per = " per GPU" if tp > 1 else ""
     if m.fits:
-        line = (f"Fits: {label} at {v['precision']} with {batch:,} × {seq_len:,}-token sequences on {where}; "
-                f"up to {m.max_concurrent_sequences:,} such sequences fit.")
+        line = (
+            f"Fits: {label} at {v['precision']} with {batch:,} × {seq_len:,}-token sequences on {where}; "
+            f"up to {m.max_concurrent_sequences:,} such sequences fit."
+        )
     elif m.max_concurrent_sequences == 0:
         short = m.weights_per_gpu_bytes + m.reserved_per_gpu_bytes - memory
-        line = (f"Does not fit: {label}'s weights at {v['precision']} plus the reserve leave no room on {where}"
-                + (f" (short by {fmt(short)}{per} before any KV cache)." if short > 0 else "."))
+        line = f"Does not fit: {label}'s weights at {v['precision']} plus the reserve leave no room on {where}" + (
+            f" (short by {fmt(short)}{per} before any KV cache)." if short > 0 else "."
+        )
     else:
-        line = (f"Does not fit: {batch:,} sequences of {seq_len:,} tokens need {fmt(m.kv_batch_per_gpu_bytes)} of KV "
-                f"cache{per}; at most {m.max_concurrent_sequences:,} sequences fit on {where}.")
+        line = (
+            f"Does not fit: {batch:,} sequences of {seq_len:,} tokens need {fmt(m.kv_batch_per_gpu_bytes)} of KV "
+            f"cache{per}; at most {m.max_concurrent_sequences:,} sequences fit on {where}."
+        )
     rows = [
         ("Weights", out("weights_bytes", fmt(m.weights_bytes)), out("weights_per_gpu", fmt(m.weights_per_gpu_bytes))),
-        ("KV cache per token", out("kv_per_token", format_bytes(m.kv_bytes_per_token, binary=v["unit"] == "GiB")),
-         out("kv_per_token_per_gpu", format_bytes(m.kv_per_token_per_gpu_bytes, binary=v["unit"] == "GiB"))),
-        (f"KV cache per sequence ({m.cached_tokens:,} tokens)", out("kv_per_sequence", fmt(m.kv_per_sequence_bytes)),
-         out("kv_per_sequence_per_gpu", fmt(m.kv_per_sequence_per_gpu_bytes))),
-        (f"KV cache for the batch ({batch:,})", out("kv_batch", fmt(m.kv_batch_bytes)),
-         out("kv_batch_per_gpu", fmt(m.kv_batch_per_gpu_bytes))),
+        (
+            "KV cache per token",
+            out("kv_per_token", format_bytes(m.kv_bytes_per_token, binary=v["unit"] == "GiB")),
+            out("kv_per_token_per_gpu", format_bytes(m.kv_per_token_per_gpu_bytes, binary=v["unit"] == "GiB")),
+        ),
+        (
+            f"KV cache per sequence ({m.cached_tokens:,} tokens)",
+            out("kv_per_sequence", fmt(m.kv_per_sequence_bytes)),
+            out("kv_per_sequence_per_gpu", fmt(m.kv_per_sequence_per_gpu_bytes)),
+        ),
+        (
+            f"KV cache for the batch ({batch:,})",
+            out("kv_batch", fmt(m.kv_batch_bytes)),
+            out("kv_batch_per_gpu", fmt(m.kv_batch_per_gpu_bytes)),
+        ),
         ("Reserved (activations, runtime)", "", out("reserved", fmt(m.reserved_per_gpu_bytes))),
         ("<strong>Total</strong>", "", out("total_per_gpu", fmt(m.total_per_gpu_bytes), "strong")),
     ]
     notes = []
     if m.cached_tokens < seq_len:
-        notes.append(f"The {arch.sliding_window:,}-token sliding window caps the cache at {m.cached_tokens:,} tokens "
-                     "per sequence.")
+        notes.append(
+            f"The {arch.sliding_window:,}-token sliding window caps the cache at {m.cached_tokens:,} tokens "
+            "per sequence."
+        )
     if arch.uses_mla:
-        notes.append("Latent attention caches one compressed latent per layer; every tensor-parallel GPU keeps "
-                     "all of it.")
+        notes.append(
+            "Latent attention caches one compressed latent per layer; every tensor-parallel GPU keeps all of it."
+        )
     elif m.kv_replicas > 1:
-        notes.append(f"tp={tp} exceeds the {arch.num_kv_heads} KV heads: each head is replicated on "
-                     f"{m.kv_replicas} GPUs, so the per-GPU cache stops shrinking.")
+        notes.append(
+            f"tp={tp} exceeds the {arch.num_kv_heads} KV heads: each head is replicated on "
+            f"{m.kv_replicas} GPUs, so the per-GPU cache stops shrinking."
+        )
     if seq_len > arch.max_position_embeddings:
-        notes.append(f"{seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions the "
-                     "model is configured for.")
+        notes.append(
+            f"{seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions the "
+            "model is configured for."
+        )
     if PRECISION_BITS[v["precision"]] < 8:
         notes.append("Quantization scales (e.g. one 16-bit scale per 128 weights, +3%) are not counted.")
     segments = [
@@ -114,7 +143,7 @@ def _compute(v: dict[str, str]) -> str:
         + table(("", "Whole model", "Per GPU"), rows, raw_cells=True)
         + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
         + f'<p class="lc-kv"><span>Max concurrent sequences of {seq_len:,} tokens</span> '
-        + f'{out("max_sequences", f"{m.max_concurrent_sequences:,}")}</p>'
+        + f"{out('max_sequences', f'{m.max_concurrent_sequences:,}')}</p>"
         + note_html
     )
 
@@ -127,18 +156,31 @@ CALCULATOR = Calculator(
     fields=(
         Field("model", "Model", "llama3-70b", kind="select", options=tuple(PRESET_LABELS.items())),
         Field("precision", "Weights", "bf16", kind="select", options=tuple(_PRECISION_LABELS.items())),
-        Field("kv_dtype", "KV cache", "bf16", kind="select",
-              options=tuple((k, label) for k, label in _PRECISION_LABELS.items())),
+        Field(
+            "kv_dtype",
+            "KV cache",
+            "bf16",
+            kind="select",
+            options=tuple((k, label) for k, label in _PRECISION_LABELS.items()),
+        ),
         Field("seq_len", "Context length (tokens)", "8192", kind="number", help="prompt + generated tokens"),
         Field("batch", "Concurrent sequences", "16", kind="number"),
         Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),
         Field(
-            "gpu", "GPU", "h100-sxm", kind="select",
+            "gpu",
+            "GPU",
+            "h100-sxm",
+            kind="select",
             options=GPU_FIELD_OPTIONS,
         ),
         Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
-        Field("reserved_pct", "Reserved (%)", "10", kind="number",
-              help="held back for activations and the runtime; vLLM's default leaves 10%"),
+        Field(
+            "reserved_pct",
+            "Reserved (%)",
+            "10",
+            kind="number",
+            help="held back for activations and the runtime; vLLM's default leaves 10%",
+        ),
         Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
     ),
     compute=_compute,

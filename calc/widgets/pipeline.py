@@ -59,10 +59,16 @@ def _compute(v: dict[str, str]) -> str:
     formula = "(p−1)/m" if chunks == 1 else "(1/v)·(p−1)/m"
     total_formula = "(p−1)/(m+p−1)" if chunks == 1 else "(p−1)/(v·m+p−1)"
     rows = [
-        ("Bubble / ideal time", out("bubble_ideal", f"{_pct(ideal)} ({ideal})"),
-         f"{formula}, Narayanan et al. 2021 Sec. 2.2"),
-        ("Bubble / total step time", out("bubble_total", f"{_pct(total)} ({total})"),
-         f"{total_formula}: the share of each GPU's step spent idle"),
+        (
+            "Bubble / ideal time",
+            out("bubble_ideal", f"{_pct(ideal)} ({ideal})"),
+            f"{formula}, Narayanan et al. 2021 Sec. 2.2",
+        ),
+        (
+            "Bubble / total step time",
+            out("bubble_total", f"{_pct(total)} ({total})"),
+            f"{total_formula}: the share of each GPU's step spent idle",
+        ),
         ("Step time vs. no bubble", out("slowdown", f"{float(1 + ideal):.3g}×"), "1 + bubble/ideal"),
     ]
     passes = 2 * p * m * chunks
@@ -82,14 +88,22 @@ def _compute(v: dict[str, str]) -> str:
         # Megatron-LM's warm-up (calc.activations.in_flight_chunks), which the drawn schedules match.
         live = m if schedule == "gpipe" else in_flight_chunks(p, interleave=chunks, num_microbatches=m)
         in_flight = live / chunks
-        why = (f"{passes:,} passes is more than {MAX_DRAWN_PASSES:,}" if passes > MAX_DRAWN_PASSES
-               else f"{p:,} stages is more than {MAX_DRAWN_STAGES}")
+        why = (
+            f"{passes:,} passes is more than {MAX_DRAWN_PASSES:,}"
+            if passes > MAX_DRAWN_PASSES
+            else f"{p:,} stages is more than {MAX_DRAWN_STAGES}"
+        )
         figure = (
             f'<p class="lc-kv" data-output="schedule">Not drawn: {why}, too many to read; '
             f"the fractions above are exact.</p>"
         )
-    rows.append(("Micro-batches in flight on stage 1", out("in_flight", f"{in_flight:.3g}"),
-                 "activations stage 1 holds at its peak, in whole-stage micro-batches"))
+    rows.append(
+        (
+            "Micro-batches in flight on stage 1",
+            out("in_flight", f"{in_flight:.3g}"),
+            "activations stage 1 holds at its peak, in whole-stage micro-batches",
+        )
+    )
     body = "".join(
         f'<p class="lc-kv"><span>{escape(k)}</span> {value} <small>{escape(note)}</small></p>'
         for k, value, note in rows
@@ -103,20 +117,32 @@ CALCULATOR = Calculator(
     description="Idle time of a pipeline-parallel step, in both conventions, with the schedule drawn.",
     fields=(
         Field("pp", "Pipeline stages (p)", "4", kind="number"),
-        Field("num_microbatches", "Micro-batches per step (m)", "8", kind="number",
-              help="global batch / (micro-batch × data-parallel degree)"),
         Field(
-            "schedule", "Schedule", "1f1b", kind="select",
+            "num_microbatches",
+            "Micro-batches per step (m)",
+            "8",
+            kind="number",
+            help="global batch / (micro-batch × data-parallel degree)",
+        ),
+        Field(
+            "schedule",
+            "Schedule",
+            "1f1b",
+            kind="select",
             options=(
                 ("1f1b", "1F1B (PipeDream-Flush)"),
                 ("gpipe", "GPipe (all forwards, then all backwards)"),
                 ("interleaved", "Interleaved 1F1B (needs m a multiple of p)"),
             ),
         ),
-        Field("virtual_stages", "Model chunks per stage (v)", "2", kind="number",
-              enabled_when=("schedule", "interleaved")),
         Field(
-            "backward_units", "Backward pass time", "2", kind="select",
+            "virtual_stages", "Model chunks per stage (v)", "2", kind="number", enabled_when=("schedule", "interleaved")
+        ),
+        Field(
+            "backward_units",
+            "Backward pass time",
+            "2",
+            kind="select",
             options=(("2", "2 × forward"), ("1", "same as forward")),
             help="changes the drawing, not the bubble fraction",
         ),

@@ -34,24 +34,44 @@ _LABELS = {
 }
 
 _DEGREE_MAX = 1 << 20
-_FLAGS = ("sequence_parallel", "flash_attention", "dropout", "distributed_optimizer", "offload_optimizer",
-          "offload_params")
+_FLAGS = (
+    "sequence_parallel",
+    "flash_attention",
+    "dropout",
+    "distributed_optimizer",
+    "offload_optimizer",
+    "offload_params",
+)
 
 
 def _layout(v: dict[str, str]) -> Layout:
     ints = {
         name: parse_positive_int(v[name], name, maximum=limit)
-        for name, limit in (("dp", _DEGREE_MAX), ("tp", 1024), ("pp", 1024), ("cp", 1024), ("ep", 1024),
-                            ("micro_batch", 1 << 16), ("seq_len", 1 << 24), ("interleave", 64))
+        for name, limit in (
+            ("dp", _DEGREE_MAX),
+            ("tp", 1024),
+            ("pp", 1024),
+            ("cp", 1024),
+            ("ep", 1024),
+            ("micro_batch", 1 << 16),
+            ("seq_len", 1 << 24),
+            ("interleave", 64),
+        )
     }
     ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     text = v["global_batch"].strip()
     global_batch = parse_positive_int(text, "global_batch", maximum=1 << 30) if text else None
     if v["recompute"] not in RECOMPUTE_MODES:
-        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", v["recompute"],
-                        code="unknown-name")
-    return Layout(**ints, global_batch=global_batch, recompute=v["recompute"], convention=v["convention"],
-                  **{name: checked(v[name]) for name in _FLAGS})
+        raise CalcError(
+            "recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", v["recompute"], code="unknown-name"
+        )
+    return Layout(
+        **ints,
+        global_batch=global_batch,
+        recompute=v["recompute"],
+        convention=v["convention"],
+        **{name: checked(v[name]) for name in _FLAGS},
+    )
 
 
 def _compute(v: dict[str, str]) -> str:
@@ -76,25 +96,39 @@ def _compute(v: dict[str, str]) -> str:
     rows.append(("<strong>Total per GPU</strong>", out("total", fmt(total), "strong")))
     notes = []
     if layout.pp > 1 and m.stage != 0:
-        notes.append(f"The last stage outweighs stage 0 here: its fp32 logits ({fmt(m.logits)}) exceed the "
-                     "extra in-flight micro-batches of the first.")
+        notes.append(
+            f"The last stage outweighs stage 0 here: its fp32 logits ({fmt(m.logits)}) exceed the "
+            "extra in-flight micro-batches of the first."
+        )
     if m.cpu_offload:
         notes.append("Offloaded states live in CPU memory; the CPU of each node holds this much per GPU.")
     if layout.seq_len > arch.max_position_embeddings:
-        notes.append(f"{layout.seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions "
-                     "the model is configured for.")
+        notes.append(
+            f"{layout.seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions "
+            "the model is configured for."
+        )
     if arch.is_moe:
         notes.append("MoE layers: balanced routing assumed; router probabilities and all-to-all buffers not counted.")
-    notes.append("Not counted: communication buffers, ZeRO-3 gathered layers, allocator fragmentation, the CUDA "
-                 "context (often 1-3 GB together).")
+    notes.append(
+        "Not counted: communication buffers, ZeRO-3 gathered layers, allocator fragmentation, the CUDA "
+        "context (often 1-3 GB together)."
+    )
     in_flight = m.in_flight / layout.interleave
     kv = [
         ("GPU memory", out("gpu_memory_bytes", fmt(memory))),
         ("Parameters on this GPU (before ZeRO)", out("params", format_count(m.params))),
         ("Micro-batches in flight on this stage", out("in_flight", f"{in_flight:.3g}")),
-        ("Micro-batches per step per pipeline",
-         out("num_microbatches", f"{m.num_microbatches:,}" if m.num_microbatches
-             else f"not given (≥ {layout.pp} assumed)" if layout.pp > 1 else "not given")),
+        (
+            "Micro-batches per step per pipeline",
+            out(
+                "num_microbatches",
+                f"{m.num_microbatches:,}"
+                if m.num_microbatches
+                else f"not given (≥ {layout.pp} assumed)"
+                if layout.pp > 1
+                else "not given",
+            ),
+        ),
         ("CPU memory per GPU (offload)", out("cpu_offload", fmt(m.cpu_offload))),
     ]
     return (
@@ -119,16 +153,31 @@ CALCULATOR = Calculator(
         Field("cp", "Context parallel (cp)", "1", kind="number"),
         Field("ep", "Expert parallel (ep)", "1", kind="number", help="MoE only; divides dp × cp"),
         Field(
-            "zero_stage", "ZeRO stage", "1", kind="select",
-            options=(("0", "0: nothing sharded"), ("1", "1: optimizer states"), ("2", "2: + gradients"),
-                     ("3", "3: + weights")),
+            "zero_stage",
+            "ZeRO stage",
+            "1",
+            kind="select",
+            options=(
+                ("0", "0: nothing sharded"),
+                ("1", "1: optimizer states"),
+                ("2", "2: + gradients"),
+                ("3", "3: + weights"),
+            ),
         ),
         Field("micro_batch", "Micro-batch (sequences)", "1", kind="number"),
-        Field("global_batch", "Global batch (sequences)", "", kind="number",
-              help="blank: at least pp micro-batches per step"),
+        Field(
+            "global_batch",
+            "Global batch (sequences)",
+            "",
+            kind="number",
+            help="blank: at least pp micro-batches per step",
+        ),
         Field("seq_len", "Sequence length", "4096", kind="number"),
         Field(
-            "recompute", "Recomputation", "selective", kind="select",
+            "recompute",
+            "Recomputation",
+            "selective",
+            kind="select",
             options=(("none", "None"), ("selective", "Selective"), ("full", "Full")),
         ),
         Field("flash_attention", "FlashAttention", "1", kind="checkbox"),
@@ -136,14 +185,20 @@ CALCULATOR = Calculator(
         Field("dropout", "Dropout", "0", kind="checkbox"),
         Field("interleave", "Interleaved chunks per stage", "1", kind="number"),
         Field(
-            "convention", "Bytes per parameter", "mixed-adam-16", kind="select",
+            "convention",
+            "Bytes per parameter",
+            "mixed-adam-16",
+            kind="select",
             options=tuple((c.name, c.label) for c in CONVENTIONS.values()),
         ),
         Field("distributed_optimizer", "Megatron distributed optimizer", "0", kind="checkbox"),
         Field("offload_optimizer", "Offload optimizer to CPU", "0", kind="checkbox"),
         Field("offload_params", "Offload weights to CPU (ZeRO-3)", "0", kind="checkbox"),
         Field(
-            "gpu", "GPU", "h100-sxm", kind="select",
+            "gpu",
+            "GPU",
+            "h100-sxm",
+            kind="select",
             options=GPU_FIELD_OPTIONS,
         ),
         Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
