@@ -13,10 +13,9 @@ Called from ``lc_build.on_post_build`` once every file is in the site directory:
 Anything that cannot be handled fails the build (``PluginError``): a page without ``<head>``, an
 unreadable ``data:`` URI, a charset declaration pushed past the 1024 bytes a browser scans.
 
-``style-src-attr 'unsafe-inline'`` is the one relaxation: the calculators' bar charts size their
-segments with ``style="width:…%"`` attributes, in the build's HTML and again in every live result the
-worker returns, so those values cannot be hashed ahead of time. It allows style *attributes* only;
-``<style>`` elements and style sheets stay limited to this site and the hashes.
+There is no ``'unsafe-inline'`` anywhere: the calculators' charts carry their geometry in SVG
+attributes (``calc.widgets._html.bar``), never in ``style=""``, and scripts set styles through the
+CSSOM, which a policy does not restrict.
 """
 
 from __future__ import annotations
@@ -79,7 +78,6 @@ def policy(script_hashes: set[str], style_hashes: set[str]) -> str:
         "default-src 'self'",
         "script-src 'self' 'wasm-unsafe-eval' " + " ".join(sorted(script_hashes)),
         "style-src 'self' " + " ".join(sorted(style_hashes)),
-        "style-src-attr 'unsafe-inline'",
         "img-src 'self'",
         "font-src 'self'",
         "connect-src 'self'",

@@ -153,6 +153,9 @@ def session(browser, site_url):
 
 
 if sys.platform == "emscripten":  # the engine suite under Pyodide: no example database on the mounted tree
+    # These modules build the site, start servers or processes, or drive a browser: host-only.
+    collect_ignore_glob = ["test_site.py", "test_browser*.py", "test_csp.py", "test_serving.py", "test_a11y.py",
+                           "test_phone.py", "test_pyodide.py"]
     from hypothesis import settings
 
     settings.register_profile("pyodide", database=None, deadline=None)

@@ -126,21 +126,42 @@ def verdict(ok: bool, text: str, name: str = "verdict") -> str:
 
 
 def bar(segments: Sequence[tuple[str, int]], capacity: int, fmt) -> str:
-    """A horizontal stacked bar of ``segments`` ``(label, bytes)`` against a ``capacity`` line.
+    """A horizontal stacked bar of ``segments`` ``(label, bytes)`` against a labelled ``capacity`` mark.
 
-    Widths are percentages of ``max(capacity, total)``, so an overflow shows past the capacity mark.
+    Drawn as an inline SVG whose geometry is in attributes, not ``style=""``, so the site's
+    Content-Security-Policy needs no ``'unsafe-inline'`` for styles. Widths are shares of
+    ``max(capacity, total)`` on a 0-1000 axis, so an overflow shows past the capacity mark.
+
+    Examples:
+        >>> svg = bar([("weights", 2), ("grads", 2)], 8, str)
+        >>> 'width="250.000"' in svg and "style=" not in svg and "GPU memory: 8" in svg
+        True
     """
     total = sum(v for _, v in segments)
     scale = max(capacity, total, 1)
-    parts = "".join(
-        f'<span class="lc-bar__seg lc-bar__seg--{i}" style="width:{100 * v / scale:.3f}%" '
-        f'title="{escape(label)}: {escape(fmt(v))}"></span>'
-        for i, (label, v) in enumerate(segments)
-        if v > 0
+    x = 0.0
+    rects = []
+    for i, (label, v) in enumerate(segments):
+        if v <= 0:
+            continue
+        w = 1000 * v / scale
+        rects.append(
+            f'<rect class="lc-bar__seg--{i}" x="{x:.3f}" y="0" width="{w:.3f}" height="20">'
+            f"<title>{escape(label)}: {escape(fmt(v))}</title></rect>"
+        )
+        x += w
+    cap = 1000 * capacity / scale
+    mark = (
+        f'<line class="lc-bar__cap" x1="{cap:.3f}" x2="{cap:.3f}" y1="0" y2="20" '
+        f'vector-effect="non-scaling-stroke"><title>GPU memory: {escape(fmt(capacity))}</title></line>'
     )
-    mark = f'<span class="lc-bar__cap" style="left:{100 * capacity / scale:.3f}%" title="GPU memory"></span>'
+    track = (
+        '<svg class="lc-bar__track" viewBox="0 0 1000 20" preserveAspectRatio="none" focusable="false">'
+        f'<rect class="lc-bar__bg" x="0" y="0" width="1000" height="20"/>{"".join(rects)}{mark}</svg>'
+    )
     legend = "".join(
         f'<span class="lc-bar__key"><i class="lc-bar__seg--{i}"></i>{escape(label)}</span>'
         for i, (label, _) in enumerate(segments)
     )
-    return f'<div class="lc-bar" aria-hidden="true"><div class="lc-bar__track">{parts}{mark}</div><div class="lc-bar__legend">{legend}</div></div>'
+    legend += f'<span class="lc-bar__key"><i class="lc-bar__cap-key"></i>GPU memory ({escape(fmt(capacity))})</span>'
+    return f'<div class="lc-bar" aria-hidden="true">{track}<div class="lc-bar__legend">{legend}</div></div>'
