@@ -29,10 +29,10 @@ from __future__ import annotations
 from calc.activations import (
     ACTIVATION_BYTES,
     FP32_BYTES,
-    LayerActivations,
     MASK_BYTES,
     MLP_KINDS,
     NORM_KINDS,
+    LayerActivations,
     StageActivations,
     activation_bytes_per_layer,
     in_flight_chunks,
@@ -41,17 +41,17 @@ from calc.activations import (
     stage_activations,
 )
 from calc.architecture import (
-    Architecture,
     HF_MODEL_TYPES,
     PARAM_KINDS,
+    Architecture,
 )
 from calc.comm import (
     COLLECTIVES,
-    CommTerm,
     GROUP_ORDER,
     INTERCONNECTS,
-    Interconnect,
     SCALE_UP_FOR_GPU,
+    CommTerm,
+    Interconnect,
     StepComm,
     algorithm_bandwidth,
     bus_factor,
@@ -74,14 +74,14 @@ from calc.compute import (
     utilization,
     utilization_from_throughput,
 )
+from calc.errors import (
+    ERROR_CODES,
+    CalcError,
+)
 from calc.estimators import (
     Estimate,
     deepspeed_zero2_estimate,
     deepspeed_zero3_estimate,
-)
-from calc.errors import (
-    ERROR_CODES,
-    CalcError,
 )
 from calc.hardware import (
     GPU,
@@ -91,8 +91,8 @@ from calc.hardware import (
 )
 from calc.inference import (
     DEFAULT_RESERVED_FRACTION,
-    InferenceMemory,
     PRECISION_BITS,
+    InferenceMemory,
     cached_tokens,
     inference_memory,
     kv_cache_bytes_per_token,
@@ -122,8 +122,8 @@ from calc.model_state import (
 from calc.pipeline import (
     BUBBLE_CONVENTIONS,
     MAX_SCHEDULE_OPS,
-    PipelineOp,
     SCHEDULES,
+    PipelineOp,
     Schedule,
     Slot,
     bubble_fraction,
@@ -131,8 +131,8 @@ from calc.pipeline import (
     schedule_svg,
 )
 from calc.presets import (
-    PRESETS,
     PRESET_LABELS,
+    PRESETS,
     preset,
 )
 from calc.units import (

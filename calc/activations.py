@@ -397,8 +397,11 @@ def layer_activations(
     g = a if kv_heads is None else _count(kv_heads, "kv_heads")
     if head_dim is None:
         if h % a:
-            raise CalcError("head_dim", f"must be given when heads do not divide hidden (hidden={h}, heads={a})",
-                            code="missing-field")
+            raise CalcError(
+                "head_dim",
+                f"must be given when heads do not divide hidden (hidden={h}, heads={a})",
+                code="missing-field",
+            )
         d = h // a
     else:
         d = _count(head_dim, "head_dim")
@@ -452,18 +455,24 @@ def layer_activations(
 def _check_pipeline(num_layers: int, pp: int, interleave: int) -> None:
     """Raise unless the layers split evenly into ``pp × interleave`` chunks."""
     if interleave > 1 and pp < 2:
-        raise CalcError("interleave", "needs pp of at least 2 (it splits each pipeline stage into chunks)",
-                        interleave, code="unsupported")
+        raise CalcError(
+            "interleave",
+            "needs pp of at least 2 (it splits each pipeline stage into chunks)",
+            interleave,
+            code="unsupported",
+        )
     if interleave > 1 and num_layers % (pp * interleave):
-        raise CalcError("pp", f"× interleave must divide the layers (layers={num_layers}, interleave={interleave})",
-                        pp, code="not-divisible")
+        raise CalcError(
+            "pp",
+            f"× interleave must divide the layers (layers={num_layers}, interleave={interleave})",
+            pp,
+            code="not-divisible",
+        )
     if num_layers % pp:
         raise CalcError("pp", f"must divide the layers (layers={num_layers})", pp, code="not-divisible")
 
 
-def in_flight_chunks(
-    pp: int, *, interleave: int = 1, num_microbatches: int | None = None, stage: int = 0
-) -> int:
+def in_flight_chunks(pp: int, *, interleave: int = 1, num_microbatches: int | None = None, stage: int = 0) -> int:
     """Micro-batch chunks whose activations a pipeline stage holds at its peak under 1F1B.
 
     A *chunk* is one micro-batch through one of the stage's ``interleave`` model

@@ -318,25 +318,41 @@ INTERCONNECTS: dict[str, Interconnect] = {
     i.name: i
     for i in (
         Interconnect(
-            "nvlink3", "NVLink 3 (A100)", "scale-up", 300 * _G, 300 * _G,
+            "nvlink3",
+            "NVLink 3 (A100)",
+            "scale-up",
+            300 * _G,
+            300 * _G,
             "600 GB/s per GPU, both directions summed: 12 links × 25 GB/s per direction",
             "NVIDIA A100 datasheet figure (600 GB/s, 12 links) as quoted by glennklockwood.com/garden/processors/A100 "
             "and NVIDIA's NVLink generation table (6/12/18 links: 300/600/900 GB/s total)",
         ),
         Interconnect(
-            "nvlink4", "NVLink 4 (H100 / H200)", "scale-up", 450 * _G, 450 * _G,
+            "nvlink4",
+            "NVLink 4 (H100 / H200)",
+            "scale-up",
+            450 * _G,
+            450 * _G,
             "900 GB/s per GPU, both directions summed: 18 links × 25 GB/s per direction",
             "NVIDIA H100 datasheet figure (900 GB/s) as quoted by glennklockwood.com/garden/processors/h100; "
             "MLCommons inference v4.1 H200-SXM-141GB system description (18 links, 900 GB/s)",
         ),
         Interconnect(
-            "nvlink5", "NVLink 5 (B200)", "scale-up", 900 * _G, 900 * _G,
+            "nvlink5",
+            "NVLink 5 (B200)",
+            "scale-up",
+            900 * _G,
+            900 * _G,
             "1.8 TB/s per GPU, both directions summed: 18 links × 50 GB/s per direction",
             "NVIDIA HGX B200 figure (1.8 TB/s NVLink per GPU, 14.4 TB/s per 8-GPU node) as quoted by "
             "glennklockwood.com/garden/processors/B200",
         ),
         Interconnect(
-            "infinity-fabric-mi300x", "Infinity Fabric (MI300X, 8-GPU mesh)", "scale-up", 448 * _G, 64 * _G,
+            "infinity-fabric-mi300x",
+            "Infinity Fabric (MI300X, 8-GPU mesh)",
+            "scale-up",
+            448 * _G,
+            64 * _G,
             "896 GB/s per GPU, both directions summed: 7 links × 128 GB/s (64 GB/s per direction), "
             "one link to each of the 7 peers (no switch)",
             "AMD MI300X spec table (896 GB/s Infinity Fabric) as quoted by alpharomercoma/MI300X-vs-H200 "
@@ -344,39 +360,61 @@ INTERCONNECTS: dict[str, Interconnect] = {
             "January 2024, on AMD's MI300 launch)",
         ),
         Interconnect(
-            "pcie4-x16", "PCIe 4.0 x16", "scale-up",
-            int(16 * _G * 16 * _PCIE_ENCODING / 8), int(16 * _G * 16 * _PCIE_ENCODING / 8),
+            "pcie4-x16",
+            "PCIe 4.0 x16",
+            "scale-up",
+            int(16 * _G * 16 * _PCIE_ENCODING / 8),
+            int(16 * _G * 16 * _PCIE_ENCODING / 8),
             "~32 GB/s per direction: 16 GT/s × 16 lanes / 8 × 128/130 = 31.5 GB/s",
             "PCIe 4.0: 16 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
             "by hpc-notes.pages.dev/reference/pcie: 31.5 GB/s for x16)",
         ),
         Interconnect(
-            "pcie5-x16", "PCIe 5.0 x16", "scale-up",
-            int(32 * _G * 16 * _PCIE_ENCODING / 8), int(32 * _G * 16 * _PCIE_ENCODING / 8),
+            "pcie5-x16",
+            "PCIe 5.0 x16",
+            "scale-up",
+            int(32 * _G * 16 * _PCIE_ENCODING / 8),
+            int(32 * _G * 16 * _PCIE_ENCODING / 8),
             "~64 GB/s per direction: 32 GT/s × 16 lanes / 8 × 128/130 = 63.0 GB/s",
             "PCIe 5.0: 32 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
             "by hpc-notes.pages.dev/reference/pcie: 63.0 GB/s for x16)",
         ),
         Interconnect(
-            "ib-hdr", "InfiniBand HDR 200 Gb/s", "scale-out", 25 * _G, 25 * _G,
+            "ib-hdr",
+            "InfiniBand HDR 200 Gb/s",
+            "scale-out",
+            25 * _G,
+            25 * _G,
             "200 Gb/s per port and direction = 25 GB/s (one NIC per GPU)",
             "InfiniBand HDR: 200 Gb/s per 4x port (4 lanes × 50 Gb/s PAM4), ConnectX-6; IBTA rate as "
             "summarized by aicplight.com; NCCL maintainers quote 24 GB/s achieved (NVIDIA/nccl#412)",
         ),
         Interconnect(
-            "ib-ndr", "InfiniBand NDR 400 Gb/s", "scale-out", 50 * _G, 50 * _G,
+            "ib-ndr",
+            "InfiniBand NDR 400 Gb/s",
+            "scale-out",
+            50 * _G,
+            50 * _G,
             "400 Gb/s per port and direction = 50 GB/s (one NIC per GPU)",
             "InfiniBand NDR: 400 Gb/s per 4x port (4 lanes × 100 Gb/s PAM4), ConnectX-7; IBTA rate as "
             "summarized by nexuswise-c.com; 48-49 GB/s achieved per NIC (NVIDIA/nccl-tests#267)",
         ),
         Interconnect(
-            "ib-xdr", "InfiniBand XDR 800 Gb/s", "scale-out", 100 * _G, 100 * _G,
+            "ib-xdr",
+            "InfiniBand XDR 800 Gb/s",
+            "scale-out",
+            100 * _G,
+            100 * _G,
             "800 Gb/s per port and direction = 100 GB/s (one NIC per GPU)",
             "InfiniBand XDR: 800 Gb/s per port (4 lanes × 200 Gb/s PAM4), ConnectX-8; IBTA rate as "
             "summarized by nexuswise-c.com and yobitel.com",
         ),
         Interconnect(
-            "roce-400g", "RoCE 400 GbE", "scale-out", 50 * _G, 50 * _G,
+            "roce-400g",
+            "RoCE 400 GbE",
+            "scale-out",
+            50 * _G,
+            50 * _G,
             "400 Gb/s Ethernet per port and direction = 50 GB/s (one NIC per GPU)",
             "400 Gb/s Ethernet port rate (IEEE 802.3bs 400GbE) carrying RDMA over Converged Ethernet; "
             "e.g. 8 × 400G ConnectX-7 per H100 node (NVIDIA/nccl-tests#267)",
@@ -420,7 +458,8 @@ def interconnect(name: str | Interconnect) -> Interconnect:
         >>> interconnect("ethernet")
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: interconnect must be one of ib-hdr, ib-ndr, ib-xdr, infinity-fabric-mi300x, nvlink3, nvlink4, nvlink5, pcie4-x16, pcie5-x16, roce-400g (got 'ethernet')
+        calc.errors.CalcError: interconnect must be one of ib-hdr, ib-ndr, ib-xdr,
+        infinity-fabric-mi300x, nvlink3, nvlink4, nvlink5, pcie4-x16, pcie5-x16, roce-400g (got 'ethernet')
     """
     if isinstance(name, Interconnect):
         return name
@@ -823,7 +862,9 @@ def step_communication(
     x_params = 0 if expert_params == 0 else parse_count(expert_params, "expert_params")
     if x_params > n_params:
         raise CalcError("expert_params", f"must be at most params (= {n_params})", x_params)
-    n_moe = (n_layers if ep > 1 else 0) if moe_layers is None else parse_positive_int(moe_layers, "moe_layers", minimum=0)
+    n_moe = (
+        (n_layers if ep > 1 else 0) if moe_layers is None else parse_positive_int(moe_layers, "moe_layers", minimum=0)
+    )
     if n_moe > n_layers:
         raise CalcError("moe_layers", f"must be at most layers (= {n_layers})", n_moe)
     kvd = 2 * h if kv_dims is None else parse_positive_int(kv_dims, "kv_dims")
@@ -838,25 +879,51 @@ def step_communication(
     def place(stride: int, size: int, collective: str) -> tuple[bool, Fraction]:
         intra_node, per_node = _placement(stride, size, gpn)
         bw = group_bus_bandwidth(
-            collective, size, intra_node=intra_node, members_per_node=per_node,
-            intra=up, inter=out, intra_efficiency=eff_up, inter_efficiency=eff_out,
+            collective,
+            size,
+            intra_node=intra_node,
+            members_per_node=per_node,
+            intra=up,
+            inter=out,
+            intra_efficiency=eff_up,
+            inter_efficiency=eff_out,
         )
         return intra_node, bw
 
     terms: list[CommTerm] = []
 
-    def add(name: str, label: str, group: str, stride: int, size: int, collective: str,
-            message: int, calls: int, source: str) -> None:
+    def add(
+        name: str,
+        label: str,
+        group: str,
+        stride: int,
+        size: int,
+        collective: str,
+        message: int,
+        calls: int,
+        source: str,
+    ) -> None:
         if size == 1 or calls == 0 or message == 0:
             return
         n_ranks = 2 if collective == "p2p" else size
         sent = calls * collective_bytes_sent(collective, message, n_ranks)
         intra_node, bw = place(stride, size, collective)
-        terms.append(CommTerm(
-            name=name, label=label, group=group, collective=collective, group_size=n_ranks,
-            message_bytes=message, calls=calls, bytes_sent=sent, intra_node=intra_node,
-            bus_bytes_per_s=math.floor(bw), time_s=float(Fraction(sent) / bw), source=source,
-        ))
+        terms.append(
+            CommTerm(
+                name=name,
+                label=label,
+                group=group,
+                collective=collective,
+                group_size=n_ranks,
+                message_bytes=message,
+                calls=calls,
+                bytes_sent=sent,
+                intra_node=intra_node,
+                bus_bytes_per_s=math.floor(bw),
+                time_s=float(Fraction(sent) / bw),
+                source=source,
+            )
+        )
 
     # Data parallel: dense weights over dp x cp, expert weights over dp x cp / ep.
     zero_src = "ZeRO (arXiv:1910.02054) Sec. 7"
@@ -867,52 +934,147 @@ def step_communication(
         what = "expert " if group == "expert-dp" else ""
         grads, weights = n_el * ge, n_el * e
         if stage == 0:
-            add(f"{group.split('-')[0]}-grad-all-reduce", f"{what}gradient all-reduce (once per step)", group,
-                stride, size, "all-reduce", grads, 1, zero_src + ".1: 2Ψ")
+            add(
+                f"{group.split('-')[0]}-grad-all-reduce",
+                f"{what}gradient all-reduce (once per step)",
+                group,
+                stride,
+                size,
+                "all-reduce",
+                grads,
+                1,
+                zero_src + ".1: 2Ψ",
+            )
         else:
             rs_calls = 1 if stage == 1 else m
-            add(f"{group.split('-')[0]}-grad-reduce-scatter",
+            add(
+                f"{group.split('-')[0]}-grad-reduce-scatter",
                 f"{what}gradient reduce-scatter ({'once per step' if rs_calls == 1 else 'every micro-batch'})",
-                group, stride, size, "reduce-scatter", grads, rs_calls, zero_src + ".2.1: Ψ of 2Ψ")
+                group,
+                stride,
+                size,
+                "reduce-scatter",
+                grads,
+                rs_calls,
+                zero_src + ".2.1: Ψ of 2Ψ",
+            )
             if stage < 3:
-                add(f"{group.split('-')[0]}-param-all-gather", f"{what}updated-parameter all-gather (once per step)",
-                    group, stride, size, "all-gather", weights, 1, zero_src + ".2.1: Ψ of 2Ψ")
+                add(
+                    f"{group.split('-')[0]}-param-all-gather",
+                    f"{what}updated-parameter all-gather (once per step)",
+                    group,
+                    stride,
+                    size,
+                    "all-gather",
+                    weights,
+                    1,
+                    zero_src + ".2.1: Ψ of 2Ψ",
+                )
             else:
-                add(f"{group.split('-')[0]}-param-all-gather",
+                add(
+                    f"{group.split('-')[0]}-param-all-gather",
                     f"{what}parameter all-gather, forward and backward of every micro-batch",
-                    group, stride, size, "all-gather", weights, 2 * m, zero_src + ".2.2: 2Ψ of 3Ψ")
+                    group,
+                    stride,
+                    size,
+                    "all-gather",
+                    weights,
+                    2 * m,
+                    zero_src + ".2.2: 2Ψ of 3Ψ",
+                )
 
     # Tensor parallel: 4 all-reduces per layer per micro-batch (+2 with recompute).
     tp_msg = tokens * h * e
     tp_calls = layers_ps * m * 2 * (fwd_passes + 1)
     if sp:
         src = "Narayanan et al. 2021 Sec. 3.2; Korthikanti et al. 2022 Sec. 4.2.2 (same volume as all-reduce)"
-        add("tp-all-gather", "sequence-parallel all-gather (per layer, fwd + bwd)", "tp", 1, tp,
-            "all-gather", tp_msg, tp_calls, src)
-        add("tp-reduce-scatter", "sequence-parallel reduce-scatter (per layer, fwd + bwd)", "tp", 1, tp,
-            "reduce-scatter", tp_msg, tp_calls, src)
+        add(
+            "tp-all-gather",
+            "sequence-parallel all-gather (per layer, fwd + bwd)",
+            "tp",
+            1,
+            tp,
+            "all-gather",
+            tp_msg,
+            tp_calls,
+            src,
+        )
+        add(
+            "tp-reduce-scatter",
+            "sequence-parallel reduce-scatter (per layer, fwd + bwd)",
+            "tp",
+            1,
+            tp,
+            "reduce-scatter",
+            tp_msg,
+            tp_calls,
+            src,
+        )
     else:
-        add("tp-all-reduce", "tensor-parallel all-reduce (2 fwd + 2 bwd per layer)", "tp", 1, tp,
-            "all-reduce", tp_msg, tp_calls, "Narayanan et al. 2021 Sec. 3.2: 8bsh(t-1)/t per layer per micro-batch")
+        add(
+            "tp-all-reduce",
+            "tensor-parallel all-reduce (2 fwd + 2 bwd per layer)",
+            "tp",
+            1,
+            tp,
+            "all-reduce",
+            tp_msg,
+            tp_calls,
+            "Narayanan et al. 2021 Sec. 3.2: 8bsh(t-1)/t per layer per micro-batch",
+        )
 
     # Context parallel: K/V all-gather in fwd and bwd, dK/dV reduce-scatter in bwd.
     kv_msg = b * s * _ceil_div(kvd, tp) * e
     cp_src = "Megatron-LM docs/source/api-guide/context_parallel.rst"
-    add("cp-kv-all-gather", "K/V all-gather (forward, and again in backward)", "cp", tp, cp,
-        "all-gather", kv_msg, layers_ps * m * (fwd_passes + 1), cp_src)
-    add("cp-kv-grad-reduce-scatter", "dK/dV reduce-scatter (backward)", "cp", tp, cp,
-        "reduce-scatter", kv_msg, layers_ps * m, cp_src)
+    add(
+        "cp-kv-all-gather",
+        "K/V all-gather (forward, and again in backward)",
+        "cp",
+        tp,
+        cp,
+        "all-gather",
+        kv_msg,
+        layers_ps * m * (fwd_passes + 1),
+        cp_src,
+    )
+    add(
+        "cp-kv-grad-reduce-scatter",
+        "dK/dV reduce-scatter (backward)",
+        "cp",
+        tp,
+        cp,
+        "reduce-scatter",
+        kv_msg,
+        layers_ps * m,
+        cp_src,
+    )
 
     # Expert parallel: dispatch + combine, forward and backward.
     routed = (tokens // tp if sp else tokens) if moe_tokens is None else parse_positive_int(moe_tokens, "moe_tokens")
-    add("ep-all-to-all", "MoE token dispatch + combine (fwd + bwd)", "ep", tp, ep, "all-to-all",
-        routed * k * h * e, moe_ps * m * 2 * (fwd_passes + 1),
-        "dispatch and combine all-to-all per MoE layer, forward and backward; uniform routing")
+    add(
+        "ep-all-to-all",
+        "MoE token dispatch + combine (fwd + bwd)",
+        "ep",
+        tp,
+        ep,
+        "all-to-all",
+        routed * k * h * e,
+        moe_ps * m * 2 * (fwd_passes + 1),
+        "dispatch and combine all-to-all per MoE layer, forward and backward; uniform routing",
+    )
 
     # Pipeline parallel: point-to-point between consecutive stages.
     pp_msg = (_ceil_div(tokens * h, tp) if scatter else tokens * h) * e
-    add("pp-p2p", "stage-boundary activations (fwd) and gradients (bwd)", "pp", tp * cp * dp, pp, "p2p",
-        pp_msg, m * _pp_sends_per_microbatch(pp, v),
-        "Narayanan et al. 2021 Sec. 3.2 (bsh per boundary), Sec. 4.1 (scatter/gather: /t), Sec. 2.2.2 (x v)")
+    add(
+        "pp-p2p",
+        "stage-boundary activations (fwd) and gradients (bwd)",
+        "pp",
+        tp * cp * dp,
+        pp,
+        "p2p",
+        pp_msg,
+        m * _pp_sends_per_microbatch(pp, v),
+        "Narayanan et al. 2021 Sec. 3.2 (bsh per boundary), Sec. 4.1 (scatter/gather: /t), Sec. 2.2.2 (x v)",
+    )
 
     return StepComm(terms=tuple(terms), gpus=tp * cp * dp * pp, gpus_per_node=gpn)

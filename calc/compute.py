@@ -120,7 +120,8 @@ def megatron_flops_per_iteration(
     result is exact. Eq. 8 adds ``12Bs^2lh`` to Eq. 7, three times the forward cost of the
     attention core (``4Bs^2lh``); it is used as printed, because Korthikanti Table 5's HFU column
     follows it (22B: 43.8% from Eq. 8, printed 43.7%; a single forward re-run would give 42.4%).
-    So selective recomputation counts more FLOPs than full recomputation once ``s > 3h``. The formulas assume multi-head attention, a 4h GeLU MLP and a vocabulary
+    So selective recomputation counts more FLOPs than full recomputation once ``s > 3h``. The formulas
+    assume multi-head attention, a 4h GeLU MLP and a vocabulary
     projection; they ignore layer norms, biases, softmax and element-wise work.
 
     Args:
@@ -145,7 +146,7 @@ def megatron_flops_per_iteration(
     """
     b = parse_positive_int(batch, "batch")
     s = parse_positive_int(seq_len, "seq_len")
-    l = parse_positive_int(layers, "layers")  # noqa: E741 - the papers' symbol
+    l = parse_positive_int(layers, "layers")
     h = parse_positive_int(hidden, "hidden")
     v = parse_positive_int(vocab, "vocab")
     logits = 6 * b * s * h * v
@@ -197,7 +198,7 @@ def palm_flops_per_token(
     n = parse_count(params, "params")
     if not attention:
         return 6 * n
-    l = parse_positive_int(layers, "layers")  # noqa: E741 - the paper's symbol
+    l = parse_positive_int(layers, "layers")
     h = parse_positive_int(heads, "heads")
     q = parse_positive_int(head_dim, "head_dim")
     t = parse_positive_int(seq_len, "seq_len")

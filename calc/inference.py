@@ -36,7 +36,8 @@ from fractions import Fraction
 
 from calc.architecture import Architecture
 from calc.errors import CalcError
-from calc.hardware import GPU, gpu as _gpu
+from calc.hardware import GPU
+from calc.hardware import gpu as _gpu
 from calc.units import parse_count, parse_positive_int
 
 __all__ = [
@@ -83,7 +84,8 @@ def _element_bits(bytes_per_element: int | str, field: str = "bytes_per_element"
     if isinstance(bytes_per_element, int) and not isinstance(bytes_per_element, bool) and bytes_per_element >= 1:
         return 8 * bytes_per_element
     raise CalcError(
-        field, f"must be a whole number of bytes of at least 1 or one of {', '.join(PRECISION_BITS)}",
+        field,
+        f"must be a whole number of bytes of at least 1 or one of {', '.join(PRECISION_BITS)}",
         bytes_per_element,
     )
 
@@ -234,8 +236,11 @@ def kv_cache_bytes_per_token(
         >>> kv_cache_bytes_per_token(80, 8, 128, "bf16")  # Llama-2-70B: GQA with 8 KV heads
         327680
     """
-    n = 2 * parse_positive_int(layers, "layers") * parse_positive_int(kv_heads, "kv_heads") * parse_positive_int(
-        head_dim, "head_dim"
+    n = (
+        2
+        * parse_positive_int(layers, "layers")
+        * parse_positive_int(kv_heads, "kv_heads")
+        * parse_positive_int(head_dim, "head_dim")
     )
     return _ceil_div(n * _element_bits(bytes_per_element), 8)
 
@@ -304,8 +309,9 @@ def kv_heads_per_gpu(kv_heads: int | str, tp: int | str) -> int:
     k = parse_positive_int(kv_heads, "kv_heads")
     t = parse_positive_int(tp, "tp")
     if (t <= k and k % t) or (t > k and t % k):
-        raise CalcError("tp", f"must divide the KV heads (kv_heads={k}) or be a multiple of them", t,
-                        code="not-divisible")
+        raise CalcError(
+            "tp", f"must divide the KV heads (kv_heads={k}) or be a multiple of them", t, code="not-divisible"
+        )
     return max(1, k // t)
 
 

@@ -68,50 +68,108 @@ CONVENTIONS: dict[str, Convention] = {
     c.name: c
     for c in (
         Convention(
-            "mixed-adam-16", "Mixed precision + Adam, 16 B/param (2+2+4+4+4)", 2, 2, 4, 4, 4,
+            "mixed-adam-16",
+            "Mixed precision + Adam, 16 B/param (2+2+4+4+4)",
+            2,
+            2,
+            4,
+            4,
+            4,
             "ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054), Sec. 3.1: 2Ψ + 2Ψ + KΨ with K = 12",
         ),
         Convention(
-            "mixed-adam-18", "Mixed precision + Adam, fp32 gradients, 18 B/param (2+4+4+4+4)", 2, 4, 4, 4, 4,
+            "mixed-adam-18",
+            "Mixed precision + Adam, fp32 gradients, 18 B/param (2+4+4+4+4)",
+            2,
+            4,
+            4,
+            4,
+            4,
             "Megatron-LM theoretical_memory_usage.py and dist_optimizer.md: bf16 params + fp32 main grads, 18 B/param",
         ),
         Convention(
-            "mixed-adam-20", "Mixed precision + Adam, fp16 and fp32 gradients, 20 B/param (2+6+4+4+4)", 2, 6, 4, 4, 4,
+            "mixed-adam-20",
+            "Mixed precision + Adam, fp16 and fp32 gradients, 20 B/param (2+6+4+4+4)",
+            2,
+            6,
+            4,
+            4,
+            4,
             "DeepSpeed estimate_zero2_model_states_mem_needs at 1 GPU: 2 params16 + 2 grads16 + 4 grads32 "
             "+ 4 params32 + 8 optimizer states; Megatron dist_optimizer.md fp16 row (20)",
         ),
         Convention(
-            "fp32-adam-16", "fp32 training + Adam, 16 B/param (4+4+0+4+4)", 4, 4, 0, 4, 4,
+            "fp32-adam-16",
+            "fp32 training + Adam, 16 B/param (4+4+0+4+4)",
+            4,
+            4,
+            0,
+            4,
+            4,
             "Megatron-LM dist_optimizer.md, fp32 params and grads row (16 B/param)",
         ),
         Convention(
-            "bf16-adam-12", "bf16 weights and gradients + fp32 Adam, no master copy, 12 B/param (2+2+0+4+4)",
-            2, 2, 0, 4, 4,
+            "bf16-adam-12",
+            "bf16 weights and gradients + fp32 Adam, no master copy, 12 B/param (2+2+0+4+4)",
+            2,
+            2,
+            0,
+            4,
+            4,
             "Pure-bf16 training with fp32 optimizer states (Zamirai et al. 2020, arXiv:2010.06192, "
             "'Revisiting BFloat16 Training'); no fp32 master weights",
         ),
         Convention(
-            "bf16-adam-fused-10", "bf16 weights + fp32 Adam, step fused into backward, 10 B/param (2+0+0+4+4)",
-            2, 0, 0, 4, 4,
+            "bf16-adam-fused-10",
+            "bf16 weights + fp32 Adam, step fused into backward, 10 B/param (2+0+0+4+4)",
+            2,
+            0,
+            0,
+            4,
+            4,
             "Optimizer step applied per parameter during the backward pass, so gradients never accumulate "
             "(PyTorch tutorial 'How to save memory by fusing the optimizer step into the backward pass'; "
             "torchtune optimizer_in_bwd)",
         ),
         Convention(
-            "bf16-adam-pure-8", "bf16 everything, Adam moments in bf16, 8 B/param (2+2+0+2+2)", 2, 2, 0, 2, 2,
+            "bf16-adam-pure-8",
+            "bf16 everything, Adam moments in bf16, 8 B/param (2+2+0+2+2)",
+            2,
+            2,
+            0,
+            2,
+            2,
             "torch.optim.Adam/AdamW allocate moments with zeros_like(param), i.e. in the parameters' dtype",
         ),
         Convention(
-            "mixed-adam8bit-10", "Mixed precision + 8-bit Adam, 10 B/param (2+2+4+1+1)", 2, 2, 4, 1, 1,
+            "mixed-adam8bit-10",
+            "Mixed precision + 8-bit Adam, 10 B/param (2+2+4+1+1)",
+            2,
+            2,
+            4,
+            1,
+            1,
             "Dettmers et al. 2022, '8-bit Optimizers via Block-wise Quantization' (arXiv:2110.02861): 1-byte moments; "
             "the per-block fp32 scales (one per 2,048 values, about 0.004 B/param) are not counted",
         ),
         Convention(
-            "mixed-sgdm-12", "Mixed precision + SGD with momentum, 12 B/param (2+2+4+4+0)", 2, 2, 4, 4, 0,
+            "mixed-sgdm-12",
+            "Mixed precision + SGD with momentum, 12 B/param (2+2+4+4+0)",
+            2,
+            2,
+            4,
+            4,
+            0,
             "Micikevicius et al. 2018 (arXiv:1710.03740) fp32 master copy; SGD keeps one momentum buffer",
         ),
         Convention(
-            "fp32-sgd-8", "fp32 training + plain SGD, 8 B/param (4+4+0+0+0)", 4, 4, 0, 0, 0,
+            "fp32-sgd-8",
+            "fp32 training + plain SGD, 8 B/param (4+4+0+0+0)",
+            4,
+            4,
+            0,
+            0,
+            0,
             "Plain SGD keeps no optimizer state (torch.optim.SGD with momentum=0)",
         ),
     )
@@ -219,9 +277,7 @@ def model_state_bytes(
         "gradients": stage >= 2,
         "weights": stage >= 3,
     }
-    return ModelState(
-        **{name: (shard if sharded[name] else n) * getattr(conv, name) for name in COMPONENTS}
-    )
+    return ModelState(**{name: (shard if sharded[name] else n) * getattr(conv, name) for name in COMPONENTS})
 
 
 def smallest_fitting_layout(

@@ -473,7 +473,9 @@ PRESET_LABELS: dict[str, str] = {
     "megatron-530b": "Megatron 530B / MT-NLG shape (Korthikanti et al.)",
     "megatron-1t": "Megatron 1T (Korthikanti et al.)",
     **{
-        f"narayanan-{p if p == '1t' else p + 'b'}": f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
+        f"narayanan-{p if p == '1t' else p + 'b'}": (
+            f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
+        )
         for p, *_ in _NARAYANAN_ROWS
     },
 }

@@ -25,13 +25,17 @@ FIGURES: dict[str, tuple[str, Callable[[], str]]] = {
         _schedule("pp-gpipe", "gpipe"),
     ),
     "pp-1f1b": (
-        "1F1B, p = 4, m = 8: after a warm-up each stage alternates one forward and one backward, so at most p "
-        "micro-batches are in flight (Narayanan et al. 2021, Fig. 4 top).",
+        (
+            "1F1B, p = 4, m = 8: after a warm-up each stage alternates one forward and one backward, so at most p "
+            "micro-batches are in flight (Narayanan et al. 2021, Fig. 4 top)."
+        ),
         _schedule("pp-1f1b", "1f1b"),
     ),
     "pp-interleaved": (
-        "Interleaved 1F1B, p = 4, m = 8, v = 2 model chunks per stage: shorter passes, a bubble v times smaller "
-        "(Narayanan et al. 2021, Fig. 4 bottom).",
+        (
+            "Interleaved 1F1B, p = 4, m = 8, v = 2 model chunks per stage: shorter passes, a bubble v times smaller "
+            "(Narayanan et al. 2021, Fig. 4 bottom)."
+        ),
         _schedule("pp-interleaved", "interleaved", v=2),
     ),
 }

@@ -36,12 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hooks"))
 
-import lc_csp  # noqa: E402
-from figures import FIGURES  # noqa: E402
-from numbers_registry import NUMBERS  # noqa: E402
-
-from calc.errors import CalcError  # noqa: E402
-from calc.widgets import calculators, render_calculator  # noqa: E402
+import lc_csp
+from calc.errors import CalcError
+from calc.widgets import calculators, render_calculator
+from figures import FIGURES
+from numbers_registry import NUMBERS
 
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
@@ -138,7 +137,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
             raise PluginError(f"{src}: unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
         caption, draw = FIGURES[name]
         widgets.append(
-            f'<figure class="lc-diagram" id="figure-{name}">{draw()}<figcaption>{html.escape(caption)}</figcaption></figure>'
+            f'<figure class="lc-diagram" id="figure-{name}">{draw()}'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
         )
         return "\n" + _PLACEHOLDER.format(len(widgets) - 1) + "\n"
 

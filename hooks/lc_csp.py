@@ -29,13 +29,13 @@ from pathlib import Path
 from mkdocs.exceptions import PluginError
 
 INLINE_DIR = "assets/images/inline"
-_SCRIPT = re.compile(r"<script\b(?P<attrs>[^>]*)>(?P<body>.*?)</script\s*>", re.S | re.I)
-_STYLE = re.compile(r"<style\b[^>]*>(?P<body>.*?)</style\s*>", re.S | re.I)
-_TYPE = re.compile(r"""\btype\s*=\s*["']?(?P<type>[^"'\s>]+)""", re.I)
-_SRC = re.compile(r"\bsrc\s*=", re.I)
-_HEAD = re.compile(r"<head\b[^>]*>", re.I)
+_SCRIPT = re.compile(r"<script\b(?P<attrs>[^>]*)>(?P<body>.*?)</script\s*>", re.DOTALL | re.IGNORECASE)
+_STYLE = re.compile(r"<style\b[^>]*>(?P<body>.*?)</style\s*>", re.DOTALL | re.IGNORECASE)
+_TYPE = re.compile(r"""\btype\s*=\s*["']?(?P<type>[^"'\s>]+)""", re.IGNORECASE)
+_SRC = re.compile(r"\bsrc\s*=", re.IGNORECASE)
+_HEAD = re.compile(r"<head\b[^>]*>", re.IGNORECASE)
 _DATA_URL = re.compile(
-    r"""url\(\s*(?:"(?P<dq>data:[^"]*)"|'(?P<sq>data:[^']*)'|(?P<bare>data:[^)'"\s]*))\s*\)""", re.I
+    r"""url\(\s*(?:"(?P<dq>data:[^"]*)"|'(?P<sq>data:[^']*)'|(?P<bare>data:[^)'"\s]*))\s*\)""", re.IGNORECASE
 )
 _JS_TYPES = {"", "text/javascript", "application/javascript", "module"}
 META_PREFIX = '<meta http-equiv="Content-Security-Policy" content="'
@@ -90,7 +90,7 @@ def policy(script_hashes: set[str], style_hashes: set[str]) -> str:
 
 
 def _decode_data_uri(uri: str, where: str) -> tuple[str, bytes]:
-    header, sep, payload = uri[len("data:"):].partition(",")
+    header, sep, payload = uri[len("data:") :].partition(",")
     if not sep:
         raise PluginError(f"{where}: malformed data: URI {uri[:60]!r}")
     parts = header.split(";")
@@ -114,7 +114,7 @@ def extract_data_uris(site: Path) -> int:
             continue
         rel = css.relative_to(site).as_posix()
 
-        def replace(match: re.Match) -> str:
+        def replace(match: re.Match, rel: str = rel, css: Path = css) -> str:  # called within this turn
             nonlocal moved
             _, data = _decode_data_uri(match["dq"] or match["sq"] or match["bare"], rel)
             name = hashlib.sha256(data).hexdigest()[:16] + ".svg"
@@ -126,7 +126,7 @@ def extract_data_uris(site: Path) -> int:
             return f'url("{up}{target.as_posix().lstrip("/")}")'
 
         new = _DATA_URL.sub(replace, text)
-        if re.search(r"""url\(\s*["']?data:""", new, re.I):
+        if re.search(r"""url\(\s*["']?data:""", new, re.IGNORECASE):
             raise PluginError(f"{rel}: a data: URI was left in the CSS after extraction")
         css.write_text(new, encoding="utf-8")
     return moved
@@ -145,7 +145,7 @@ def write_policy(site: Path) -> str:
         scripts |= s
         styles |= t
     text_policy = policy(scripts, styles)
-    meta = f"{META_PREFIX}{text_policy}\">"
+    meta = f'{META_PREFIX}{text_policy}">'
     for path, text in texts.items():
         rel = path.relative_to(site).as_posix()
         text = re.sub(re.escape(META_PREFIX) + r'[^"]*">\s*', "", text)  # a dirty rebuild: replace, not stack
@@ -154,8 +154,8 @@ def write_policy(site: Path) -> str:
             if "<script" in text.lower() or "<style" in text.lower():
                 raise PluginError(f"{rel}: no <head> to put the Content-Security-Policy in")
             continue  # a bare fragment (e.g. an SVG wrapper) with nothing to police
-        new = text[: head.end()] + "\n    " + meta + text[head.end():]
-        charset = re.search(r"<meta\s+charset=", new, re.I)
+        new = text[: head.end()] + "\n    " + meta + text[head.end() :]
+        charset = re.search(r"<meta\s+charset=", new, re.IGNORECASE)
         if charset and len(new[: charset.end()].encode("utf-8")) > 1024:
             raise PluginError(f"{rel}: the policy pushes <meta charset> past the first 1024 bytes")
         path.write_text(new, encoding="utf-8")

@@ -11,8 +11,8 @@ import json
 import re
 
 import pytest
-from browser_helpers import LIVE_OUTPUTS, ROOT, axe_source, outputs_of, wait_calculators
 
+from browser_helpers import LIVE_OUTPUTS, ROOT, axe_source, outputs_of, wait_calculators
 from conftest import Watch
 
 pytestmark = pytest.mark.browser
@@ -76,11 +76,13 @@ NAME_OF = """el => el.name || (el.dataset.copyLink !== undefined ? 'copy-link' :
 # Tab order inside a calculator: enabled controls, links, and the results box when it scrolls sideways
 # (Chromium makes an overflowing scroller keyboard-focusable so it can be scrolled without a mouse).
 FOCUSABLE_IN = f"""root => [...root.querySelectorAll('input, select, textarea, button, a[href], [data-results]')]
-  .filter(el => el.matches('[data-results]') ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex]')
+  .filter(el => el.matches('[data-results]')
+                ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex]')
                 : !el.disabled && el.tabIndex >= 0 && el.getClientRects().length)
   .map({NAME_OF})"""
 ACTIVE = f"""() => {{ const el = document.activeElement; const cs = getComputedStyle(el);
-  return {{name: ({NAME_OF})(el), style: cs.outlineStyle, width: parseFloat(cs.outlineWidth), color: cs.outlineColor}}; }}"""
+  return {{name: ({NAME_OF})(el), style: cs.outlineStyle, width: parseFloat(cs.outlineWidth),
+          color: cs.outlineColor}}; }}"""
 
 
 def test_every_calculator_by_keyboard_alone(browser, site_url, site_pages) -> None:

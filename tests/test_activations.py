@@ -44,14 +44,38 @@ CONFIGS = {
 # DERIVED per-layer MiB (reference numbers Sec. 2, from Table 2's formulas with the Table 3 configs).
 # Every cell is an exact number of MiB, so the tolerance is zero.
 GOLDEN_PER_LAYER_MIB = {
-    "22B": {"none": 6752.0, "tp": 1264.0, "tp+sp": 844.0, "tp+selective": 624.0, "tp+sp+selective": 204.0,
-            "full": 96.0},
-    "175B": {"none": 2736.0, "tp": 552.0, "tp+sp": 342.0, "tp+selective": 312.0, "tp+sp+selective": 102.0,
-             "full": 48.0},
-    "530B": {"none": 3920.0, "tp": 840.0, "tp+sp": 490.0, "tp+selective": 520.0, "tp+sp+selective": 170.0,
-             "full": 80.0},
-    "1T": {"none": 4900.0, "tp": 1050.0, "tp+sp": 612.5, "tp+selective": 650.0, "tp+sp+selective": 212.5,
-           "full": 100.0},
+    "22B": {
+        "none": 6752.0,
+        "tp": 1264.0,
+        "tp+sp": 844.0,
+        "tp+selective": 624.0,
+        "tp+sp+selective": 204.0,
+        "full": 96.0,
+    },
+    "175B": {
+        "none": 2736.0,
+        "tp": 552.0,
+        "tp+sp": 342.0,
+        "tp+selective": 312.0,
+        "tp+sp+selective": 102.0,
+        "full": 48.0,
+    },
+    "530B": {
+        "none": 3920.0,
+        "tp": 840.0,
+        "tp+sp": 490.0,
+        "tp+selective": 520.0,
+        "tp+sp+selective": 170.0,
+        "full": 80.0,
+    },
+    "1T": {
+        "none": 4900.0,
+        "tp": 1050.0,
+        "tp+sp": 612.5,
+        "tp+selective": 650.0,
+        "tp+sp+selective": 212.5,
+        "full": 100.0,
+    },
 }
 EXACT = Fraction(0)
 """Tolerance for the DERIVED golden cells: they are exact multiples of 1/2 MiB."""
@@ -144,8 +168,17 @@ def test_sec_5_worked_numbers(model: str, five_as_over_h: int, saving_percent: i
 def test_first_stage_totals(model: str, gib: float) -> None:
     a, h, layers, t, p, b = TABLE_3[model]
     per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    stage = stage_activations(per_layer, num_layers=layers, seq_len=SEQ, micro_batch=b, hidden=h,
-                              vocab_size=VOCAB, pp=p, tp=t, sequence_parallel=True)
+    stage = stage_activations(
+        per_layer,
+        num_layers=layers,
+        seq_len=SEQ,
+        micro_batch=b,
+        hidden=h,
+        vocab_size=VOCAB,
+        pp=p,
+        tp=t,
+        sequence_parallel=True,
+    )
     assert stage.layers == 34 * SEQ * b * h * layers // t  # L layers' worth on stage 0, whatever p
     assert round(stage.layers / GiB, 2) == gib
 
@@ -154,10 +187,29 @@ def test_interleaved_first_stage_factor() -> None:
     """Korthikanti Sec. 4.2.3: interleaving multiplies stage 0's activations by 1 + (p-1)/(pm); 175B, m=3."""
     a, h, layers, t, p, b = TABLE_3["175B"]
     per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    plain = stage_activations(per_layer, num_layers=layers, seq_len=SEQ, micro_batch=b, hidden=h,
-                              vocab_size=VOCAB, pp=p, tp=t, sequence_parallel=True)
-    inter = stage_activations(per_layer, num_layers=layers, seq_len=SEQ, micro_batch=b, hidden=h,
-                              vocab_size=VOCAB, pp=p, tp=t, sequence_parallel=True, interleave=3)
+    plain = stage_activations(
+        per_layer,
+        num_layers=layers,
+        seq_len=SEQ,
+        micro_batch=b,
+        hidden=h,
+        vocab_size=VOCAB,
+        pp=p,
+        tp=t,
+        sequence_parallel=True,
+    )
+    inter = stage_activations(
+        per_layer,
+        num_layers=layers,
+        seq_len=SEQ,
+        micro_batch=b,
+        hidden=h,
+        vocab_size=VOCAB,
+        pp=p,
+        tp=t,
+        sequence_parallel=True,
+        interleave=3,
+    )
     assert Fraction(inter.layers, plain.layers) == 1 + Fraction(p - 1, p * 3)
     assert Fraction(inter.embedding_dropout, plain.embedding_dropout) == 1 + Fraction(p - 1, p * 3)
 
@@ -178,8 +230,17 @@ def test_extras_share_22b_does_not_match_the_papers_claim() -> None:
 
     def stage(recompute: str):
         per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute=recompute)
-        return stage_activations(per_layer, num_layers=layers, seq_len=SEQ, micro_batch=b, hidden=h,
-                                 vocab_size=VOCAB, pp=p, tp=t, sequence_parallel=True)
+        return stage_activations(
+            per_layer,
+            num_layers=layers,
+            seq_len=SEQ,
+            micro_batch=b,
+            hidden=h,
+            vocab_size=VOCAB,
+            pp=p,
+            tp=t,
+            sequence_parallel=True,
+        )
 
     eq5, eq6 = stage("none"), stage("selective")
     sbhl_t = Fraction(SEQ * b * h * layers, t)
@@ -211,11 +272,22 @@ def test_megatron_estimate_equals_ours_plus_token_ids(model, pp, interleave, mic
     """With SP + selective, Megatron's estimate is stage 0 here plus the int64 token ids it adds (8sb/t each)."""
     a, h, layers, t, _, b = TABLE_3[model]
     per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    ours = stage_activations(per_layer, num_layers=layers, seq_len=SEQ, micro_batch=b, hidden=h, vocab_size=VOCAB,
-                             pp=pp, interleave=interleave, num_microbatches=microbatches, tp=t,
-                             sequence_parallel=True)
-    megatron = megatron_activation_bytes(SEQ, b, h, layers, VOCAB, tp=t, pp=pp, interleave=interleave,
-                                         num_microbatches=microbatches)
+    ours = stage_activations(
+        per_layer,
+        num_layers=layers,
+        seq_len=SEQ,
+        micro_batch=b,
+        hidden=h,
+        vocab_size=VOCAB,
+        pp=pp,
+        interleave=interleave,
+        num_microbatches=microbatches,
+        tp=t,
+        sequence_parallel=True,
+    )
+    megatron = megatron_activation_bytes(
+        SEQ, b, h, layers, VOCAB, tp=t, pp=pp, interleave=interleave, num_microbatches=microbatches
+    )
     token_ids = Fraction(8 * SEQ * b, t) * Fraction(ours.in_flight, interleave)
     assert abs(megatron - (ours.total + token_ids)) < ROUNDING
 
@@ -227,7 +299,9 @@ ROUNDING = 3
 def test_megatron_without_sp_branch() -> None:
     """Megatron's other branch: sbh(10 + 24/t) per layer, output layer 2(sbv/t + sbh), times 1.05, not / t."""
     s, b, h, layers, v, t = SEQ, 1, 6144, 48, VOCAB, 8
-    want = (s * b * h * (10 + Fraction(24, t)) * layers + 8 * s * b + s * b * h + 2 * (Fraction(s * b * v, t) + s * b * h))
+    want = (
+        s * b * h * (10 + Fraction(24, t)) * layers + 8 * s * b + s * b * h + 2 * (Fraction(s * b * v, t) + s * b * h)
+    )
     got = megatron_activation_bytes(s, b, h, layers, v, tp=t, sequence_parallel=False)
     assert got == -(-want * Fraction(105, 100) // 1)
 
@@ -254,8 +328,18 @@ def test_in_flight_chunks(pp, interleave, microbatches, stage, chunks) -> None:
 def test_last_stage_holds_the_output_layer() -> None:
     a, h, layers, t, p, b = TABLE_3["175B"]
     per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    last = stage_activations(per_layer, num_layers=layers, seq_len=SEQ, micro_batch=b, hidden=h, vocab_size=VOCAB,
-                             pp=p, tp=t, sequence_parallel=True, stage=p - 1)
+    last = stage_activations(
+        per_layer,
+        num_layers=layers,
+        seq_len=SEQ,
+        micro_batch=b,
+        hidden=h,
+        vocab_size=VOCAB,
+        pp=p,
+        tp=t,
+        sequence_parallel=True,
+        stage=p - 1,
+    )
     sbh_t = SEQ * b * h // t
     assert (last.embedding_dropout, last.final_norm_input, last.output_input) == (0, 2 * sbh_t, 2 * sbh_t)
     assert last.logits == 4 * SEQ * b * VOCAB // t
@@ -268,7 +352,10 @@ def test_flash_attention_keeps_log_sum_exp_only() -> None:
     assert flash.softmax_output == flash.softmax_dropout_mask == flash.softmax_dropout_output == 0
     assert flash.flash_stats == 4 * a * s * b // t  # fp32 log-sum-exp per head per query
     plain = activation_bytes_per_layer(s, b, h, a, tp=t)
-    assert activation_bytes_per_layer(s, b, h, a, tp=t, flash_attention=True) == plain - 5 * a * s * s * b // t + 4 * a * s * b // t
+    assert (
+        activation_bytes_per_layer(s, b, h, a, tp=t, flash_attention=True)
+        == plain - 5 * a * s * s * b // t + 4 * a * s * b // t
+    )
 
 
 def test_gqa_swiglu_no_dropout_accounting() -> None:
@@ -301,11 +388,13 @@ def test_moe_layer_accounting() -> None:
 
 
 def test_context_parallel_divides_everything() -> None:
-    base = layer_activations(8192, 1, 4096, 32, kv_heads=8, ffn_hidden=14336, mlp="swiglu", tp=2,
-                             sequence_parallel=True)
+    base = layer_activations(
+        8192, 1, 4096, 32, kv_heads=8, ffn_hidden=14336, mlp="swiglu", tp=2, sequence_parallel=True
+    )
     for cp in (2, 4, 8):
-        split = layer_activations(8192, 1, 4096, 32, kv_heads=8, ffn_hidden=14336, mlp="swiglu", tp=2,
-                                  sequence_parallel=True, cp=cp)
+        split = layer_activations(
+            8192, 1, 4096, 32, kv_heads=8, ffn_hidden=14336, mlp="swiglu", tp=2, sequence_parallel=True, cp=cp
+        )
         assert {k: v * cp for k, v in split.as_dict().items()} == base.as_dict()
 
 
@@ -337,22 +426,44 @@ def test_layer_as_dict_total() -> None:
         (lambda: activation_bytes_per_layer(2048, 1, 4096, 32, recompute=None), "recompute", "unknown-name"),
         (lambda: activation_bytes_per_layer(0, 1, 4096, 32), "seq_len", "invalid-value"),
         (lambda: activation_bytes_per_layer(2048, 1, 4096, 32, tp=0), "tp", "invalid-value"),
-        (lambda: activation_bytes_per_layer(2048, 1, 4096, 32, sequence_parallel="yes"), "sequence_parallel",
-         "invalid-value"),
+        (
+            lambda: activation_bytes_per_layer(2048, 1, 4096, 32, sequence_parallel="yes"),
+            "sequence_parallel",
+            "invalid-value",
+        ),
         (lambda: layer_activations(2048, 1, 4096, 32, mlp="relu"), "mlp", "unknown-name"),
         (lambda: layer_activations(2048, 1, 4096, 32, norm="batchnorm"), "norm", "unknown-name"),
         (lambda: layer_activations(2048, 1, 3000, 7), "head_dim", "missing-field"),  # 7 does not divide 3000
         (lambda: layer_activations(2048, 1, 4096, 32, experts_per_token=-1), "experts_per_token", "invalid-value"),
-        (lambda: stage_activations(1, num_layers=10, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=3),
-         "pp", "not-divisible"),
-        (lambda: stage_activations(1, num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=2,
-                                   interleave=4), "pp", "not-divisible"),
-        (lambda: stage_activations(1, num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8,
-                                   interleave=2), "interleave", "unsupported"),
-        (lambda: stage_activations([1, 2], num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=2),
-         "layer_bytes", "invalid-value"),
-        (lambda: stage_activations(1, num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=2,
-                                   stage=2), "stage", "invalid-value"),
+        (
+            lambda: stage_activations(1, num_layers=10, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=3),
+            "pp",
+            "not-divisible",
+        ),
+        (
+            lambda: stage_activations(
+                1, num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=2, interleave=4
+            ),
+            "pp",
+            "not-divisible",
+        ),
+        (
+            lambda: stage_activations(1, num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, interleave=2),
+            "interleave",
+            "unsupported",
+        ),
+        (
+            lambda: stage_activations([1, 2], num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=2),
+            "layer_bytes",
+            "invalid-value",
+        ),
+        (
+            lambda: stage_activations(
+                1, num_layers=12, seq_len=8, micro_batch=1, hidden=8, vocab_size=8, pp=2, stage=2
+            ),
+            "stage",
+            "invalid-value",
+        ),
         (lambda: in_flight_chunks(4, num_microbatches=0), "num_microbatches", "invalid-value"),
         (lambda: megatron_activation_bytes(2048, 1, 4096, 32, 32000, recompute="all"), "recompute", "unknown-name"),
     ],
@@ -380,8 +491,15 @@ def gpt_layers(draw):
     t = draw(_tp)
     a = draw(_heads.filter(lambda a: a % t == 0))
     d = draw(st.sampled_from([8, 16, 64, 128]))
-    return dict(seq_len=draw(st.integers(1, 4096)), micro_batch=draw(st.integers(1, 8)), hidden=a * d, heads=a,
-                tp=t, sequence_parallel=draw(st.booleans()), flash_attention=draw(st.booleans()))
+    return dict(
+        seq_len=draw(st.integers(1, 4096)),
+        micro_batch=draw(st.integers(1, 8)),
+        hidden=a * d,
+        heads=a,
+        tp=t,
+        sequence_parallel=draw(st.booleans()),
+        flash_attention=draw(st.booleans()),
+    )
 
 
 @settings(max_examples=200)
@@ -440,10 +558,12 @@ def test_more_tensor_parallelism_never_raises(kw) -> None:
     if kw["heads"] % (2 * t) == 0:
         assert activation_bytes_per_layer(**{**kw, "tp": 2 * t}) <= activation_bytes_per_layer(**kw)
     assert activation_bytes_per_layer(**{**kw, "sequence_parallel": True}) <= activation_bytes_per_layer(
-        **{**kw, "sequence_parallel": False})
+        **{**kw, "sequence_parallel": False}
+    )
 
 
 # ----------------------------------------------------------------------------- the calculator
+
 
 def _outputs(fragment: str) -> dict[str, str]:
     import html
@@ -460,7 +580,13 @@ def test_widget_defaults_are_the_175b_row_of_table_2() -> None:
     assert out["total_bytes"] == f"{552 * MiB:,} B"
     assert out["five_as_over_h"] == "80"  # Korthikanti Sec. 5
     assert [out[f"row_{k}"] for k in ("none", "tp", "tp_sp", "tp_selective", "tp_sp_selective", "full")] == [
-        "2.67 GiB", "552 MiB", "342 MiB", "312 MiB", "102 MiB", "48.0 MiB"]
+        "2.67 GiB",
+        "552 MiB",
+        "342 MiB",
+        "312 MiB",
+        "102 MiB",
+        "48.0 MiB",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -480,8 +606,13 @@ def test_widget_cases(inputs: dict, key: str, value: str) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value", "bad"),
-    [("heads", "100", "heads"), ("tp", "5", "tp"), ("recompute", "most", "recompute"), ("seq_len", "0", "seq_len"),
-     ("sequence_parallel", "1", "tp")],
+    [
+        ("heads", "100", "heads"),
+        ("tp", "5", "tp"),
+        ("recompute", "most", "recompute"),
+        ("seq_len", "0", "seq_len"),
+        ("sequence_parallel", "1", "tp"),
+    ],
 )
 def test_widget_bad_input(field: str, value: str, bad: str) -> None:
     from calc.widgets.activations import CALCULATOR

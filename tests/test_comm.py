@@ -37,6 +37,7 @@ MEASURED_EFFICIENCY_TOL = 0.01
 
 # --- bus-bandwidth factors (nccl-tests doc/PERFORMANCE.md, "Summary") ---------------------------
 
+
 @pytest.mark.parametrize(
     ("collective", "n", "factor"),
     [
@@ -63,6 +64,7 @@ def test_bus_factor_n8_golden_floats():
 
 
 # --- bytes sent per rank -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("collective", "size", "n", "sent"),
@@ -106,8 +108,9 @@ def test_collective_time_table(collective, size, n, bw, seconds):
 
 def test_efficiency_divides_bandwidth():
     full = collective_time_s("all-reduce", 10**9, 8, 450 * GB)
-    assert math.isclose(collective_time_s("all-reduce", 10**9, 8, 450 * GB, efficiency=0.5), 2 * full,
-                        rel_tol=TIME_REL_TOL)
+    assert math.isclose(
+        collective_time_s("all-reduce", 10**9, 8, 450 * GB, efficiency=0.5), 2 * full, rel_tol=TIME_REL_TOL
+    )
 
 
 def test_algorithm_bandwidth_is_busbw_over_factor():
@@ -141,6 +144,7 @@ def test_collective_errors(call, field):
 
 
 # --- interconnect presets ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("name", "per_direction_gb", "bidirectional_gb"),
@@ -190,13 +194,15 @@ def test_every_gpu_preset_has_a_scale_up_link():
 
 # --- where a group lives ---------------------------------------------------------------------
 
+
 def test_dgx_a100_allreduce_busbw_golden():
     # NVIDIA/nccl#812 (AddyLaddy): "On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure
     # 192GB/s AllReduce BusBW." Model: 8 members per node x 25 GB/s = 200 GB/s peak; 192 = 96% of it.
     peak = group_bus_bandwidth("all-reduce", 16, intra_node=False, members_per_node=8, intra="nvlink3", inter="ib-hdr")
     assert peak == 200 * GB
-    measured = group_bus_bandwidth("all-reduce", 16, intra_node=False, members_per_node=8, intra="nvlink3",
-                                   inter="ib-hdr", inter_efficiency=0.96)
+    measured = group_bus_bandwidth(
+        "all-reduce", 16, intra_node=False, members_per_node=8, intra="nvlink3", inter="ib-hdr", inter_efficiency=0.96
+    )
     assert abs(measured / (192 * GB) - 1) <= MEASURED_EFFICIENCY_TOL
 
 
@@ -225,11 +231,14 @@ def test_ring_across_nodes_capped_by_scale_up():
 def test_mesh_point_to_point_gets_one_link():
     # MI300X: each GPU has one 64 GB/s-per-direction link to each peer; a send uses one.
     assert group_bus_bandwidth("p2p", 2, intra_node=True, members_per_node=2, intra="infinity-fabric-mi300x") == 64 * GB
-    assert group_bus_bandwidth("all-reduce", 8, intra_node=True, members_per_node=8,
-                               intra="infinity-fabric-mi300x") == 448 * GB
+    assert (
+        group_bus_bandwidth("all-reduce", 8, intra_node=True, members_per_node=8, intra="infinity-fabric-mi300x")
+        == 448 * GB
+    )
 
 
 # --- a layout's step: golden volumes -------------------------------------------------------------
+
 
 def _dp_bytes(step) -> int:
     return sum(t.bytes_sent for t in step.terms if t.group == "dp-cp")
@@ -261,8 +270,9 @@ def test_zero_section7_volumes(zero_stage, volume, names, dp):
 def test_zero3_is_one_and_a_half_times_dp():
     # ZeRO Sec. 7.2.2: "3Ψ ... 1.5x" of baseline DP.
     kw = {"params": "7.5B", "layers": 36, "hidden": 4096, "seq": 2048, "dp": 64}
-    assert Fraction(_dp_bytes(step_communication(zero_stage=3, **kw)),
-                    _dp_bytes(step_communication(zero_stage=0, **kw))) == Fraction(3, 2)
+    assert Fraction(
+        _dp_bytes(step_communication(zero_stage=3, **kw)), _dp_bytes(step_communication(zero_stage=0, **kw))
+    ) == Fraction(3, 2)
 
 
 @pytest.mark.parametrize(
@@ -275,8 +285,9 @@ def test_zero3_is_one_and_a_half_times_dp():
     ],
 )
 def test_zero_calls_with_gradient_accumulation(zero_stage, m, calls):
-    step = step_communication(params="1B", layers=8, hidden=2048, seq=2048, dp=8, zero_stage=zero_stage,
-                              num_microbatches=m)
+    step = step_communication(
+        params="1B", layers=8, hidden=2048, seq=2048, dp=8, zero_stage=zero_stage, num_microbatches=m
+    )
     assert {t.name: t.calls for t in step.terms} == calls
 
 
@@ -300,8 +311,9 @@ def test_narayanan_tp_volume_per_layer(params, h, layers, tp, pp, gpus):
     # Narayanan Sec. 3.2: per layer per micro-batch each device moves 8bsh(t-1)/t (2 all-reduces fwd + 2 bwd).
     s, b, m, e = 2048, 1, 4, 2
     dp = gpus // (tp * pp)
-    step = step_communication(params=params, layers=layers, hidden=h, seq=s, micro_batch=b, num_microbatches=m,
-                              dp=dp, tp=tp, pp=pp)
+    step = step_communication(
+        params=params, layers=layers, hidden=h, seq=s, micro_batch=b, num_microbatches=m, dp=dp, tp=tp, pp=pp
+    )
     (term,) = [t for t in step.terms if t.group == "tp"]
     per_layer_per_mb = Fraction(term.bytes_sent, math.ceil(layers / pp) * m)
     assert per_layer_per_mb == Fraction(8 * b * s * h * (tp - 1), tp) * e
@@ -328,8 +340,7 @@ def test_recompute_matches_zero_section8():
     # ZeRO Sec. 8: with activation checkpointing Megatron "performs a total of 12 x seq x hidden data movement
     # per transformer block" (6 all-reduces of 2 x message size); exact ring: 12 s h (t-1)/t per block.
     s, h, t = 1024, 8192, 16
-    step = step_communication(params="100B", layers=10, hidden=h, seq=s, tp=t, recompute=True,
-                              bytes_per_element=1)
+    step = step_communication(params="100B", layers=10, hidden=h, seq=s, tp=t, recompute=True, bytes_per_element=1)
     (term,) = step.terms
     assert term.calls == 6 * 10
     assert Fraction(term.bytes_sent, 10) == Fraction(12 * s * h * (t - 1), t)
@@ -339,8 +350,20 @@ def test_context_parallel_kv_volume():
     # Megatron context_parallel.rst: all-gather K/V in forward, again in backward, reduce-scatter dK/dV.
     b, s, h, cp, tp, layers, m, e = 1, 131072, 16384, 16, 8, 126, 1, 2
     kv = 2 * 8 * 128  # Llama 3 405B: 8 KV heads of 128 (GQA)
-    step = step_communication(params="405B", layers=layers, hidden=h, seq=s, tp=tp, cp=cp, pp=16, dp=8,
-                              sequence_parallel=True, kv_dims=kv, micro_batch=b, num_microbatches=m)
+    step = step_communication(
+        params="405B",
+        layers=layers,
+        hidden=h,
+        seq=s,
+        tp=tp,
+        cp=cp,
+        pp=16,
+        dp=8,
+        sequence_parallel=True,
+        kv_dims=kv,
+        micro_batch=b,
+        num_microbatches=m,
+    )
     cp_terms = {t.name: t for t in step.terms if t.group == "cp"}
     assert set(cp_terms) == {"cp-kv-all-gather", "cp-kv-grad-reduce-scatter"}
     layers_ps = math.ceil(layers / 16)
@@ -356,16 +379,25 @@ def test_context_parallel_kv_volume():
 def test_expert_parallel_alltoall_volume():
     # Dispatch + combine in forward and backward: 4 all-to-alls of tokens x top_k x h per MoE layer and micro-batch.
     b, s, h, k, ep, moe, m = 1, 4096, 4096, 2, 8, 32, 2
-    step = step_communication(params="47B", layers=32, hidden=h, seq=s, dp=8, ep=ep, top_k=k,
-                              expert_params="45B", micro_batch=b, num_microbatches=m)
+    step = step_communication(
+        params="47B",
+        layers=32,
+        hidden=h,
+        seq=s,
+        dp=8,
+        ep=ep,
+        top_k=k,
+        expert_params="45B",
+        micro_batch=b,
+        num_microbatches=m,
+    )
     (a2a,) = [t for t in step.terms if t.group == "ep"]
     assert a2a.collective == "all-to-all"
     assert a2a.calls == 4 * moe * m
     assert a2a.bytes_sent == 4 * moe * m * (ep - 1) * (b * s * k * h * 2) // ep
     # dp x cp / ep = 1: every expert has one replica, so expert gradients need no reduction.
     assert {t.group for t in step.terms} == {"dp-cp", "ep"}
-    step_dp16 = step_communication(params="47B", layers=32, hidden=h, seq=s, dp=16, ep=ep, top_k=k,
-                                   expert_params="45B")
+    step_dp16 = step_communication(params="47B", layers=32, hidden=h, seq=s, dp=16, ep=ep, top_k=k, expert_params="45B")
     (edp,) = [t for t in step_dp16.terms if t.group == "expert-dp"]
     assert edp.group_size == 2
     # Expert parameters are split 8 ways, then all-reduced over the 2 expert-data-parallel replicas.
@@ -374,8 +406,18 @@ def test_expert_parallel_alltoall_volume():
 
 def test_llama3_layout_placement():
     # Llama 3 405B (arXiv:2407.21783) Table 4, 8,192 GPUs: TP 8, PP 16, DP 64, 8 GPUs per node.
-    step = step_communication(params="405B", layers=126, hidden=16384, seq=8192, tp=8, pp=16, dp=64,
-                              sequence_parallel=True, num_microbatches=16, zero_stage=1)
+    step = step_communication(
+        params="405B",
+        layers=126,
+        hidden=16384,
+        seq=8192,
+        tp=8,
+        pp=16,
+        dp=64,
+        sequence_parallel=True,
+        num_microbatches=16,
+        zero_stage=1,
+    )
     where = {t.group: (t.intra_node, t.bus_bytes_per_s) for t in step.terms}
     assert where["tp"] == (True, 450 * GB)  # NVLink 4 within the node
     assert where["dp-cp"] == (False, 50 * GB)  # stride 8: one member per node, one 400G NIC
@@ -387,15 +429,23 @@ def test_megatron_docstring_groups_fit_nodes():
     # Megatron initialize_model_parallel docstring: 16 GPUs, tp 2, pp 4 -> dp 2; TP groups [g0, g1],...,
     # DP groups [g0, g2], ..., PP groups [g0, g4, g8, g12]. With 8 GPUs per node TP and DP stay inside,
     # PP crosses nodes.
-    step = step_communication(params="10B", layers=24, hidden=4096, seq=2048, tp=2, pp=4, dp=2,
-                              num_microbatches=8)
+    step = step_communication(params="10B", layers=24, hidden=4096, seq=2048, tp=2, pp=4, dp=2, num_microbatches=8)
     where = {t.group: t.intra_node for t in step.terms}
     assert where == {"tp": True, "dp-cp": True, "pp": False}
 
 
 def test_interleaving_multiplies_pipeline_sends():
     # Narayanan Sec. 2.2.2: the interleaved schedule's point-to-point communication grows with v.
-    kw = {"params": "145.6B", "layers": 80, "hidden": 12288, "seq": 2048, "tp": 8, "pp": 8, "dp": 24, "num_microbatches": 96}
+    kw = {
+        "params": "145.6B",
+        "layers": 80,
+        "hidden": 12288,
+        "seq": 2048,
+        "tp": 8,
+        "pp": 8,
+        "dp": 24,
+        "num_microbatches": 96,
+    }
     for v in (1, 2, 5):
         (term,) = [t for t in step_communication(virtual_stages=v, **kw).terms if t.group == "pp"]
         assert term.calls == 96 * 2 * v
@@ -407,8 +457,7 @@ def test_no_parallelism_no_communication():
 
 
 def test_as_dict_round_trip():
-    step = step_communication(params="7B", layers=32, hidden=4096, seq=4096, dp=16, tp=2, pp=2,
-                              num_microbatches=4)
+    step = step_communication(params="7B", layers=32, hidden=4096, seq=4096, dp=16, tp=2, pp=2, num_microbatches=4)
     data = step.as_dict()
     assert data["total_bytes"] == sum(t["bytes_sent"] for t in data["terms"])
     assert data["gpus"] == 64 and data["gpus_per_node"] == 8
@@ -442,6 +491,7 @@ def test_step_errors(kwargs, field, code):
 
 # --- invariants ------------------------------------------------------------------------------------
 
+
 @settings(max_examples=200, deadline=None)
 @given(
     collective=st.sampled_from(COLLECTIVES),
@@ -456,8 +506,12 @@ def test_bytes_sent_monotone_and_bounded(collective, n, a, b):
 
 
 @settings(max_examples=200, deadline=None)
-@given(collective=st.sampled_from(COLLECTIVES), n=st.integers(2, 4096), size=st.integers(1, 10**12),
-       bw=st.integers(10**9, 10**12))
+@given(
+    collective=st.sampled_from(COLLECTIVES),
+    n=st.integers(2, 4096),
+    size=st.integers(1, 10**12),
+    bw=st.integers(10**9, 10**12),
+)
 def test_time_is_bytes_over_busbw(collective, n, size, bw):
     # t = S x factor / busbw; bytes sent round up by less than one byte.
     t = collective_time_s(collective, size, n, bw)
@@ -465,16 +519,18 @@ def test_time_is_bytes_over_busbw(collective, n, size, bw):
     assert collective_bytes_sent(collective, size, n) - t * bw < 1 + 1e-6 * size
 
 
-_layouts = st.fixed_dictionaries({
-    "tp": st.sampled_from([1, 2, 4, 8]),
-    "pp": st.sampled_from([1, 2, 4]),
-    "cp": st.sampled_from([1, 2]),
-    "dp": st.sampled_from([1, 2, 4, 16]),
-    "num_microbatches": st.integers(1, 16),
-    "zero_stage": st.integers(0, 3),
-    "sequence_parallel": st.booleans(),
-    "recompute": st.booleans(),
-})
+_layouts = st.fixed_dictionaries(
+    {
+        "tp": st.sampled_from([1, 2, 4, 8]),
+        "pp": st.sampled_from([1, 2, 4]),
+        "cp": st.sampled_from([1, 2]),
+        "dp": st.sampled_from([1, 2, 4, 16]),
+        "num_microbatches": st.integers(1, 16),
+        "zero_stage": st.integers(0, 3),
+        "sequence_parallel": st.booleans(),
+        "recompute": st.booleans(),
+    }
+)
 _MODEL = {"params": "13B", "layers": 40, "hidden": 5120, "seq": 4096}
 
 
@@ -530,6 +586,7 @@ def test_interconnect_objects_accepted():
 
 # --- the calculator (calc/widgets/comm.py) ---------------------------------------------------------
 
+
 def _widget(**inputs: str) -> str:
     from calc.widgets.comm import CALCULATOR
 
@@ -539,8 +596,20 @@ def _widget(**inputs: str) -> str:
 def test_widget_defaults_match_the_engine():
     from calc.units import format_bytes
 
-    step = step_communication(params="70B", layers=80, hidden=8192, seq=4096, num_microbatches=16, tp=8, pp=4,
-                              dp=8, zero_stage=1, sequence_parallel=True, kv_dims=2048, top_k=2)
+    step = step_communication(
+        params="70B",
+        layers=80,
+        hidden=8192,
+        seq=4096,
+        num_microbatches=16,
+        tp=8,
+        pp=4,
+        dp=8,
+        zero_stage=1,
+        sequence_parallel=True,
+        kv_dims=2048,
+        top_k=2,
+    )
     fragment = _widget()
     assert f'data-output="total_bytes">{format_bytes(step.total_bytes)}<' in fragment
     for term in step.terms:

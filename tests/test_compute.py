@@ -48,6 +48,7 @@ def _matches_printed(value: float, printed: str) -> bool:
 
 # --- 6ND ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("params", "tokens", "expected"),
     [
@@ -131,8 +132,9 @@ NARAYANAN_TABLE_1 = [
 ]
 
 
-@pytest.mark.parametrize(("heads", "hidden", "layers", "gpus", "batch", "tflops", "pct", "eq3", "s_iter"),
-                         NARAYANAN_TABLE_1)
+@pytest.mark.parametrize(
+    ("heads", "hidden", "layers", "gpus", "batch", "tflops", "pct", "eq3", "s_iter"), NARAYANAN_TABLE_1
+)
 def test_narayanan_table_1_eq3(heads, hidden, layers, gpus, batch, tflops, pct, eq3, s_iter):
     flops = megatron_flops_per_iteration(batch, 2048, layers, hidden, 51200, recompute="full")
     assert _matches_printed(flops, eq3)
@@ -151,20 +153,29 @@ def test_narayanan_table_1_eq3(heads, hidden, layers, gpus, batch, tflops, pct, 
         ("2", "3", "5", "7", "11", "none", 72 * 2 * 3 * 5 * 49 + 12 * 2 * 9 * 5 * 7 + 6 * 2 * 3 * 7 * 11),
     ],
 )
-def test_megatron_flops_expansions(b, s, l, h, v, mode, expected):  # noqa: E741
+def test_megatron_flops_expansions(b, s, l, h, v, mode, expected):
     assert megatron_flops_per_iteration(b, s, l, h, v, recompute=mode) == expected
 
 
 def test_megatron_flops_matches_closed_forms():
     # The factored forms of Narayanan Eq. 3 and Korthikanti Eq. 7/8, evaluated in floating point.
-    B, s, l, h, V = 64, 2048, 96, 12288, 51200  # noqa: N806, E741
+    B, s, l, h, V = 64, 2048, 96, 12288, 51200
     base = B * s * l * h * h
-    assert math.isclose(megatron_flops_per_iteration(B, s, l, h, V, recompute="full"),
-                        96 * base * (1 + s / (6 * h) + V / (16 * l * h)), rel_tol=1e-12)
-    assert math.isclose(megatron_flops_per_iteration(B, s, l, h, V, recompute="none"),
-                        72 * base * (1 + s / (6 * h) + V / (12 * l * h)), rel_tol=1e-12)
-    assert math.isclose(megatron_flops_per_iteration(B, s, l, h, V, recompute="selective"),
-                        72 * base * (1 + s / (3 * h) + V / (12 * l * h)), rel_tol=1e-12)
+    assert math.isclose(
+        megatron_flops_per_iteration(B, s, l, h, V, recompute="full"),
+        96 * base * (1 + s / (6 * h) + V / (16 * l * h)),
+        rel_tol=1e-12,
+    )
+    assert math.isclose(
+        megatron_flops_per_iteration(B, s, l, h, V, recompute="none"),
+        72 * base * (1 + s / (6 * h) + V / (12 * l * h)),
+        rel_tol=1e-12,
+    )
+    assert math.isclose(
+        megatron_flops_per_iteration(B, s, l, h, V, recompute="selective"),
+        72 * base * (1 + s / (3 * h) + V / (12 * l * h)),
+        rel_tol=1e-12,
+    )
 
 
 # --- Korthikanti Table 5: MFU / HFU -----------------------------------------------------------
@@ -180,11 +191,21 @@ KORTHIKANTI_TABLE_5 = [
 ]
 
 
-@pytest.mark.parametrize(("batch", "layers", "hidden", "gpus", "seconds", "mfu_printed", "hfu_printed", "mfu", "hfu"),
-                         KORTHIKANTI_TABLE_5)
+@pytest.mark.parametrize(
+    ("batch", "layers", "hidden", "gpus", "seconds", "mfu_printed", "hfu_printed", "mfu", "hfu"), KORTHIKANTI_TABLE_5
+)
 def test_korthikanti_table_5(batch, layers, hidden, gpus, seconds, mfu_printed, hfu_printed, mfu, hfu):
-    u = megatron_utilization(batch, 2048, layers, hidden, 51200, step_time_s=seconds, num_gpus=gpus,
-                             peak_flops=A100_PEAK, recompute="selective")
+    u = megatron_utilization(
+        batch,
+        2048,
+        layers,
+        hidden,
+        51200,
+        step_time_s=seconds,
+        num_gpus=gpus,
+        peak_flops=A100_PEAK,
+        recompute="selective",
+    )
     assert abs(u.mfu - mfu) <= PP_TOL
     assert abs(u.hfu - hfu) <= PP_TOL
     # The printed values agree to 0.2 pp (the 22B row is 0.15 pp under Eq. 7; the paper's times are rounded).
@@ -271,6 +292,7 @@ def test_gpu_hours_imply_mfu(params, tokens, gpu_hours, peak, implied_mfu):
 
 # --- Narayanan Eq. 4: training time -----------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("params", "tokens", "gpus", "tflops", "days"),
     [
@@ -296,6 +318,7 @@ def test_training_time_factor_is_explicit():
 
 # --- Errors -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("call", "field", "code"),
     [
@@ -309,8 +332,7 @@ def test_training_time_factor_is_explicit():
         (lambda: utilization(1e18, True, 8, 312e12), "step_time_s", "invalid-value"),  # bool is not a number here
         (lambda: utilization_from_throughput(-1, 1e12, 8, 312e12), "tokens_per_s", "invalid-value"),
         (lambda: training_time("7B", "1T", 0, 1e14), "num_gpus", "invalid-value"),
-        (lambda: training_time("7B", "1T", 8, 1e14, flops_per_param_token=0), "flops_per_param_token",
-         "invalid-value"),
+        (lambda: training_time("7B", "1T", 8, 1e14, flops_per_param_token=0), "flops_per_param_token", "invalid-value"),
         (lambda: palm_flops_per_token("8B", 0, 16, 256, 2048), "layers", "invalid-value"),
     ],
 )
@@ -354,15 +376,19 @@ def test_recomputation_never_lowers_flops(shape):
     for mode in RECOMPUTE_MODES:
         assert megatron_flops_per_iteration(*shape, recompute=mode) >= none
     # selective <= full exactly when s <= 3h (Eq. 8 adds 12Bs^2lh, full recompute 24Bslh^2 + 4Bs^2lh)
-    b, s, l, h, v = shape  # noqa: E741
+    _, s, _, h, _ = shape
     sel = megatron_flops_per_iteration(*shape, recompute="selective")
     full = megatron_flops_per_iteration(*shape, recompute="full")
     assert (sel <= full) == (s <= 3 * h)
 
 
 @settings(max_examples=200, deadline=None)
-@given(params=st.integers(1, 10**13), tokens=st.integers(1, 10**14), gpus=st.integers(1, 100_000),
-       rate=st.floats(1e12, 1e16))
+@given(
+    params=st.integers(1, 10**13),
+    tokens=st.integers(1, 10**14),
+    gpus=st.integers(1, 100_000),
+    rate=st.floats(1e12, 1e16),
+)
 def test_more_gpus_never_slower(params, tokens, gpus, rate):
     one = training_time(params, tokens, gpus, rate)
     two = training_time(params, tokens, gpus * 2, rate)
@@ -371,6 +397,7 @@ def test_more_gpus_never_slower(params, tokens, gpus, rate):
 
 
 # --- The training-compute calculator ----------------------------------------------------------
+
 
 def _outputs(fragment: str) -> dict[str, str]:
     import html
@@ -393,8 +420,16 @@ def test_widget_defaults():
 def test_widget_reproduces_narayanan_gpt3_estimate():
     from calc.widgets.compute import CALCULATOR
 
-    inputs = dict(CALCULATOR.defaults, params="175B", tokens="300B", num_gpus="1024", gpu="custom",
-                  peak_tflops="312", mfu=str(140 / 312 * 100), factor="8")
+    inputs = dict(
+        CALCULATOR.defaults,
+        params="175B",
+        tokens="300B",
+        num_gpus="1024",
+        gpu="custom",
+        peak_tflops="312",
+        mfu=str(140 / 312 * 100),
+        factor="8",
+    )
     out = _outputs(CALCULATOR.compute(inputs))
     assert out["days"] == "33.9 days" and out["achieved_tflops"] == "140.0 TFLOP/s"
     assert "energy_mwh" not in out  # no board power for a custom GPU
@@ -402,8 +437,19 @@ def test_widget_reproduces_narayanan_gpt3_estimate():
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("params", "lots"), ("tokens", "0"), ("num_gpus", "0"), ("mfu", "0"), ("mfu", "101"), ("mfu", "NaN"),
-     ("mfu", "1e999"), ("factor", "7"), ("gpu", "tpu"), ("dtype", "fp4"), ("peak_tflops", "-1")],
+    [
+        ("params", "lots"),
+        ("tokens", "0"),
+        ("num_gpus", "0"),
+        ("mfu", "0"),
+        ("mfu", "101"),
+        ("mfu", "NaN"),
+        ("mfu", "1e999"),
+        ("factor", "7"),
+        ("gpu", "tpu"),
+        ("dtype", "fp4"),
+        ("peak_tflops", "-1"),
+    ],
 )
 def test_widget_bad_input(field, value):
     from calc.widgets.compute import CALCULATOR

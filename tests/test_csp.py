@@ -12,12 +12,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from browser_helpers import ROOT, wait_calculators
 
+from browser_helpers import ROOT, wait_calculators
 from conftest import Watch
 
 sys.path.insert(0, str(ROOT / "hooks"))
-import lc_csp  # noqa: E402
+import lc_csp
 
 META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
 COLLECT = """window.__cspViolations = [];

@@ -41,9 +41,15 @@ def test_zero2_memory_rst(kwargs: dict, cpu: float, gpu: float) -> None:
         (False, False, False, 127.45, 6.09),
     ],
 )
-def test_zero3_memory_rst(offload_param: bool, offload_optimizer: bool, zero_init: bool, cpu: float, gpu: float) -> None:
+def test_zero3_memory_rst(
+    offload_param: bool, offload_optimizer: bool, zero_init: bool, cpu: float, gpu: float
+) -> None:
     e = deepspeed_zero3_estimate(
-        T5_3B, LARGEST, gpus_per_node=8, cpu_offload=offload_optimizer, cpu_offload_params=offload_param,
+        T5_3B,
+        LARGEST,
+        gpus_per_node=8,
+        cpu_offload=offload_optimizer,
+        cpu_offload_params=offload_param,
         zero_init=zero_init,
     )
     assert (_gib(e.cpu_bytes), _gib(e.gpu_bytes)) == (cpu, gpu)
@@ -64,6 +70,7 @@ def test_estimator_vs_our_convention_at_one_gpu() -> None:
     # At one GPU DeepSpeed's ZeRO-2 no-offload estimate is 20 B/param: our mixed-adam-20 convention.
     from calc import model_state_bytes
 
-    assert deepspeed_zero2_estimate(1e9, cpu_offload=False).gpu_bytes == model_state_bytes(
-        1e9, convention="mixed-adam-20"
-    ).total
+    assert (
+        deepspeed_zero2_estimate(1e9, cpu_offload=False).gpu_bytes
+        == model_state_bytes(1e9, convention="mixed-adam-20").total
+    )

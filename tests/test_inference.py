@@ -27,7 +27,7 @@ from calc.inference import (
 )
 from calc.units import format_bytes
 
-KiB, GiB = 2**10, 2**30  # noqa: N816
+KiB, GiB = 2**10, 2**30
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ DEEPSEEK_V3 = _Arch(61, 128, 128, 192, 671_026_419_200, kv_lora_rank=512, qk_rop
 
 
 # --- Weights ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("params", "precision", "expected"),
@@ -103,6 +104,7 @@ def test_weight_bytes_per_gpu(params, precision, tp, expected):
 
 
 # --- KV cache: golden values (reference notes, Sec. 6) ---------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("layers", "kv_heads", "head_dim", "bpe", "expected"),
@@ -187,6 +189,7 @@ def test_cached_tokens(seq_len, window, block, expected):
 
 
 # --- Tensor parallelism -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("kv_heads", "tp", "per_gpu"),
@@ -287,6 +290,7 @@ def test_max_concurrent_sequences(memory, weights, kv, reserved, expected):
 
 # --- Errors -------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("call", "field", "code"),
     [
@@ -307,10 +311,16 @@ def test_max_concurrent_sequences(memory, weights, kv, reserved, expected):
         (lambda: inference_memory(LLAMA3_8B, seq_len=1, kv_dtype="q4"), "kv_dtype", "unknown-name"),
         (lambda: inference_memory(LLAMA3_8B, seq_len=1, gpu="tpu"), "gpu", "unknown-name"),
         (lambda: inference_memory(LLAMA3_8B, seq_len=1, reserved_fraction=1), "reserved_fraction", "invalid-value"),
-        (lambda: inference_memory(LLAMA3_8B, seq_len=1, reserved_fraction="lots"), "reserved_fraction",
-         "invalid-value"),
-        (lambda: inference_memory(LLAMA3_8B, seq_len=1, reserved_fraction=float("nan")), "reserved_fraction",
-         "invalid-value"),
+        (
+            lambda: inference_memory(LLAMA3_8B, seq_len=1, reserved_fraction="lots"),
+            "reserved_fraction",
+            "invalid-value",
+        ),
+        (
+            lambda: inference_memory(LLAMA3_8B, seq_len=1, reserved_fraction=float("nan")),
+            "reserved_fraction",
+            "invalid-value",
+        ),
         (lambda: inference_memory(LLAMA3_8B, seq_len=1, batch=0), "batch", "invalid-value"),
     ],
 )
@@ -327,8 +337,13 @@ _PRECISIONS_BY_BITS = sorted(PRECISION_BITS, key=PRECISION_BITS.__getitem__)
 
 
 @settings(max_examples=200, deadline=None)
-@given(params=st.integers(1, 10**13), tp=st.integers(1, 1024), extra=st.integers(0, 1024),
-       precision=st.sampled_from(sorted(PRECISION_BITS)), group=st.sampled_from([0, 16, 32, 128]))
+@given(
+    params=st.integers(1, 10**13),
+    tp=st.integers(1, 1024),
+    extra=st.integers(0, 1024),
+    precision=st.sampled_from(sorted(PRECISION_BITS)),
+    group=st.sampled_from([0, 16, 32, 128]),
+)
 def test_more_tp_never_raises_weights_per_gpu(params, tp, extra, precision, group):
     assert weight_bytes_per_gpu(params, precision, tp + extra, group_size=group) <= weight_bytes_per_gpu(
         params, precision, tp, group_size=group
@@ -336,8 +351,12 @@ def test_more_tp_never_raises_weights_per_gpu(params, tp, extra, precision, grou
 
 
 @settings(max_examples=200, deadline=None)
-@given(params=st.integers(1, 10**13), i=st.integers(0, len(_PRECISIONS_BY_BITS) - 1),
-       j=st.integers(0, len(_PRECISIONS_BY_BITS) - 1), group=st.sampled_from([0, 32, 128]))
+@given(
+    params=st.integers(1, 10**13),
+    i=st.integers(0, len(_PRECISIONS_BY_BITS) - 1),
+    j=st.integers(0, len(_PRECISIONS_BY_BITS) - 1),
+    group=st.sampled_from([0, 32, 128]),
+)
 def test_lower_precision_never_raises_weight_bytes(params, i, j, group):
     lo, hi = sorted((i, j))
     assert weight_bytes(params, _PRECISIONS_BY_BITS[lo], group_size=group) <= weight_bytes(
@@ -357,9 +376,15 @@ _archs = st.builds(
 
 
 @settings(max_examples=200, deadline=None)
-@given(arch=_archs, s1=st.integers(1, 262_144), s2=st.integers(1, 262_144), tp=st.sampled_from([1, 2, 4, 8]),
-       kv=st.sampled_from(["bf16", "fp8", "int4"]), block=st.sampled_from([1, 16]),
-       device=st.sampled_from(sorted(GPUS)))
+@given(
+    arch=_archs,
+    s1=st.integers(1, 262_144),
+    s2=st.integers(1, 262_144),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    kv=st.sampled_from(["bf16", "fp8", "int4"]),
+    block=st.sampled_from([1, 16]),
+    device=st.sampled_from(sorted(GPUS)),
+)
 def test_concurrent_sequences_non_increasing_in_length(arch, s1, s2, tp, kv, block, device):
     short, long_ = sorted((s1, s2))
     a = inference_memory(arch, seq_len=short, tp=tp, kv_dtype=kv, block_size=block, gpu=device, precision="int4")
@@ -380,8 +405,13 @@ def test_more_tp_never_raises_kv_per_gpu(arch, seq, tp):
 
 
 @settings(max_examples=200, deadline=None)
-@given(arch=_archs, seq=st.integers(1, 131_072), batch=st.integers(1, 4096), tp=st.sampled_from([1, 2, 4, 8]),
-       device=st.sampled_from(sorted(GPUS)))
+@given(
+    arch=_archs,
+    seq=st.integers(1, 131_072),
+    batch=st.integers(1, 4096),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    device=st.sampled_from(sorted(GPUS)),
+)
 def test_fits_exactly_when_batch_within_capacity(arch, seq, batch, tp, device):
     m = inference_memory(arch, seq_len=seq, batch=batch, tp=tp, gpu=device)
     assert m.fits == (batch <= m.max_concurrent_sequences)
@@ -389,8 +419,12 @@ def test_fits_exactly_when_batch_within_capacity(arch, seq, batch, tp, device):
 
 
 @settings(max_examples=200, deadline=None)
-@given(memory=st.integers(0, 10**12), weights=st.integers(0, 10**12), kv=st.integers(1, 10**10),
-       reserved=st.integers(0, 10**11))
+@given(
+    memory=st.integers(0, 10**12),
+    weights=st.integers(0, 10**12),
+    kv=st.integers(1, 10**10),
+    reserved=st.integers(0, 10**11),
+)
 def test_max_concurrent_sequences_is_the_largest_that_fits(memory, weights, kv, reserved):
     n = max_concurrent_sequences(memory, weights, kv, reserved_bytes=reserved)
     free = memory - weights - reserved
@@ -402,6 +436,7 @@ def test_max_concurrent_sequences_is_the_largest_that_fits(memory, weights, kv, 
 
 
 # --- Real presets (calc.presets) ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("name", "per_token"),
@@ -431,6 +466,7 @@ def test_preset_sliding_window_applies_by_default():
 
 # --- The serving-memory calculator --------------------------------------------------------------
 
+
 def _outputs(fragment: str) -> dict[str, str]:
     import html
     import re
@@ -458,8 +494,11 @@ def test_widget_defaults():
         ({"model": "mistral-7b", "seq_len": "32768", "batch": "200", "tp": "1"}, "no", "sliding window"),
         ({"model": "deepseek-v3", "precision": "fp8", "tp": "8", "gpu": "h200"}, "yes", "latent"),
         ({"model": "llama3-8b", "tp": "16"}, "yes", "replicated on 2 GPUs"),
-        ({"model": "llama3-8b", "tp": "1", "gpu": "custom", "gpu_memory": "24", "unit": "GiB",
-          "batch": "4"}, "yes", "24.0 GiB"),
+        (
+            {"model": "llama3-8b", "tp": "1", "gpu": "custom", "gpu_memory": "24", "unit": "GiB", "batch": "4"},
+            "yes",
+            "24.0 GiB",
+        ),
         ({"model": "llama3-8b", "precision": "int4", "tp": "1"}, "yes", "not counted"),
     ],
 )
@@ -473,9 +512,19 @@ def test_widget_cases(inputs, ok, phrase):
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("model", "gpt-9"), ("precision", "fp6"), ("kv_dtype", "q4"), ("seq_len", "0"), ("batch", "-1"),
-     ("tp", "3"), ("gpu", "tpu"), ("reserved_pct", "100"), ("reserved_pct", "x"), ("unit", "KB"),
-     ("gpu_memory", "0")],
+    [
+        ("model", "gpt-9"),
+        ("precision", "fp6"),
+        ("kv_dtype", "q4"),
+        ("seq_len", "0"),
+        ("batch", "-1"),
+        ("tp", "3"),
+        ("gpu", "tpu"),
+        ("reserved_pct", "100"),
+        ("reserved_pct", "x"),
+        ("unit", "KB"),
+        ("gpu_memory", "0"),
+    ],
 )
 def test_widget_bad_input(field, value):
     from calc.widgets.inference import CALCULATOR

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from browser_helpers import wait_calculators
 
+from browser_helpers import wait_calculators
 from conftest import Watch
 
 pytestmark = pytest.mark.browser

@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.pyodide, pytest.mark.skipif(sys.platform == "emscripte
 
 
 def _node(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["node", str(RUNNER), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["node", str(RUNNER), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def test_engine_zip_gives_the_same_results_as_cpython(tmp_path: Path) -> None:
@@ -41,8 +43,17 @@ def test_engine_suite_passes_in_pyodide() -> None:
     site_packages = ROOT / ".stamps" / "pyodide-site"
     assert (site_packages / ".done").exists(), "run `make test` (it installs requirements-pyodide.txt there)"
     proc = _node(
-        "pytest", str(site_packages), "calc", "tests", "-q", "-p", "no:cacheprovider",
-        "-m", "not browser and not pyodide", "--ignore=tests/test_site.py", "--ignore=tests/test_browser.py",
+        "pytest",
+        str(site_packages),
+        "calc",
+        "tests",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "not browser and not pyodide",
+        "--ignore=tests/test_site.py",
+        "--ignore=tests/test_browser.py",
     )
     tail = "\n".join(proc.stdout.splitlines()[-15:])
     assert proc.returncode == 0, f"{tail}\n{proc.stderr[-3000:]}"

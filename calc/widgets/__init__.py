@@ -170,7 +170,8 @@ def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
             attrs += " disabled"
     if f.kind == "select":
         opts = "".join(
-            f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(label)}</option>' for v, label in f.options
+            f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(label)}</option>'
+            for v, label in f.options
         )
         control = f"<select {attrs}>{opts}</select>"
     elif f.kind == "checkbox":

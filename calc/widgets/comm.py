@@ -154,7 +154,10 @@ def _compute(v: dict[str, str]) -> str:
         rows.append(
             (
                 f"{escape(_GROUPS[t.group])}<br><small>{escape(t.label)}</small>",
-                f"{escape(t.collective)} × {t.calls:,}<br><small>{t.group_size} ranks, {escape(fmt(t.message_bytes))} each</small>",
+                (
+                    f"{escape(t.collective)} × {t.calls:,}<br>"
+                    f"<small>{t.group_size} ranks, {escape(fmt(t.message_bytes))} each</small>"
+                ),
                 out(f"{t.name}-bytes", fmt(t.bytes_sent)),
                 f"{escape(where)}<br><small>{escape(_rate(t.bus_bytes_per_s))} bus bandwidth</small>",
                 out(f"{t.name}-time", _seconds(t.time_s)),

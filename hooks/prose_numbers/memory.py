@@ -64,30 +64,34 @@ def _largest_gpu() -> GPU:
 
 # --------------------------------------------------------------------------- memory/index.md
 
-NUMBERS.update({
-    "mem-state-7b": lambda: format_bytes(model_state_bytes("7B").total),
-    "mem-state-7b-gib": lambda: format_bytes(model_state_bytes("7B").total, binary=True),
-    "mem-state-70b": lambda: format_bytes(model_state_bytes("70B").total, digits=2),
-    "mem-state-70b-3sig": lambda: format_bytes(model_state_bytes("70B").total),
-    "mem-state-70b-tib": lambda: format_bytes(model_state_bytes("70B").total, binary=True),
-    "mem-weights-7b": lambda: format_bytes(model_state_bytes("7B").weights, digits=2),
-    "mem-weights-70b": lambda: format_bytes(model_state_bytes("70B").weights),
-    "mem-state-over-weights": lambda: _times(Fraction(model_state_bytes("7B").total, model_state_bytes("7B").weights)),
-    "mem-7b-over-80gb": lambda: format_bytes(model_state_bytes("7B").total - _GPU_80GB, digits=2),
-    "mem-1.5b-state": lambda: format_bytes(model_state_bytes("1.5B").total, digits=2),
-    "mem-1.5b-weights": lambda: format_bytes(model_state_bytes("1.5B").weights, digits=1),
-    # ZeRO paper, Sec. 5 / Table 1: 7.5B parameters, N_d = 64
-    "mem-zero-7.5b-s0": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=0, dp=64).total),
-    "mem-zero-7.5b-s1": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=1, dp=64).total),
-    "mem-zero-7.5b-s2": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=2, dp=64).total),
-    "mem-zero-7.5b-s3": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=3, dp=64).total),
-    "mem-70b-zero3-dp64": lambda: format_bytes(model_state_bytes("70B", zero_stage=3, dp=64).total),
-    "mem-70b-min-dp": lambda: _exact(smallest_fitting_layout("70B", _GPU_80GB)[1]),
-    "mem-largest-gpu": lambda: _largest_gpu().label,
-    "mem-largest-gpu-params": lambda: format_count(
-        _largest_gpu().memory_bytes // CONVENTIONS["mixed-adam-16"].bytes_per_param
-    ),
-})
+NUMBERS.update(
+    {
+        "mem-state-7b": lambda: format_bytes(model_state_bytes("7B").total),
+        "mem-state-7b-gib": lambda: format_bytes(model_state_bytes("7B").total, binary=True),
+        "mem-state-70b": lambda: format_bytes(model_state_bytes("70B").total, digits=2),
+        "mem-state-70b-3sig": lambda: format_bytes(model_state_bytes("70B").total),
+        "mem-state-70b-tib": lambda: format_bytes(model_state_bytes("70B").total, binary=True),
+        "mem-weights-7b": lambda: format_bytes(model_state_bytes("7B").weights, digits=2),
+        "mem-weights-70b": lambda: format_bytes(model_state_bytes("70B").weights),
+        "mem-state-over-weights": lambda: _times(
+            Fraction(model_state_bytes("7B").total, model_state_bytes("7B").weights)
+        ),
+        "mem-7b-over-80gb": lambda: format_bytes(model_state_bytes("7B").total - _GPU_80GB, digits=2),
+        "mem-1.5b-state": lambda: format_bytes(model_state_bytes("1.5B").total, digits=2),
+        "mem-1.5b-weights": lambda: format_bytes(model_state_bytes("1.5B").weights, digits=1),
+        # ZeRO paper, Sec. 5 / Table 1: 7.5B parameters, N_d = 64
+        "mem-zero-7.5b-s0": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=0, dp=64).total),
+        "mem-zero-7.5b-s1": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=1, dp=64).total),
+        "mem-zero-7.5b-s2": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=2, dp=64).total),
+        "mem-zero-7.5b-s3": lambda: format_bytes(model_state_bytes(7.5e9, zero_stage=3, dp=64).total),
+        "mem-70b-zero3-dp64": lambda: format_bytes(model_state_bytes("70B", zero_stage=3, dp=64).total),
+        "mem-70b-min-dp": lambda: _exact(smallest_fitting_layout("70B", _GPU_80GB)[1]),
+        "mem-largest-gpu": lambda: _largest_gpu().label,
+        "mem-largest-gpu-params": lambda: format_count(
+            _largest_gpu().memory_bytes // CONVENTIONS["mixed-adam-16"].bytes_per_param
+        ),
+    }
+)
 
 for _component in ("weights", "gradients", "master", "momentum", "variance"):
     NUMBERS[f"mem-7b-{_component}"] = lambda c=_component: format_bytes(getattr(model_state_bytes("7B"), c))
@@ -121,24 +125,27 @@ for _conv in CONVENTIONS:
         model_state_bytes("7B", zero_stage=3, dp=8, convention=c).total
     )
 
-NUMBERS.update({
-    "mem-conv-spread-7b": lambda: format_bytes(
-        model_state_bytes("7B", convention="mixed-adam-20").total - model_state_bytes("7B", convention="mixed-adam-16").total
-    ),
-    "mem-gib-over-gb": lambda: _pct(Fraction(BYTE_UNITS["GiB"] - BYTE_UNITS["GB"], BYTE_UNITS["GB"]), 1),
-    "mem-80gb-in-gib": lambda: format_bytes(_GPU_80GB, binary=True),
-    # DeepSpeed memory.rst example: t5-3b (2851M parameters), 8 GPUs, ZeRO-2 without offload
-    "mem-ds-t5-3b-z2": lambda: format_bytes(
-        model_state_bytes(2851e6, zero_stage=2, dp=8, convention="mixed-adam-20").total, binary=True, digits=4
-    ),
-    "mem-ds-t5-3b-z2-zero16": lambda: format_bytes(
-        model_state_bytes(2851e6, zero_stage=2, dp=8, convention="mixed-adam-16").total, binary=True
-    ),
-    # Megatron-LM distributed optimizer (= ZeRO-1 with 18 B/param): 6 + 12/d
-    "mem-megatron-7b-do-d8": lambda: format_bytes(
-        model_state_bytes("7B", zero_stage=1, dp=8, convention="mixed-adam-18").total
-    ),
-})
+NUMBERS.update(
+    {
+        "mem-conv-spread-7b": lambda: format_bytes(
+            model_state_bytes("7B", convention="mixed-adam-20").total
+            - model_state_bytes("7B", convention="mixed-adam-16").total
+        ),
+        "mem-gib-over-gb": lambda: _pct(Fraction(BYTE_UNITS["GiB"] - BYTE_UNITS["GB"], BYTE_UNITS["GB"]), 1),
+        "mem-80gb-in-gib": lambda: format_bytes(_GPU_80GB, binary=True),
+        # DeepSpeed memory.rst example: t5-3b (2851M parameters), 8 GPUs, ZeRO-2 without offload
+        "mem-ds-t5-3b-z2": lambda: format_bytes(
+            model_state_bytes(2851e6, zero_stage=2, dp=8, convention="mixed-adam-20").total, binary=True, digits=4
+        ),
+        "mem-ds-t5-3b-z2-zero16": lambda: format_bytes(
+            model_state_bytes(2851e6, zero_stage=2, dp=8, convention="mixed-adam-16").total, binary=True
+        ),
+        # Megatron-LM distributed optimizer (= ZeRO-1 with 18 B/param): 6 + 12/d
+        "mem-megatron-7b-do-d8": lambda: format_bytes(
+            model_state_bytes("7B", zero_stage=1, dp=8, convention="mixed-adam-18").total
+        ),
+    }
+)
 
 # --------------------------------------------------------------------------- memory/activations.md
 
@@ -183,7 +190,13 @@ def _korthikanti_22b_eq6() -> int:
     a, h, L, b = _KORTHIKANTI["22b"]
     per_layer = activation_bytes_per_layer(2048, b, h, a, tp=8, sequence_parallel=True, recompute="selective")
     return stage_activations(
-        per_layer, num_layers=L, seq_len=2048, micro_batch=b, hidden=h, vocab_size=51200, tp=8,
+        per_layer,
+        num_layers=L,
+        seq_len=2048,
+        micro_batch=b,
+        hidden=h,
+        vocab_size=51200,
+        tp=8,
         sequence_parallel=True,
     ).layers
 
@@ -193,7 +206,13 @@ def _korthikanti_22b_extras(recompute: str) -> Fraction:
     a, h, L, b = _KORTHIKANTI["22b"]
     per_layer = activation_bytes_per_layer(2048, b, h, a, tp=8, sequence_parallel=True, recompute=recompute)
     st = stage_activations(
-        per_layer, num_layers=L, seq_len=2048, micro_batch=b, hidden=h, vocab_size=51200, tp=8,
+        per_layer,
+        num_layers=L,
+        seq_len=2048,
+        micro_batch=b,
+        hidden=h,
+        vocab_size=51200,
+        tp=8,
         sequence_parallel=True,
     )
     return Fraction(st.extras, st.layers)
@@ -213,30 +232,32 @@ def _llama8b_acts(seq_len: int = 8192, **kwargs: object) -> int:
     return m.activations + m.logits
 
 
-NUMBERS.update({
-    "mem-act-175b-5ash": lambda: str(_attention_term("175b")),
-    "mem-act-530b-5ash": lambda: str(_attention_term("530b")),
-    "mem-act-175b-selective-saving": lambda: _pct(_selective_saving("175b")),
-    "mem-act-530b-selective-saving": lambda: _pct(_selective_saving("530b")),
-    "mem-act-22b-eq6": lambda: format_bytes(_korthikanti_22b_eq6(), binary=True),
-    "mem-act-22b-extras-eq5": lambda: _pct(_korthikanti_22b_extras("none"), 2),
-    "mem-act-22b-extras-eq6": lambda: _pct(_korthikanti_22b_extras("selective"), 1),
-    "mem-act-gpt2xl": lambda: format_bytes(_gpt2xl_acts()),
-    "mem-act-gpt2xl-flash": lambda: format_bytes(_gpt2xl_acts(flash_attention=True)),
-    "mem-act-gpt2xl-full": lambda: format_bytes(_gpt2xl_acts(recompute="full")),
-    "mem-act-llama8b-plain": lambda: format_bytes(_llama8b_acts()),
-    "mem-act-llama8b-flash": lambda: format_bytes(_llama8b_acts(flash_attention=True)),
-    "mem-act-llama8b-full": lambda: format_bytes(_llama8b_acts(flash_attention=True, recompute="full")),
-    "mem-act-llama8b-logits": lambda: format_bytes(_llama8b(flash_attention=True).logits),
-    "mem-act-llama8b-2k": lambda: format_bytes(_llama8b_acts(2048, flash_attention=True)),
-    "mem-act-llama8b-32k": lambda: format_bytes(_llama8b_acts(32768, flash_attention=True)),
-    "mem-act-llama8b-32k-cp4": lambda: format_bytes(_llama8b_acts(32768, flash_attention=True, cp=4)),
-    "mem-act-llama8b-weights": lambda: format_bytes(_llama8b().weights),
-    "mem-act-llama8b-state": lambda: format_bytes(_llama8b().model_state),
-    "mem-act-llama8b-flash-over-weights": lambda: _times(
-        Fraction(_llama8b_acts(flash_attention=True), _llama8b().weights)
-    ),
-})
+NUMBERS.update(
+    {
+        "mem-act-175b-5ash": lambda: str(_attention_term("175b")),
+        "mem-act-530b-5ash": lambda: str(_attention_term("530b")),
+        "mem-act-175b-selective-saving": lambda: _pct(_selective_saving("175b")),
+        "mem-act-530b-selective-saving": lambda: _pct(_selective_saving("530b")),
+        "mem-act-22b-eq6": lambda: format_bytes(_korthikanti_22b_eq6(), binary=True),
+        "mem-act-22b-extras-eq5": lambda: _pct(_korthikanti_22b_extras("none"), 2),
+        "mem-act-22b-extras-eq6": lambda: _pct(_korthikanti_22b_extras("selective"), 1),
+        "mem-act-gpt2xl": lambda: format_bytes(_gpt2xl_acts()),
+        "mem-act-gpt2xl-flash": lambda: format_bytes(_gpt2xl_acts(flash_attention=True)),
+        "mem-act-gpt2xl-full": lambda: format_bytes(_gpt2xl_acts(recompute="full")),
+        "mem-act-llama8b-plain": lambda: format_bytes(_llama8b_acts()),
+        "mem-act-llama8b-flash": lambda: format_bytes(_llama8b_acts(flash_attention=True)),
+        "mem-act-llama8b-full": lambda: format_bytes(_llama8b_acts(flash_attention=True, recompute="full")),
+        "mem-act-llama8b-logits": lambda: format_bytes(_llama8b(flash_attention=True).logits),
+        "mem-act-llama8b-2k": lambda: format_bytes(_llama8b_acts(2048, flash_attention=True)),
+        "mem-act-llama8b-32k": lambda: format_bytes(_llama8b_acts(32768, flash_attention=True)),
+        "mem-act-llama8b-32k-cp4": lambda: format_bytes(_llama8b_acts(32768, flash_attention=True, cp=4)),
+        "mem-act-llama8b-weights": lambda: format_bytes(_llama8b().weights),
+        "mem-act-llama8b-state": lambda: format_bytes(_llama8b().model_state),
+        "mem-act-llama8b-flash-over-weights": lambda: _times(
+            Fraction(_llama8b_acts(flash_attention=True), _llama8b().weights)
+        ),
+    }
+)
 
 # --------------------------------------------------------------------------- memory/inference.md
 
@@ -246,8 +267,17 @@ def _mha_equivalent(arch: Architecture) -> Architecture:
     return dataclasses.replace(arch, num_kv_heads=arch.num_heads, kv_lora_rank=0, q_lora_rank=0)
 
 
-_KV_PRESETS = ("llama2-7b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b",
-               "mixtral-8x7b", "qwen2.5-7b", "deepseek-v3")
+_KV_PRESETS = (
+    "llama2-7b",
+    "llama2-70b",
+    "llama3-8b",
+    "llama3-70b",
+    "llama3.1-405b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "qwen2.5-7b",
+    "deepseek-v3",
+)
 
 for _slug in _KV_PRESETS:
     NUMBERS[f"mem-kv-{_slug}-token"] = lambda s=_slug: format_bytes(model_kv_bytes_per_token(preset(s)), binary=True)
@@ -259,66 +289,94 @@ for _slug in _KV_PRESETS:
     )
     NUMBERS[f"mem-kv-{_slug}-weights"] = lambda s=_slug: format_bytes(weight_bytes(preset(s).param_count))
 
-NUMBERS.update({
-    "mem-inf-70b-bf16": lambda: format_bytes(weight_bytes("70B", "bf16")),
-    "mem-inf-70b-fp8": lambda: format_bytes(weight_bytes("70B", "fp8"), digits=2),
-    "mem-inf-70b-int4": lambda: format_bytes(weight_bytes("70B", "int4"), digits=2),
-    "mem-inf-70b-int4-g128": lambda: format_bytes(weight_bytes("70B", "int4", group_size=128)),
-    "mem-inf-70b-state": lambda: format_bytes(model_state_bytes("70B").total, digits=2),
-    "mem-kv-opt13b-token": lambda: format_bytes(kv_cache_bytes_per_token(40, 40, 128, 2), binary=True),
-    "mem-kv-opt13b-token-bytes": lambda: _exact(kv_cache_bytes_per_token(40, 40, 128, 2)),
-    "mem-kv-deepseek-v3-token-bytes": lambda: _exact(model_kv_bytes_per_token(preset("deepseek-v3"))),
-    "mem-kv-deepseek-v3-mha-token": lambda: format_bytes(
-        model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3"))), binary=True
-    ),
-    "mem-kv-deepseek-v3-mla-ratio": lambda: _times(
-        Fraction(model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3"))),
-                 model_kv_bytes_per_token(preset("deepseek-v3"))), 0
-    ),
-    "mem-kv-llama2-70b-mha-token": lambda: format_bytes(
-        model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))), binary=True
-    ),
-    "mem-kv-llama2-70b-gqa-ratio": lambda: _times(
-        Fraction(model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))),
-                 model_kv_bytes_per_token(preset("llama2-70b"))), 0
-    ),
-    "mem-kv-llama3-8b-128k-gb": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b")) * 131072),
-    "mem-kv-llama2-7b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-7b")) * 4096, binary=True),
-    "mem-kv-l2-7b-over-l3-8b": lambda: _times(
-        Fraction(model_kv_bytes_per_token(preset("llama2-7b")), model_kv_bytes_per_token(preset("llama3-8b"))), 0
-    ),
-    "mem-kv-llama2-70b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-70b")) * 4096, binary=True),
-    "mem-kv-llama3-8b-fp8-token": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b"), "fp8"),
-                                                       binary=True),
-    "mem-kv-mistral-32k-cached": lambda: _exact(cached_tokens(32768, sliding_window=4096)),
-    "mem-kv-mistral-32k-ratio": lambda: _times(Fraction(32768, cached_tokens(32768, sliding_window=4096)), 0),
-    "mem-kv-llama2-70b-batch": lambda: format_bytes(
-        inference_memory(preset("llama2-70b"), seq_len=4096, batch=8, tp=4).kv_batch_bytes, binary=True
-    ),
-    "mem-serve-70b-tp4-weights": lambda: format_bytes(
-        inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).weights_per_gpu_bytes
-    ),
-    "mem-serve-70b-tp4-kv-seq": lambda: format_bytes(
-        inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).kv_per_sequence_per_gpu_bytes, binary=True
-    ),
-    "mem-serve-70b-tp4-reserve": lambda: format_bytes(
-        inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).reserved_per_gpu_bytes
-    ),
-    "mem-serve-70b-tp4-max": lambda: _exact(
-        inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).max_concurrent_sequences
-    ),
-    "mem-serve-8b-max": lambda: _exact(inference_memory(preset("llama3-8b"), seq_len=8192).max_concurrent_sequences),
-    "mem-serve-8b-max-fp8kv": lambda: _exact(
-        inference_memory(preset("llama3-8b"), seq_len=8192, kv_dtype="fp8").max_concurrent_sequences
-    ),
-    "mem-serve-l2-7b-max": lambda: _exact(inference_memory(preset("llama2-7b"), seq_len=4096).max_concurrent_sequences),
-})
+NUMBERS.update(
+    {
+        "mem-inf-70b-bf16": lambda: format_bytes(weight_bytes("70B", "bf16")),
+        "mem-inf-70b-fp8": lambda: format_bytes(weight_bytes("70B", "fp8"), digits=2),
+        "mem-inf-70b-int4": lambda: format_bytes(weight_bytes("70B", "int4"), digits=2),
+        "mem-inf-70b-int4-g128": lambda: format_bytes(weight_bytes("70B", "int4", group_size=128)),
+        "mem-inf-70b-state": lambda: format_bytes(model_state_bytes("70B").total, digits=2),
+        "mem-kv-opt13b-token": lambda: format_bytes(kv_cache_bytes_per_token(40, 40, 128, 2), binary=True),
+        "mem-kv-opt13b-token-bytes": lambda: _exact(kv_cache_bytes_per_token(40, 40, 128, 2)),
+        "mem-kv-deepseek-v3-token-bytes": lambda: _exact(model_kv_bytes_per_token(preset("deepseek-v3"))),
+        "mem-kv-deepseek-v3-mha-token": lambda: format_bytes(
+            model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3"))), binary=True
+        ),
+        "mem-kv-deepseek-v3-mla-ratio": lambda: _times(
+            Fraction(
+                model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3"))),
+                model_kv_bytes_per_token(preset("deepseek-v3")),
+            ),
+            0,
+        ),
+        "mem-kv-llama2-70b-mha-token": lambda: format_bytes(
+            model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))), binary=True
+        ),
+        "mem-kv-llama2-70b-gqa-ratio": lambda: _times(
+            Fraction(
+                model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))),
+                model_kv_bytes_per_token(preset("llama2-70b")),
+            ),
+            0,
+        ),
+        "mem-kv-llama3-8b-128k-gb": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b")) * 131072),
+        "mem-kv-llama2-7b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-7b")) * 4096, binary=True),
+        "mem-kv-l2-7b-over-l3-8b": lambda: _times(
+            Fraction(model_kv_bytes_per_token(preset("llama2-7b")), model_kv_bytes_per_token(preset("llama3-8b"))), 0
+        ),
+        "mem-kv-llama2-70b-4k": lambda: format_bytes(
+            model_kv_bytes_per_token(preset("llama2-70b")) * 4096, binary=True
+        ),
+        "mem-kv-llama3-8b-fp8-token": lambda: format_bytes(
+            model_kv_bytes_per_token(preset("llama3-8b"), "fp8"), binary=True
+        ),
+        "mem-kv-mistral-32k-cached": lambda: _exact(cached_tokens(32768, sliding_window=4096)),
+        "mem-kv-mistral-32k-ratio": lambda: _times(Fraction(32768, cached_tokens(32768, sliding_window=4096)), 0),
+        "mem-kv-llama2-70b-batch": lambda: format_bytes(
+            inference_memory(preset("llama2-70b"), seq_len=4096, batch=8, tp=4).kv_batch_bytes, binary=True
+        ),
+        "mem-serve-70b-tp4-weights": lambda: format_bytes(
+            inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).weights_per_gpu_bytes
+        ),
+        "mem-serve-70b-tp4-kv-seq": lambda: format_bytes(
+            inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).kv_per_sequence_per_gpu_bytes, binary=True
+        ),
+        "mem-serve-70b-tp4-reserve": lambda: format_bytes(
+            inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).reserved_per_gpu_bytes
+        ),
+        "mem-serve-70b-tp4-max": lambda: _exact(
+            inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).max_concurrent_sequences
+        ),
+        "mem-serve-8b-max": lambda: _exact(
+            inference_memory(preset("llama3-8b"), seq_len=8192).max_concurrent_sequences
+        ),
+        "mem-serve-8b-max-fp8kv": lambda: _exact(
+            inference_memory(preset("llama3-8b"), seq_len=8192, kv_dtype="fp8").max_concurrent_sequences
+        ),
+        "mem-serve-l2-7b-max": lambda: _exact(
+            inference_memory(preset("llama2-7b"), seq_len=4096).max_concurrent_sequences
+        ),
+    }
+)
 
 # --------------------------------------------------------------------------- architectures.md
 
-_ARCH_PRESETS = ("gpt2", "gpt2-xl", "gpt3-175b", "llama2-7b", "llama2-70b", "llama3-8b", "llama3-70b",
-                 "llama3.1-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "qwen3-30b-a3b", "gemma-7b",
-                 "deepseek-v3")
+_ARCH_PRESETS = (
+    "gpt2",
+    "gpt2-xl",
+    "gpt3-175b",
+    "llama2-7b",
+    "llama2-70b",
+    "llama3-8b",
+    "llama3-70b",
+    "llama3.1-405b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "qwen2.5-7b",
+    "qwen3-30b-a3b",
+    "gemma-7b",
+    "deepseek-v3",
+)
 
 for _slug in _ARCH_PRESETS:
     NUMBERS[f"mem-arch-{_slug}-total"] = lambda s=_slug: _exact(preset(s).param_count)
@@ -337,21 +395,27 @@ def _embedding_share(slug: str) -> Fraction:
     return Fraction(arch.embedding_params + arch.lm_head_params, arch.param_count)
 
 
-NUMBERS.update({
-    "mem-arch-gpt2-layer": lambda: _exact(preset("gpt2").layer_param_counts()[0]),
-    "mem-arch-gpt2-embedding": lambda: _exact(preset("gpt2").embedding_params),
-    "mem-arch-llama3-8b-embed-share": lambda: _pct(_embedding_share("llama3-8b")),
-    "mem-arch-llama3-70b-embed-share": lambda: _pct(_embedding_share("llama3-70b"), 1),
-    "mem-arch-llama2-70b-attn": lambda: _exact(preset("llama2-70b").attention_params_per_layer),
-    "mem-arch-llama2-70b-attn-mha": lambda: _exact(_mha_equivalent(preset("llama2-70b")).attention_params_per_layer),
-    "mem-arch-mixtral-expert": lambda: _exact(preset("mixtral-8x7b").params_per_expert),
-    "mem-arch-mixtral-active-exact": lambda: _exact(preset("mixtral-8x7b").active_param_count),
-    "mem-arch-deepseek-v3-active-exact": lambda: _exact(preset("deepseek-v3").active_param_count),
-    "mem-arch-deepseek-v3-attn": lambda: _exact(preset("deepseek-v3").attention_params_per_layer),
-    "mem-arch-deepseek-v3-attn-mha": lambda: _exact(_mha_equivalent(preset("deepseek-v3")).attention_params_per_layer),
-    "mem-arch-deepseek-v3-moe-layer": lambda: _exact(preset("deepseek-v3").mlp_params_per_layer(3)),
-    "mem-arch-mixtral-state": lambda: format_bytes(model_state_bytes(preset("mixtral-8x7b").param_count).total),
-    "mem-arch-mixtral-active-state": lambda: format_bytes(
-        model_state_bytes(preset("mixtral-8x7b").active_param_count).total
-    ),
-})
+NUMBERS.update(
+    {
+        "mem-arch-gpt2-layer": lambda: _exact(preset("gpt2").layer_param_counts()[0]),
+        "mem-arch-gpt2-embedding": lambda: _exact(preset("gpt2").embedding_params),
+        "mem-arch-llama3-8b-embed-share": lambda: _pct(_embedding_share("llama3-8b")),
+        "mem-arch-llama3-70b-embed-share": lambda: _pct(_embedding_share("llama3-70b"), 1),
+        "mem-arch-llama2-70b-attn": lambda: _exact(preset("llama2-70b").attention_params_per_layer),
+        "mem-arch-llama2-70b-attn-mha": lambda: _exact(
+            _mha_equivalent(preset("llama2-70b")).attention_params_per_layer
+        ),
+        "mem-arch-mixtral-expert": lambda: _exact(preset("mixtral-8x7b").params_per_expert),
+        "mem-arch-mixtral-active-exact": lambda: _exact(preset("mixtral-8x7b").active_param_count),
+        "mem-arch-deepseek-v3-active-exact": lambda: _exact(preset("deepseek-v3").active_param_count),
+        "mem-arch-deepseek-v3-attn": lambda: _exact(preset("deepseek-v3").attention_params_per_layer),
+        "mem-arch-deepseek-v3-attn-mha": lambda: _exact(
+            _mha_equivalent(preset("deepseek-v3")).attention_params_per_layer
+        ),
+        "mem-arch-deepseek-v3-moe-layer": lambda: _exact(preset("deepseek-v3").mlp_params_per_layer(3)),
+        "mem-arch-mixtral-state": lambda: format_bytes(model_state_bytes(preset("mixtral-8x7b").param_count).total),
+        "mem-arch-mixtral-active-state": lambda: format_bytes(
+            model_state_bytes(preset("mixtral-8x7b").active_param_count).total
+        ),
+    }
+)

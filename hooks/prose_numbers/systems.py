@@ -121,8 +121,20 @@ def _pp_bytes() -> int:
 
 def _calc_layout(tp: int, pp: int):
     """The communication calculator's defaults (calc/widgets/comm.py) with another tp and pp."""
-    return step_communication(params="70B", layers=80, hidden=8192, kv_dims=2048, seq=4096, micro_batch=1,
-                              num_microbatches=16, tp=tp, pp=pp, dp=8, zero_stage=1, sequence_parallel=True)
+    return step_communication(
+        params="70B",
+        layers=80,
+        hidden=8192,
+        kv_dims=2048,
+        seq=4096,
+        micro_batch=1,
+        num_microbatches=16,
+        tp=tp,
+        pp=pp,
+        dp=8,
+        zero_stage=1,
+        sequence_parallel=True,
+    )
 
 
 _COMM: dict[str, Callable[[], str]] = {
@@ -206,7 +218,10 @@ _PALM = ("540.35B", 118, 48, 256, 2048)
 
 
 def _attn_extra(seq: int, hidden: int) -> Fraction:
-    """Share of one GPT layer's FLOPs that 6ND leaves out: Megatron's per-layer count over 6 x 12h^2 x tokens, minus 1."""
+    """Share of one GPT layer's FLOPs that 6ND leaves out.
+
+    Megatron's per-layer count over 6 x 12h^2 x tokens, minus 1.
+    """
     per_layer = megatron_flops_per_iteration(1, seq, 2, hidden, 1, recompute="none") - megatron_flops_per_iteration(
         1, seq, 1, hidden, 1, recompute="none"
     )
@@ -271,7 +286,7 @@ _COMPUTE: dict[str, Callable[[], str]] = {
 }
 
 
-# --------------------------------------------------------------------------- memory examples (takeaways, interview, mistakes)
+# ---------------------------------------------------------- memory examples (takeaways, interview, mistakes)
 
 _L2_7B = preset("llama2-7b")
 
@@ -291,8 +306,17 @@ def _dsv3():
     return preset("deepseek-v3")
 
 
-_LONG = dict(kv_heads=8, head_dim=128, ffn_hidden=53248, mlp="swiglu", dropout=False, norm="rmsnorm", tp=8,
-             sequence_parallel=True, flash_attention=True)
+_LONG = dict(
+    kv_heads=8,
+    head_dim=128,
+    ffn_hidden=53248,
+    mlp="swiglu",
+    dropout=False,
+    norm="rmsnorm",
+    tp=8,
+    sequence_parallel=True,
+    flash_attention=True,
+)
 """One Llama 3.1 405B layer (h = 16384, 128 heads, 8 KV heads) at 131,072 tokens, TP 8 with SP and FlashAttention."""
 
 
@@ -335,8 +359,9 @@ _MEMORY: dict[str, Callable[[], str]] = {
         binary=True,
     ),
     # Context parallelism at 128K tokens.
-    "sys-405b-layer-128k-cp1": lambda: format_bytes(layer_activations(131072, 1, 16384, 128, **_LONG).total,
-                                                    binary=True),
+    "sys-405b-layer-128k-cp1": lambda: format_bytes(
+        layer_activations(131072, 1, 16384, 128, **_LONG).total, binary=True
+    ),
     "sys-405b-layer-128k-cp16": lambda: format_bytes(
         layer_activations(131072, 1, 16384, 128, cp=16, **_LONG).total, binary=True
     ),
@@ -362,8 +387,9 @@ _MEMORY: dict[str, Callable[[], str]] = {
     "sys-70b-z3-time": lambda: _s(_zero3_70b().total_time_s),
     "sys-70b-z3-compute": lambda: _s(flops_6nd("70B", 4096) / _RATE),
     "sys-70b-z3-act": lambda: format_bytes(
-        layout_memory(preset("llama2-70b"), Layout(dp=64, zero_stage=3, seq_len=4096, flash_attention=True,
-                                                   dropout=False)).activations
+        layout_memory(
+            preset("llama2-70b"), Layout(dp=64, zero_stage=3, seq_len=4096, flash_attention=True, dropout=False)
+        ).activations
     ),
     # Inference.
     "sys-70b-bf16": lambda: format_bytes(weight_bytes("70B", "bf16")),
@@ -374,8 +400,9 @@ _MEMORY: dict[str, Callable[[], str]] = {
     "sys-kv-70b-gqa-4k": lambda: format_bytes(4096 * kv_cache_bytes_per_token(80, 8, 128)),
     "sys-kv-70b-mha-4k": lambda: format_bytes(4096 * kv_cache_bytes_per_token(80, 64, 128)),
     "sys-kv-70b-gqa-4k-b32": lambda: format_bytes(32 * 4096 * kv_cache_bytes_per_token(80, 8, 128)),
-    "sys-kv-gqa-ratio": lambda: _times(Fraction(kv_cache_bytes_per_token(80, 64, 128),
-                                                kv_cache_bytes_per_token(80, 8, 128))),
+    "sys-kv-gqa-ratio": lambda: _times(
+        Fraction(kv_cache_bytes_per_token(80, 64, 128), kv_cache_bytes_per_token(80, 8, 128))
+    ),
     # MoE.
     "sys-mixtral-total": lambda: format_count(_mixtral().param_count),
     "sys-mixtral-active": lambda: format_count(_mixtral().active_param_count),
