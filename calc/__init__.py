@@ -41,7 +41,6 @@ from calc.activations import (
     stage_activations,
 )
 from calc.architecture import (
-    HF_MODEL_TYPES,
     PARAM_KINDS,
     Architecture,
 )
@@ -88,6 +87,13 @@ from calc.hardware import (
     GPUS,
     PEAK_DTYPES,
     gpu,
+)
+from calc.hf_config import (
+    HF_MODEL_TYPES,
+    MAX_CONFIG_CHARS,
+    MAX_CONFIG_DEPTH,
+    parse_config_json,
+    read_hf_config,
 )
 from calc.inference import (
     DEFAULT_RESERVED_FRACTION,
@@ -171,6 +177,8 @@ __all__ = [
     "Layout",
     "LayoutMemory",
     "MASK_BYTES",
+    "MAX_CONFIG_CHARS",
+    "MAX_CONFIG_DEPTH",
     "MAX_COUNT",
     "MAX_SCHEDULE_OPS",
     "MLP_KINDS",
@@ -222,10 +230,12 @@ __all__ = [
     "model_kv_bytes_per_token",
     "model_state_bytes",
     "palm_flops_per_token",
+    "parse_config_json",
     "parse_count",
     "parse_positive_int",
     "pipeline_schedule",
     "preset",
+    "read_hf_config",
     "schedule_svg",
     "smallest_fitting_layout",
     "stage_activations",

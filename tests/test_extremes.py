@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from calc.architecture import MAX_CONFIG_CHARS, MAX_CONFIG_DEPTH
+from calc.hf_config import MAX_CONFIG_CHARS, MAX_CONFIG_DEPTH
 from calc.widgets import calculators, render
 
 HTML_BUDGET = 200_000

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from calc.architecture import HF_MODEL_TYPES, PARAM_KINDS, Architecture, parse_config_json
+from calc.architecture import PARAM_KINDS, Architecture
 from calc.errors import CalcError
+from calc.hf_config import HF_MODEL_TYPES, parse_config_json
 from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count
 from calc.widgets import Calculator, Field
