@@ -30,6 +30,7 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 from fractions import Fraction
+from typing import Any
 
 from calc.errors import CalcError
 from calc.units import parse_count, parse_positive_int
@@ -821,31 +822,93 @@ def step_communication(
         >>> z3.total_bytes / s.total_bytes
         1.5
     """
-    n_params = parse_count(params, "params")
-    n_layers = parse_positive_int(layers, "layers")
-    h = parse_positive_int(hidden, "hidden")
-    s = parse_positive_int(seq, "seq")
-    b = parse_positive_int(micro_batch, "micro_batch")
-    m = parse_positive_int(num_microbatches, "num_microbatches")
-    dp = parse_positive_int(dp, "dp")
-    tp = parse_positive_int(tp, "tp")
-    pp = parse_positive_int(pp, "pp")
-    cp = parse_positive_int(cp, "cp")
-    ep = parse_positive_int(ep, "ep")
-    stage = parse_positive_int(zero_stage, "zero_stage", minimum=0, maximum=3)
-    sp = _flag(sequence_parallel, "sequence_parallel")
-    v = parse_positive_int(virtual_stages, "virtual_stages")
-    recomp = _flag(recompute, "recompute")
-    scatter = _flag(pp_scatter_gather, "pp_scatter_gather")
-    k = parse_positive_int(top_k, "top_k")
-    e = parse_positive_int(bytes_per_element, "bytes_per_element")
-    ge = e if grad_bytes_per_element is None else parse_positive_int(grad_bytes_per_element, "grad_bytes_per_element")
-    gpn = parse_positive_int(gpus_per_node, "gpus_per_node")
-    up = interconnect(intra)
-    out = interconnect(inter)
-    eff_up = _efficiency(intra_efficiency, "intra_efficiency")
-    eff_out = _efficiency(inter_efficiency, "inter_efficiency")
+    x = _parse_step(locals())  # at this point locals() is exactly the keyword arguments, by name
+    terms = _Terms(x)
+    for add_terms in (_dp_terms, _tp_terms, _cp_terms, _ep_terms, _pp_terms):
+        add_terms(x, terms)
+    return StepComm(terms=tuple(terms.terms), gpus=x.tp * x.cp * x.dp * x.pp, gpus_per_node=x.gpn)
 
+
+@dataclass(frozen=True)
+class _Step:
+    """The inputs of [`step_communication`][calc.comm.step_communication], parsed and checked, with the
+    per-stage quantities every group's terms are built from (notation as in its docstring)."""
+
+    n_params: int
+    n_layers: int
+    h: int
+    s: int
+    b: int
+    m: int
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    stage: int  # ZeRO stage
+    sp: bool
+    v: int
+    recompute: bool
+    scatter: bool
+    k: int  # top-k
+    e: int  # bytes per element
+    ge: int  # bytes per gradient element
+    gpn: int
+    up: Interconnect
+    out: Interconnect
+    eff_up: Fraction
+    eff_out: Fraction
+    st_params: int
+    x_params: int
+    n_moe: int
+    kvd: int
+    moe_tokens: int | None
+
+    @property
+    def stage_expert(self) -> int:
+        """Routed-expert parameters on the busiest stage."""
+        return min(_ceil_div(self.x_params, self.pp), self.st_params)
+
+    @property
+    def stage_dense(self) -> int:
+        """Every other parameter on the busiest stage."""
+        return self.st_params - self.stage_expert
+
+    @property
+    def layers_ps(self) -> int:
+        """Layers per pipeline stage (the busiest)."""
+        return _ceil_div(self.n_layers, self.pp)
+
+    @property
+    def moe_ps(self) -> int:
+        """MoE layers per pipeline stage (the busiest)."""
+        return _ceil_div(self.n_moe, self.pp)
+
+    @property
+    def tokens(self) -> int:
+        """``T = b·s/cp``: tokens per GPU per micro-batch."""
+        return self.b * self.s // self.cp
+
+    @property
+    def fwd_passes(self) -> int:
+        """Forward passes per micro-batch: 2 with full recomputation."""
+        return 2 if self.recompute else 1
+
+
+def _parse_step(a: dict[str, Any]) -> _Step:
+    """Parse and cross-check the arguments of [`step_communication`][calc.comm.step_communication]."""
+    n_params = parse_count(a["params"], "params")
+    n_layers = parse_positive_int(a["layers"], "layers")
+    dp = parse_positive_int(a["dp"], "dp")
+    tp = parse_positive_int(a["tp"], "tp")
+    pp = parse_positive_int(a["pp"], "pp")
+    cp = parse_positive_int(a["cp"], "cp")
+    ep = parse_positive_int(a["ep"], "ep")
+    s = parse_positive_int(a["seq"], "seq")
+    sp = _flag(a["sequence_parallel"], "sequence_parallel")
+    v = parse_positive_int(a["virtual_stages"], "virtual_stages")
+    e = parse_positive_int(a["bytes_per_element"], "bytes_per_element")
+    ge = a["grad_bytes_per_element"]
     if v > 1 and pp == 1:
         raise CalcError("virtual_stages", "must be 1 when pp = 1 (interleaving needs a pipeline)", v)
     if (dp * cp) % ep:
@@ -856,59 +919,80 @@ def step_communication(
         raise CalcError(
             "seq", f"must be divisible by cp × tp (= {cp * tp}) with sequence parallelism", s, code="not-divisible"
         )
+    stage_params = a["stage_params"]
     st_params = _ceil_div(n_params, pp) if stage_params is None else parse_count(stage_params, "stage_params")
     if st_params > n_params:
         raise CalcError("stage_params", f"must be at most params (= {n_params})", st_params)
-    x_params = 0 if expert_params == 0 else parse_count(expert_params, "expert_params")
+    x_params = 0 if a["expert_params"] == 0 else parse_count(a["expert_params"], "expert_params")
     if x_params > n_params:
         raise CalcError("expert_params", f"must be at most params (= {n_params})", x_params)
+    moe_layers = a["moe_layers"]
     n_moe = (
         (n_layers if ep > 1 else 0) if moe_layers is None else parse_positive_int(moe_layers, "moe_layers", minimum=0)
     )
     if n_moe > n_layers:
         raise CalcError("moe_layers", f"must be at most layers (= {n_layers})", n_moe)
-    kvd = 2 * h if kv_dims is None else parse_positive_int(kv_dims, "kv_dims")
+    h = parse_positive_int(a["hidden"], "hidden")
+    moe_tokens = a["moe_tokens"]
+    return _Step(
+        n_params=n_params,
+        n_layers=n_layers,
+        h=h,
+        s=s,
+        b=parse_positive_int(a["micro_batch"], "micro_batch"),
+        m=parse_positive_int(a["num_microbatches"], "num_microbatches"),
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        stage=parse_positive_int(a["zero_stage"], "zero_stage", minimum=0, maximum=3),
+        sp=sp,
+        v=v,
+        recompute=_flag(a["recompute"], "recompute"),
+        scatter=_flag(a["pp_scatter_gather"], "pp_scatter_gather"),
+        k=parse_positive_int(a["top_k"], "top_k"),
+        e=e,
+        ge=e if ge is None else parse_positive_int(ge, "grad_bytes_per_element"),
+        gpn=parse_positive_int(a["gpus_per_node"], "gpus_per_node"),
+        up=interconnect(a["intra"]),
+        out=interconnect(a["inter"]),
+        eff_up=_efficiency(a["intra_efficiency"], "intra_efficiency"),
+        eff_out=_efficiency(a["inter_efficiency"], "inter_efficiency"),
+        st_params=st_params,
+        x_params=x_params,
+        n_moe=n_moe,
+        kvd=2 * h if a["kv_dims"] is None else parse_positive_int(a["kv_dims"], "kv_dims"),
+        moe_tokens=None if moe_tokens is None else parse_positive_int(moe_tokens, "moe_tokens"),
+    )
 
-    stage_expert = min(_ceil_div(x_params, pp), st_params)
-    stage_dense = st_params - stage_expert
-    layers_ps = _ceil_div(n_layers, pp)
-    moe_ps = _ceil_div(n_moe, pp)
-    tokens = b * s // cp
-    fwd_passes = 2 if recomp else 1
 
-    def place(stride: int, size: int, collective: str) -> tuple[bool, Fraction]:
-        intra_node, per_node = _placement(stride, size, gpn)
-        bw = group_bus_bandwidth(
-            collective,
-            size,
-            intra_node=intra_node,
-            members_per_node=per_node,
-            intra=up,
-            inter=out,
-            intra_efficiency=eff_up,
-            inter_efficiency=eff_out,
-        )
-        return intra_node, bw
+class _Terms:
+    """Collects a step's [`CommTerm`][calc.comm.CommTerm]s, placing each group on the nodes and pricing it."""
 
-    terms: list[CommTerm] = []
+    def __init__(self, x: _Step) -> None:
+        self.x = x
+        self.terms: list[CommTerm] = []
 
     def add(
-        name: str,
-        label: str,
-        group: str,
-        stride: int,
-        size: int,
-        collective: str,
-        message: int,
-        calls: int,
+        self, name: str, label: str, group: str, stride: int, size: int, collective: str, message: int, calls: int,
         source: str,
-    ) -> None:
+    ) -> None:  # fmt: skip
+        """Add one term: ``calls`` calls of ``collective`` on ``size`` ranks ``stride`` apart, ``message`` bytes each.
+
+        Groups of one rank, and terms with no calls or no bytes, are left out.
+        """
         if size == 1 or calls == 0 or message == 0:
             return
+        x = self.x
         n_ranks = 2 if collective == "p2p" else size
         sent = calls * collective_bytes_sent(collective, message, n_ranks)
-        intra_node, bw = place(stride, size, collective)
-        terms.append(
+        intra_node, per_node = _placement(stride, size, x.gpn)
+        bw = group_bus_bandwidth(
+            collective, size, intra_node=intra_node, members_per_node=per_node, intra=x.up, inter=x.out,
+            intra_efficiency=x.eff_up, inter_efficiency=x.eff_out,
+        )  # fmt: skip
+        self.terms.append(
             CommTerm(
                 name=name,
                 label=label,
@@ -925,156 +1009,93 @@ def step_communication(
             )
         )
 
-    # Data parallel: dense weights over dp x cp, expert weights over dp x cp / ep.
-    zero_src = "ZeRO (arXiv:1910.02054) Sec. 7"
+
+_ZERO_SRC = "ZeRO (arXiv:1910.02054) Sec. 7"
+
+
+def _dp_terms(x: _Step, terms: _Terms) -> None:
+    """Data parallel: dense weights over ``dp × cp``, expert weights over ``dp × cp / ep`` (ZeRO Sec. 7, 5.2-5.3)."""
     for group, stride, size, n_el in (
-        ("dp-cp", tp, dp * cp, _ceil_div(stage_dense, tp)),
-        ("expert-dp", tp * ep, dp * cp // ep, _ceil_div(stage_expert, tp * ep)),
+        ("dp-cp", x.tp, x.dp * x.cp, _ceil_div(x.stage_dense, x.tp)),
+        ("expert-dp", x.tp * x.ep, x.dp * x.cp // x.ep, _ceil_div(x.stage_expert, x.tp * x.ep)),
     ):
         what = "expert " if group == "expert-dp" else ""
-        grads, weights = n_el * ge, n_el * e
-        if stage == 0:
-            add(
-                f"{group.split('-')[0]}-grad-all-reduce",
-                f"{what}gradient all-reduce (once per step)",
-                group,
-                stride,
-                size,
-                "all-reduce",
-                grads,
-                1,
-                zero_src + ".1: 2Ψ",
-            )
+        prefix = group.split("-")[0]
+        grads, weights = n_el * x.ge, n_el * x.e
+        if x.stage == 0:
+            terms.add(
+                f"{prefix}-grad-all-reduce", f"{what}gradient all-reduce (once per step)", group, stride, size,
+                "all-reduce", grads, 1, _ZERO_SRC + ".1: 2Ψ",
+            )  # fmt: skip
+            continue
+        rs_calls = 1 if x.stage == 1 else x.m
+        terms.add(
+            f"{prefix}-grad-reduce-scatter",
+            f"{what}gradient reduce-scatter ({'once per step' if rs_calls == 1 else 'every micro-batch'})",
+            group, stride, size, "reduce-scatter", grads, rs_calls, _ZERO_SRC + ".2.1: Ψ of 2Ψ",
+        )  # fmt: skip
+        if x.stage < 3:
+            terms.add(
+                f"{prefix}-param-all-gather", f"{what}updated-parameter all-gather (once per step)", group, stride,
+                size, "all-gather", weights, 1, _ZERO_SRC + ".2.1: Ψ of 2Ψ",
+            )  # fmt: skip
         else:
-            rs_calls = 1 if stage == 1 else m
-            add(
-                f"{group.split('-')[0]}-grad-reduce-scatter",
-                f"{what}gradient reduce-scatter ({'once per step' if rs_calls == 1 else 'every micro-batch'})",
-                group,
-                stride,
-                size,
-                "reduce-scatter",
-                grads,
-                rs_calls,
-                zero_src + ".2.1: Ψ of 2Ψ",
-            )
-            if stage < 3:
-                add(
-                    f"{group.split('-')[0]}-param-all-gather",
-                    f"{what}updated-parameter all-gather (once per step)",
-                    group,
-                    stride,
-                    size,
-                    "all-gather",
-                    weights,
-                    1,
-                    zero_src + ".2.1: Ψ of 2Ψ",
-                )
-            else:
-                add(
-                    f"{group.split('-')[0]}-param-all-gather",
-                    f"{what}parameter all-gather, forward and backward of every micro-batch",
-                    group,
-                    stride,
-                    size,
-                    "all-gather",
-                    weights,
-                    2 * m,
-                    zero_src + ".2.2: 2Ψ of 3Ψ",
-                )
+            terms.add(
+                f"{prefix}-param-all-gather", f"{what}parameter all-gather, forward and backward of every micro-batch",
+                group, stride, size, "all-gather", weights, 2 * x.m, _ZERO_SRC + ".2.2: 2Ψ of 3Ψ",
+            )  # fmt: skip
 
-    # Tensor parallel: 4 all-reduces per layer per micro-batch (+2 with recompute).
-    tp_msg = tokens * h * e
-    tp_calls = layers_ps * m * 2 * (fwd_passes + 1)
-    if sp:
+
+def _tp_terms(x: _Step, terms: _Terms) -> None:
+    """Tensor parallel: 4 all-reduces per layer per micro-batch, +2 with recomputation (Narayanan et al. 2021
+    Sec. 3.2); under sequence parallelism each becomes an all-gather plus a reduce-scatter (Korthikanti et al.
+    2022 Sec. 4.2.2)."""
+    msg = x.tokens * x.h * x.e
+    calls = x.layers_ps * x.m * 2 * (x.fwd_passes + 1)
+    if x.sp:
         src = "Narayanan et al. 2021 Sec. 3.2; Korthikanti et al. 2022 Sec. 4.2.2 (same volume as all-reduce)"
-        add(
-            "tp-all-gather",
-            "sequence-parallel all-gather (per layer, fwd + bwd)",
-            "tp",
-            1,
-            tp,
-            "all-gather",
-            tp_msg,
-            tp_calls,
-            src,
-        )
-        add(
-            "tp-reduce-scatter",
-            "sequence-parallel reduce-scatter (per layer, fwd + bwd)",
-            "tp",
-            1,
-            tp,
-            "reduce-scatter",
-            tp_msg,
-            tp_calls,
-            src,
-        )
+        for collective in ("all-gather", "reduce-scatter"):
+            terms.add(
+                f"tp-{collective}", f"sequence-parallel {collective} (per layer, fwd + bwd)", "tp", 1, x.tp,
+                collective, msg, calls, src,
+            )  # fmt: skip
     else:
-        add(
-            "tp-all-reduce",
-            "tensor-parallel all-reduce (2 fwd + 2 bwd per layer)",
-            "tp",
-            1,
-            tp,
-            "all-reduce",
-            tp_msg,
-            tp_calls,
-            "Narayanan et al. 2021 Sec. 3.2: 8bsh(t-1)/t per layer per micro-batch",
-        )
+        terms.add(
+            "tp-all-reduce", "tensor-parallel all-reduce (2 fwd + 2 bwd per layer)", "tp", 1, x.tp, "all-reduce",
+            msg, calls, "Narayanan et al. 2021 Sec. 3.2: 8bsh(t-1)/t per layer per micro-batch",
+        )  # fmt: skip
 
-    # Context parallel: K/V all-gather in fwd and bwd, dK/dV reduce-scatter in bwd.
-    kv_msg = b * s * _ceil_div(kvd, tp) * e
-    cp_src = "Megatron-LM docs/source/api-guide/context_parallel.rst"
-    add(
-        "cp-kv-all-gather",
-        "K/V all-gather (forward, and again in backward)",
-        "cp",
-        tp,
-        cp,
-        "all-gather",
-        kv_msg,
-        layers_ps * m * (fwd_passes + 1),
-        cp_src,
-    )
-    add(
-        "cp-kv-grad-reduce-scatter",
-        "dK/dV reduce-scatter (backward)",
-        "cp",
-        tp,
-        cp,
-        "reduce-scatter",
-        kv_msg,
-        layers_ps * m,
-        cp_src,
-    )
 
-    # Expert parallel: dispatch + combine, forward and backward.
-    routed = (tokens // tp if sp else tokens) if moe_tokens is None else parse_positive_int(moe_tokens, "moe_tokens")
-    add(
-        "ep-all-to-all",
-        "MoE token dispatch + combine (fwd + bwd)",
-        "ep",
-        tp,
-        ep,
-        "all-to-all",
-        routed * k * h * e,
-        moe_ps * m * 2 * (fwd_passes + 1),
+def _cp_terms(x: _Step, terms: _Terms) -> None:
+    """Context parallel: K/V all-gathered in forward and again in backward, dK/dV reduce-scattered in backward
+    (Megatron-LM ``docs/source/api-guide/context_parallel.rst``)."""
+    msg = x.b * x.s * _ceil_div(x.kvd, x.tp) * x.e
+    src = "Megatron-LM docs/source/api-guide/context_parallel.rst"
+    terms.add(
+        "cp-kv-all-gather", "K/V all-gather (forward, and again in backward)", "cp", x.tp, x.cp, "all-gather", msg,
+        x.layers_ps * x.m * (x.fwd_passes + 1), src,
+    )  # fmt: skip
+    terms.add(
+        "cp-kv-grad-reduce-scatter", "dK/dV reduce-scatter (backward)", "cp", x.tp, x.cp, "reduce-scatter", msg,
+        x.layers_ps * x.m, src,
+    )  # fmt: skip
+
+
+def _ep_terms(x: _Step, terms: _Terms) -> None:
+    """Expert parallel: dispatch and combine all-to-alls per MoE layer, forward and backward; uniform routing."""
+    routed = (x.tokens // x.tp if x.sp else x.tokens) if x.moe_tokens is None else x.moe_tokens
+    terms.add(
+        "ep-all-to-all", "MoE token dispatch + combine (fwd + bwd)", "ep", x.tp, x.ep, "all-to-all",
+        routed * x.k * x.h * x.e, x.moe_ps * x.m * 2 * (x.fwd_passes + 1),
         "dispatch and combine all-to-all per MoE layer, forward and backward; uniform routing",
-    )
+    )  # fmt: skip
 
-    # Pipeline parallel: point-to-point between consecutive stages.
-    pp_msg = (_ceil_div(tokens * h, tp) if scatter else tokens * h) * e
-    add(
-        "pp-p2p",
-        "stage-boundary activations (fwd) and gradients (bwd)",
-        "pp",
-        tp * cp * dp,
-        pp,
-        "p2p",
-        pp_msg,
-        m * _pp_sends_per_microbatch(pp, v),
+
+def _pp_terms(x: _Step, terms: _Terms) -> None:
+    """Pipeline parallel: point-to-point between consecutive stages (Narayanan et al. 2021 Sec. 3.2, 4.1, 2.2.2)."""
+    msg = (_ceil_div(x.tokens * x.h, x.tp) if x.scatter else x.tokens * x.h) * x.e
+    terms.add(
+        "pp-p2p", "stage-boundary activations (fwd) and gradients (bwd)", "pp", x.tp * x.cp * x.dp, x.pp, "p2p", msg,
+        x.m * _pp_sends_per_microbatch(x.pp, x.v),
         "Narayanan et al. 2021 Sec. 3.2 (bsh per boundary), Sec. 4.1 (scatter/gather: /t), Sec. 2.2.2 (x v)",
-    )
-
-    return StepComm(terms=tuple(terms), gpus=tp * cp * dp * pp, gpus_per_node=gpn)
+    )  # fmt: skip
