@@ -172,7 +172,7 @@ def wait_settled(page, root_or_name="will-it-fit", timeout: float = READY_TIMEOU
     (the first ``[data-calc=NAME]`` on the page), a Locator or an ElementHandle."""
     if isinstance(root_or_name, str):
         page.wait_for_function(
-            f"name => {{ const el = document.querySelector(`[data-calc=\"${{name}}\"]`); return !!el && ({SETTLED_JS})(el); }}",
+            f"name => {{ const el = document.querySelector(`[data-calc=\"${{name}}\"]:not([data-old])`); return !!el && ({SETTLED_JS})(el); }}",
             arg=root_or_name, timeout=timeout,
         )
         return

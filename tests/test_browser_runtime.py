@@ -101,6 +101,20 @@ def shows_engine_result(root, name: str) -> None:
     assert _outputs(root.locator("[data-results]").inner_html()) == _outputs(expected["html"])
 
 
+
+def navigate(page, action) -> None:
+    """Run ``action`` (a click on a link, ``page.go_back``) that makes Material's instant navigation
+    swap the page, and wait until every calculator on screen belongs to the new page and is mounted:
+    the URL changes before the content does, so waiting on the URL alone could find the old page."""
+    page.evaluate("() => { for (const el of document.querySelectorAll('[data-calc]')) el.dataset.old = ''; }")
+    action()
+    page.wait_for_function(
+        "() => document.querySelector('[data-calc]')"
+        " && !document.querySelector('[data-calc][data-old], [data-calc]:not([data-mounted])')",
+        timeout=READY_TIMEOUT_MS,
+    )
+
+
 @pytest.fixture
 def instrumented(browser, site_url):
     """A context whose pages carry the Worker instrumentation; no foreign request may happen."""
@@ -255,6 +269,8 @@ def render(name, inputs=None):  # test-only sabotage, served in place of the sit
     if value == "HANG":
         while True:
             pass
+    if value == "OOPS":
+        raise OverflowError("an unexpected exception")
     if value == "NOFIELD":
         return {"ok": False, "error": {"field": "", "code": "internal", "message": "no field to blame"}}
     return _lc_real_render(name, inputs)
@@ -289,6 +305,12 @@ def test_a_dying_runtime_is_reported_and_replaced(instrumented, site_url, built_
     assert "no field to blame" in root.locator("[role=alert]").inner_text()
     assert "highlighted" not in status.inner_text()
     assert root.locator("[aria-invalid]").count() == 0
+    # An unexpected Python exception: one line, never a traceback.
+    params.fill("OOPS")
+    wait_settled(page, root)
+    alert = root.locator("[role=alert]").inner_text()
+    assert "OverflowError: an unexpected exception" in alert and "Traceback" not in alert and "\n" not in alert
+    assert root.locator('[data-output="total"]').is_hidden()
     # A Pyodide fatal error (os.abort) kills the runtime: said plainly, results marked.
     params.fill("FATAL")
     page.wait_for_selector('[data-calc="will-it-fit"][data-state="error"]', timeout=READY_TIMEOUT_MS)
@@ -306,14 +328,10 @@ def test_a_dying_runtime_is_reported_and_replaced(instrumented, site_url, built_
     page.wait_for_selector('[data-calc="will-it-fit"][data-state="error"]', timeout=READY_TIMEOUT_MS)
     assert "did not finish" in status.inner_text() and "not your inputs" in status.inner_text()
     # Instant navigation to another page: its calculators get a fresh worker too.
-    page.locator('a[href$="memory/"]:visible').first.click()
-    page.wait_for_url(re.compile(r"/memory/$"))
+    navigate(page, page.locator('a[href$="memory/"]:visible').first.click)
+    assert re.search(r"/memory/$", page.url), page.url
     memory = page.locator('[data-calc="will-it-fit"]').first
-    try:
-        wait_settled(page, memory, timeout=20000)
-    except Exception:
-        print("DEBUG", memory.evaluate("el => [el.outerHTML.slice(0, 400), el.querySelector('[data-status]').textContent, location.href]"), page.evaluate("JSON.stringify(window.__lc)"))
-        raise
+    wait_settled(page, memory)
     assert page.evaluate("window.__lc.workers") == 3
     shows_engine_result(memory, "will-it-fit")
 
@@ -325,8 +343,8 @@ def test_state_stays_on_the_page_that_owns_it(session, site_url) -> None:
     page, _ = session
     page.goto(f"{site_url}/")
     wait_settled(page)
-    page.locator('a[href$="memory/"]:visible').first.click()
-    page.wait_for_url(re.compile(r"/memory/$"))
+    navigate(page, page.locator('a[href$="memory/"]:visible').first.click)
+    assert re.search(r"/memory/$", page.url), page.url
     memory = page.locator('[data-calc="will-it-fit"]').first
     wait_settled(page, memory)
     field = memory.locator('[name="params"]')
@@ -335,8 +353,7 @@ def test_state_stays_on_the_page_that_owns_it(session, site_url) -> None:
     field.press_sequentially("405B")  # typed, and focus stays in the field: Back blurs it (a change event)
     wait_settled(page, memory)
     assert "will-it-fit.params=405B" in page.url
-    page.go_back()
-    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/(#.*)?$"))
+    navigate(page, page.go_back)
     wait_settled(page)
     home = re.compile(re.escape(site_url) + r"/(#.*)?$")
     assert home.match(page.url), page.url

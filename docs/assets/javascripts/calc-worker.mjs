@@ -82,7 +82,10 @@ function renderOne(request) {
       dead = messageOf(err);
       return { type: "dead", message: dead };
     }
-    return { type: "result", ok: false, error: { field: "", code: "internal", message: `Internal error: ${messageOf(err)}` } };
+    // Never a traceback on the page: the exception's last line ("OverflowError: …") says enough.
+    const lines = messageOf(err).split("\n").map((line) => line.trim()).filter(Boolean);
+    const last = (lines[lines.length - 1] || "unknown error").slice(0, 200);
+    return { type: "result", ok: false, error: { field: "", code: "internal", message: `Internal error: ${last}` } };
   } finally {
     try {
       if (args) args.destroy();
