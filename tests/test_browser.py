@@ -161,7 +161,9 @@ def test_heading_permalink_copies_the_link(browser, site_url) -> None:
     page.goto(f"{site_url}/parallelism/zero/")
     page.evaluate("navigator.clipboard.writeText('')")
     page.locator("h2#price a.headerlink").click(force=True)
-    page.wait_for_function("async url => (await navigator.clipboard.readText()) === url", arg=f"{site_url}/parallelism/zero/#price")
+    page.wait_for_function(
+        "async url => (await navigator.clipboard.readText()) === url", arg=f"{site_url}/parallelism/zero/#price"
+    )
     context.close()
 
 
@@ -170,7 +172,8 @@ def _outputs(fragment_html: str) -> dict[str, str]:
     import html as html_lib
 
     found = {}
-    for name, inner in re.findall(r'data-output="([^"]+)"[^>]*>(.*?)</(?:span|strong|p|td|div)>', fragment_html, re.S):
+    pattern = r'data-output="([^"]+)"[^>]*>(.*?)</(?:span|strong|p|td|div)>'
+    for name, inner in re.findall(pattern, fragment_html, re.DOTALL):
         found[name] = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", "", inner)).split())
     return found
 

@@ -101,7 +101,6 @@ def shows_engine_result(root, name: str) -> None:
     assert _outputs(root.locator("[data-results]").inner_html()) == _outputs(expected["html"])
 
 
-
 def navigate(page, action) -> None:
     """Run ``action`` (a click on a link, ``page.go_back``) that makes Material's instant navigation
     swap the page, and wait until every calculator on screen belongs to the new page and is mounted:
@@ -185,12 +184,18 @@ def test_a_reply_for_older_inputs_never_clears_stale(instrumented, site_url) -> 
 # 2 ------------------------------------------------------------------------------------------------
 
 
+COUNTS = (
+    "({renders: Number(document.querySelector('[data-calc=\"pipeline-bubble\"]').dataset.workerRenders),"
+    " full: window.__lc.full})"
+)
+
+
 def test_superseded_requests_are_not_computed(instrumented, site_url) -> None:
     _, page, watch = instrumented()
     page.goto(f"{site_url}/parallelism/pipeline/")
     root = page.locator('[data-calc="pipeline-bubble"]').first
     wait_settled(page, root)
-    before = page.evaluate("({renders: Number(document.querySelector('[data-calc=\"pipeline-bubble\"]').dataset.workerRenders), full: window.__lc.full})")
+    before = page.evaluate(COUNTS)
     # 30 edits whose requests all reach the worker while it is still busy: each request is posted
     # (after the page's debounce) and held, then all are delivered at once, as a busy worker sees them.
     posted = page.evaluate(
@@ -212,7 +217,7 @@ def test_superseded_requests_are_not_computed(instrumented, site_url) -> None:
     )
     assert posted == 30
     wait_settled(page, root)
-    after = page.evaluate("({renders: Number(document.querySelector('[data-calc=\"pipeline-bubble\"]').dataset.workerRenders), full: window.__lc.full})")
+    after = page.evaluate(COUNTS)
     computed = after["renders"] - before["renders"]
     assert 1 <= computed <= 3, computed  # only the newest request (not all 30) was rendered
     assert after["full"] - before["full"] == computed
@@ -228,8 +233,10 @@ def test_superseded_requests_are_not_computed(instrumented, site_url) -> None:
 def test_a_broken_runtime_ends_in_an_honest_error(instrumented, site_url, breakage) -> None:
     context, page, _ = instrumented("{bootTimeoutMs: 4000}")
     if breakage == "garbage":
-        context.route("**/pyodide.asm.wasm", lambda route: route.fulfill(status=200, body=b"\x00garbage" * 4096,
-                                                                           content_type="application/wasm"))
+        context.route(
+            "**/pyodide.asm.wasm",
+            lambda route: route.fulfill(status=200, body=b"\x00garbage" * 4096, content_type="application/wasm"),
+        )
     else:
         context.route("**/pyodide.asm.wasm", lambda route: None)  # never answered
     page.goto(f"{site_url}/?will-it-fit.params=405B&will-it-fit.dp=8")
@@ -255,7 +262,7 @@ def test_a_broken_runtime_ends_in_an_honest_error(instrumented, site_url, breaka
 
 # 5 ------------------------------------------------------------------------------------------------
 
-SABOTAGE = '''
+SABOTAGE = """
 
 _lc_real_render = render
 
@@ -274,7 +281,7 @@ def render(name, inputs=None):  # test-only sabotage, served in place of the sit
     if value == "NOFIELD":
         return {"ok": False, "error": {"field": "", "code": "internal", "message": "no field to blame"}}
     return _lc_real_render(name, inputs)
-'''
+"""
 
 
 def sabotaged_zip(built_site: Path) -> bytes:
@@ -292,8 +299,9 @@ def sabotaged_zip(built_site: Path) -> bytes:
 def test_a_dying_runtime_is_reported_and_replaced(instrumented, site_url, built_site) -> None:
     body = sabotaged_zip(built_site)
     context, page, _ = instrumented("{renderTimeoutMs: 4000}")
-    context.route("**/assets/calc/calc.zip", lambda route: route.fulfill(status=200, body=body,
-                                                                        content_type="application/zip"))
+    context.route(
+        "**/assets/calc/calc.zip", lambda route: route.fulfill(status=200, body=body, content_type="application/zip")
+    )
     page.goto(f"{site_url}/")
     root = page.locator('[data-calc="will-it-fit"]').first
     wait_settled(page, root)
@@ -411,11 +419,13 @@ def test_hostile_links(instrumented, site_url) -> None:
         page.wait_for_function(
             "path => location.pathname.endsWith('/' + path) && document.querySelector('[data-calc]')"
             " && !document.querySelector('[data-calc][data-old], [data-calc]:not([data-mounted])')",
-            arg=path, timeout=READY_TIMEOUT_MS,
+            arg=path,
+            timeout=READY_TIMEOUT_MS,
         )
         root = page.locator('[data-calc="will-it-fit"]').first
         page.wait_for_function(
-            f"el => ({SETTLED_JS})(el) || el.dataset.state === 'error'", arg=root.element_handle(),
+            f"el => ({SETTLED_JS})(el) || el.dataset.state === 'error'",
+            arg=root.element_handle(),
             timeout=READY_TIMEOUT_MS,
         )
         assert root.get_attribute("data-state") == "ready", query[:60]
@@ -485,7 +495,10 @@ async ([root, values]) => {
   const settled = () => root.dataset.state === 'ready' && root.dataset.answered === root.dataset.seq;
   const waitSettled = () => new Promise((resolve, reject) => {
     if (settled()) return resolve();
-    const guard = setTimeout(() => { obs.disconnect(); reject(new Error('never settled: ' + root.dataset.calcId)); }, 60000);
+    const guard = setTimeout(() => {
+      obs.disconnect();
+      reject(new Error('never settled: ' + root.dataset.calcId));
+    }, 60000);
     const obs = new MutationObserver(() => {
       if (settled()) { obs.disconnect(); clearTimeout(guard); resolve(); }
     });
