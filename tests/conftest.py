@@ -114,8 +114,13 @@ def browser():
         b = p.chromium.launch(
             executable_path=CHROMIUM,
             args=[
-                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
             ],
         )
         yield b
@@ -136,7 +141,8 @@ class Watch:
         page.on("pageerror", lambda e: self.errors.append(str(e)))
 
     def foreign(self) -> list[str]:
-        return [u for u in self.requests if urlparse(u).scheme not in ("data", "blob") and not u.startswith(self.origin)]
+        local = ("data", "blob")
+        return [u for u in self.requests if urlparse(u).scheme not in local and not u.startswith(self.origin)]
 
 
 @pytest.fixture
@@ -154,15 +160,24 @@ def session(browser, site_url):
 
 if sys.platform == "emscripten":  # the engine suite under Pyodide: no example database on the mounted tree
     # These modules build the site, start servers or processes, or drive a browser: host-only.
-    collect_ignore_glob = ["test_site.py", "test_browser*.py", "test_csp.py", "test_serving.py", "test_a11y.py",
-                           "test_phone.py", "test_pyodide.py"]
+    collect_ignore_glob = [
+        "test_site.py",
+        "test_browser*.py",
+        "test_csp.py",
+        "test_serving.py",
+        "test_a11y.py",
+        "test_phone.py",
+        "test_pyodide.py",
+    ]
     from hypothesis import settings
 
     settings.register_profile("pyodide", database=None, deadline=None)
     settings.load_profile("pyodide")
 
 
-SETTLED_JS = "el => el.dataset.state === 'ready' && el.dataset.answered !== undefined && el.dataset.answered === el.dataset.seq"
+SETTLED_JS = (
+    "el => el.dataset.state === 'ready' && el.dataset.answered !== undefined && el.dataset.answered === el.dataset.seq"
+)
 """A calculator is settled when the engine is ready and the shown result (or input error) answers
 the current inputs: ``data-answered`` equals ``data-seq`` (both set by calc.mjs)."""
 
@@ -172,8 +187,10 @@ def wait_settled(page, root_or_name="will-it-fit", timeout: float = READY_TIMEOU
     (the first ``[data-calc=NAME]`` on the page), a Locator or an ElementHandle."""
     if isinstance(root_or_name, str):
         page.wait_for_function(
-            f"name => {{ const el = document.querySelector(`[data-calc=\"${{name}}\"]:not([data-old])`); return !!el && ({SETTLED_JS})(el); }}",
-            arg=root_or_name, timeout=timeout,
+            'name => { const el = document.querySelector(`[data-calc="${name}"]:not([data-old])`);'
+            f" return !!el && ({SETTLED_JS})(el); }}",
+            arg=root_or_name,
+            timeout=timeout,
         )
         return
     handle = root_or_name.element_handle() if hasattr(root_or_name, "element_handle") else root_or_name
