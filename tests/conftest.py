@@ -195,3 +195,28 @@ def wait_settled(page, root_or_name="will-it-fit", timeout: float = READY_TIMEOU
         return
     handle = root_or_name.element_handle() if hasattr(root_or_name, "element_handle") else root_or_name
     page.wait_for_function(SETTLED_JS, arg=handle, timeout=timeout)
+
+
+PAGE_IN_PLACE = """href => location.href === href && !document.querySelector('.md-content[data-left]')
+  && !document.querySelector('[data-calc]:not([data-mounted]), .arithmatex:not([data-typeset])')"""
+"""The page at ``href`` is on screen: the old content is gone, every calculator mounted, all math typeset."""
+
+
+def visit(page, site_url: str, path: str) -> None:
+    """Open ``site_url/path``: the first page of a context by a full load, every later one by Material's
+    instant navigation (a click on a link, as a reader arrives), so one Pyodide serves the whole tour.
+
+    Waits until the new page is in place ([`PAGE_IN_PLACE`][]), not on time; the calculators may still
+    be booting or computing (wait for that with ``wait_settled``).
+    """
+    href = f"{site_url}/{path}"
+    if not page.url.startswith(f"{site_url}/"):
+        page.goto(href)
+    else:
+        page.evaluate(
+            """href => { const content = document.querySelector('.md-content'); content.dataset.left = '';
+              const a = document.createElement('a'); a.href = href; a.textContent = 'next page';
+              content.append(a); a.click(); }""",
+            href,
+        )
+    page.wait_for_function(PAGE_IN_PLACE, arg=href, timeout=READY_TIMEOUT_MS)

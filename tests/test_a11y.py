@@ -13,7 +13,7 @@ import re
 import pytest
 
 from browser_helpers import LIVE_OUTPUTS, ROOT, axe_source, outputs_of, wait_calculators
-from conftest import Watch
+from conftest import Watch, visit
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +45,7 @@ def test_axe_every_page_both_palettes(browser, site_url, site_pages) -> None:
     watch.attach(page)
     found: dict = {"default": {}, "slate": {}, "blocking": []}
     for path in sorted(site_pages):
-        page.goto(f"{site_url}/{path}")
+        visit(page, site_url, path)
         wait_calculators(page)
         page.evaluate(source)
         _audit(page, path, "default", found)
@@ -96,7 +96,7 @@ def test_every_calculator_by_keyboard_alone(browser, site_url, site_pages) -> No
     watch.attach(page)
     checked = set()
     for name, path in sorted(_first_of_each_calculator(site_pages).items()):
-        page.goto(f"{site_url}/{path}")
+        visit(page, site_url, path)
         wait_calculators(page)
         root = page.locator(f'[data-calc="{name}"]').first
         order = root.evaluate(FOCUSABLE_IN)

@@ -188,7 +188,7 @@ def test_live_results_equal_the_cpython_engine(browser, site_url, site_pages) ->
     for path in sorted(site_pages):
         if "data-calc=" not in site_pages[path]:
             continue
-        page.goto(f"{site_url}/{path}")
+        page.goto(f"{site_url}/{path}")  # a full load each: what a reader opening a shared link gets
         for root in page.locator("[data-calc]").all():
             name = root.get_attribute("data-calc")
             calc_id = root.get_attribute("data-calc-id")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import READY_TIMEOUT_MS, SETTLED_JS, Watch, wait_settled
+from conftest import READY_TIMEOUT_MS, SETTLED_JS, Watch, visit, wait_settled
 from test_browser import _outputs
 
 pytestmark = pytest.mark.browser
@@ -558,7 +558,7 @@ def test_bad_input_in_every_field(browser, site_url, site_pages) -> None:
     labels: dict[str, str] = {}
     problems = []
     for path, names in plan:
-        page.goto(f"{site_url}/{path}")
+        visit(page, site_url, path)
         for name in names:
             root = page.locator(f'[data-calc="{name}"]').first
             wait_settled(page, root)

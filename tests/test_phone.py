@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from browser_helpers import wait_calculators
-from conftest import Watch
+from conftest import Watch, visit
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +19,7 @@ def test_no_page_wider_than_a_phone(browser, site_url, site_pages) -> None:
     watch.attach(page)
     too_wide = {}
     for path in sorted(site_pages):
-        page.goto(f"{site_url}/{path}")
+        visit(page, site_url, path)
         wait_calculators(page)  # live results are in the DOM, so their tables are measured too
         assert page.evaluate("() => document.documentElement.clientWidth") == WIDTH
         width = page.evaluate("() => document.documentElement.scrollWidth")
