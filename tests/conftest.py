@@ -214,9 +214,20 @@ def visit(page, site_url: str, path: str) -> None:
         page.goto(href)
     else:
         page.evaluate(
-            """href => { const content = document.querySelector('.md-content'); content.dataset.left = '';
+            # A reader's click moves focus off the field first (its change event fires on this page), so
+            # blur it the same way before following the link.
+            """href => { document.activeElement?.blur();
+              const content = document.querySelector('.md-content'); content.dataset.left = '';
               const a = document.createElement('a'); a.href = href; a.textContent = 'next page';
               content.append(a); a.click(); }""",
             href,
         )
-    page.wait_for_function(PAGE_IN_PLACE, arg=href, timeout=READY_TIMEOUT_MS)
+    try:
+        page.wait_for_function(PAGE_IN_PLACE, arg=href, timeout=READY_TIMEOUT_MS)
+    except Exception as err:  # say which part of "in place" never happened
+        state = page.evaluate(
+            """() => ({href: location.href, oldContent: !!document.querySelector('.md-content[data-left]'),
+              unmounted: document.querySelectorAll('[data-calc]:not([data-mounted])').length,
+              untypeset: document.querySelectorAll('.arithmatex:not([data-typeset])').length})"""
+        )
+        raise AssertionError(f"{href} never came into place: {state}") from err
