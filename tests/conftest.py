@@ -197,9 +197,10 @@ def wait_settled(page, root_or_name="will-it-fit", timeout: float = READY_TIMEOU
     page.wait_for_function(SETTLED_JS, arg=handle, timeout=timeout)
 
 
-PAGE_IN_PLACE = """href => location.href === href && !document.querySelector('.md-content[data-left]')
+PAGE_IN_PLACE = """href => location.href.split('#')[0] === href && !document.querySelector('.md-content[data-left]')
   && !document.querySelector('[data-calc]:not([data-mounted]), .arithmatex:not([data-typeset])')"""
-"""The page at ``href`` is on screen: the old content is gone, every calculator mounted, all math typeset."""
+"""The page at ``href`` is on screen: the old content is gone, every calculator mounted, all math typeset.
+The fragment is ignored: Material's ``navigation.tracking`` writes the section in view into it as the page scrolls."""
 
 
 def visit(page, site_url: str, path: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from calc import format_bytes, model_state_bytes
-from conftest import READY_TIMEOUT_MS, Watch, wait_settled
+from conftest import READY_TIMEOUT_MS, Watch, visit, wait_settled
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.browser
@@ -188,7 +188,7 @@ def test_live_results_equal_the_cpython_engine(browser, site_url, site_pages) ->
     for path in sorted(site_pages):
         if "data-calc=" not in site_pages[path]:
             continue
-        page.goto(f"{site_url}/{path}")  # a full load each: what a reader opening a shared link gets
+        visit(page, site_url, path)
         for root in page.locator("[data-calc]").all():
             name = root.get_attribute("data-calc")
             calc_id = root.get_attribute("data-calc-id")
