@@ -130,8 +130,21 @@ def _mix_params_per_gpu() -> int:
     return _MIX.param_count - experts + -(-experts // _EP)
 
 
+def _dp_activations(dp: int) -> int:
+    """Per-GPU activations of Llama-2-7B at one 4,096-token micro-batch: what data parallelism leaves alone.
+
+    Each data-parallel rank runs its own micro-batch, so the activations one GPU stores depend on the
+    micro-batch and the sequence, not on dp (Korthikanti et al. 2022, Sec. 4: activations per layer are a
+    function of s, b, h, a and t only).
+    """
+    return layout_memory(preset("llama2-7b"), Layout(dp=dp, seq_len=4096, micro_batch=1)).activations
+
+
 NUMBERS: dict[str, Callable[[], str]] = {
     # ---- data.md
+    "par-dp-act-7b": lambda: format_bytes(_dp_activations(_DP)),
+    "par-dp-act-7b-2x": lambda: format_bytes(_dp_activations(2 * _DP)),
+    "par-dp-2x": lambda: str(2 * _DP),
     "par-dp-64x80gb": lambda: format_bytes(64 * gpu("h100-sxm").memory_bytes, digits=2),
     "par-dp-7b-state": lambda: format_bytes(model_state_bytes(_DP_PARAMS, dp=_DP).total),
     "par-dp-7b-z3": lambda: format_bytes(model_state_bytes(_DP_PARAMS, zero_stage=3, dp=_DP).total),

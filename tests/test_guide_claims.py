@@ -1,0 +1,90 @@
+"""Claims the guide makes in words, checked through the engine and against the built pages.
+
+The prose may only say what the engine computes: here each claim of the guide that is easy to get wrong
+(data parallelism and activations, the brief's four takeaways) is computed, and the built page is checked to
+print the engine's number where it states the claim.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calc import model_state_bytes
+from calc.layout import Layout, layout_memory
+from calc.presets import preset
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
+
+from numbers_registry import NUMBERS  # the hooks folder is on sys.path, not a package
+
+# (preset, seq_len, micro_batch, extra Layout fields): the data-parallel degree is doubled on each.
+DP_CASES = [
+    ("llama2-7b", 4096, 1, {}),
+    ("llama2-7b", 4096, 1, {"zero_stage": 3}),  # ZeRO shards model state, never activations
+    ("llama3-70b", 8192, 1, {"tp": 8, "sequence_parallel": True, "flash_attention": True}),
+    ("gpt2-xl", 1024, 8, {"recompute": "selective"}),
+    ("mixtral-8x7b", 4096, 2, {"flash_attention": True}),
+]
+
+
+@pytest.mark.parametrize(("slug", "seq", "mb", "extra"), DP_CASES)
+@pytest.mark.parametrize("dp", [1, 8, 64])
+def test_doubling_dp_leaves_per_gpu_activations_unchanged(slug: str, seq: int, mb: int, extra: dict, dp: int) -> None:
+    arch = preset(slug)
+    one = layout_memory(arch, Layout(dp=dp, seq_len=seq, micro_batch=mb, **extra))
+    two = layout_memory(arch, Layout(dp=2 * dp, seq_len=seq, micro_batch=mb, **extra))
+    assert one.activations > 0
+    assert two.activations == one.activations
+    # …while the micro-batch, which dp does not change, is what activations follow.
+    more = layout_memory(arch, Layout(dp=dp, seq_len=seq, micro_batch=2 * mb, **extra))
+    assert more.activations > one.activations
+
+
+@settings(max_examples=40, deadline=None)
+@given(dp=st.integers(1, 4096), mb=st.integers(1, 16), zero=st.sampled_from([0, 1, 2, 3]))
+def test_dp_never_changes_activations(dp: int, mb: int, zero: int) -> None:
+    arch = preset("llama2-7b")
+    base = layout_memory(arch, Layout(dp=1, seq_len=2048, micro_batch=mb, zero_stage=zero)).activations
+    assert layout_memory(arch, Layout(dp=dp, seq_len=2048, micro_batch=mb, zero_stage=zero)).activations == base
+
+
+def test_dp_trap_prose_shows_the_unchanged_number(site_pages: dict[str, str]) -> None:
+    assert NUMBERS["par-dp-act-7b"]() == NUMBERS["par-dp-act-7b-2x"]()
+    page = site_pages["parallelism/data/"]
+    for name in ("par-dp-act-7b", "par-dp-act-7b-2x"):
+        assert f'data-num="{name}">{NUMBERS[name]()}<' in page
+    taxonomy = site_pages["parallelism/"]
+    assert "fewer samples" not in taxonomy and "÷ data-parallel degree" not in taxonomy
+
+
+# The brief's four takeaways, in order, then the ones added after them.
+BRIEF_TAKEAWAYS = ["state-16-bytes", "dp-throughput-not-fit", "tune-to-the-interconnect", "zero3-16n-over-g"]
+
+
+def test_takeaways_keep_the_briefs_four_first(site_pages: dict[str, str]) -> None:
+    page = site_pages["takeaways/"]
+    ids = re.findall(r'<h2 id="([^"]+)"', page)
+    assert ids[: len(BRIEF_TAKEAWAYS)] == BRIEF_TAKEAWAYS
+    assert "activations-oom" in ids[len(BRIEF_TAKEAWAYS) :]
+
+
+def test_first_takeaway_prints_the_weights_only_underestimate(site_pages: dict[str, str]) -> None:
+    state = model_state_bytes("7B")
+    assert state.total // state.weights == 8  # 16 bytes of state per 2 bytes of bf16 weights
+    page = site_pages["takeaways/"]
+    first = page.split('id="state-16-bytes"', 1)[1].split('id="dp-throughput-not-fit"', 1)[0]
+    assert f'data-num="state-7b-over-weights">{NUMBERS["state-7b-over-weights"]()}<' in first
+
+
+def test_fourth_takeaway_is_zero3_sixteen_n_over_g(site_pages: dict[str, str]) -> None:
+    page = site_pages["takeaways/"]
+    fourth = page.split('id="zero3-16n-over-g"', 1)[1].split('id="activations-oom"', 1)[0]
+    for name in ("sys-state-70b-dp64-z3", "par-zero-7b-s3-ratio", "sys-70b-z3-bytes"):
+        assert f'data-num="{name}">' in fourth
+    assert model_state_bytes("70B", zero_stage=3, dp=64).total == model_state_bytes("70B").total // 64
