@@ -162,6 +162,7 @@ if sys.platform == "emscripten":  # the engine suite under Pyodide: no example d
     # These modules build the site, start servers or processes, or drive a browser: host-only.
     collect_ignore_glob = [
         "test_site.py",
+        "test_guide_claims.py",
         "test_browser*.py",
         "test_csp.py",
         "test_serving.py",
