@@ -119,10 +119,14 @@ from calc.layout import (
 )
 from calc.model_state import (
     COMPONENTS,
+    CONVENTION_ALIASES,
     CONVENTIONS,
     Convention,
     ModelState,
+    Split,
+    convention_options,
     model_state_bytes,
+    resolve_convention,
     smallest_fitting_layout,
 )
 from calc.pipeline import (
@@ -159,6 +163,7 @@ __all__ = [
     "COLLECTIVES",
     "COMPONENTS",
     "CONVENTIONS",
+    "CONVENTION_ALIASES",
     "CalcError",
     "CommTerm",
     "Convention",
@@ -196,6 +201,7 @@ __all__ = [
     "SECONDS_PER_DAY",
     "Schedule",
     "Slot",
+    "Split",
     "StageActivations",
     "StepComm",
     "TrainingTime",
@@ -208,6 +214,7 @@ __all__ = [
     "check_layout",
     "collective_bytes_sent",
     "collective_time_s",
+    "convention_options",
     "deepspeed_zero2_estimate",
     "deepspeed_zero3_estimate",
     "flops_6nd",
@@ -236,6 +243,7 @@ __all__ = [
     "pipeline_schedule",
     "preset",
     "read_hf_config",
+    "resolve_convention",
     "schedule_svg",
     "smallest_fitting_layout",
     "stage_activations",

@@ -41,7 +41,7 @@ from calc.activations import LayerActivations, layer_activations, stage_activati
 from calc.architecture import Architecture
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
-from calc.model_state import COMPONENTS, CONVENTIONS, Convention
+from calc.model_state import COMPONENTS, CONVENTIONS, Convention, resolve_convention
 from calc.units import parse_positive_int
 
 __all__ = [
@@ -322,10 +322,7 @@ class Layout:
             raise CalcError(
                 "recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", self.recompute, code="unknown-name"
             )
-        if self.convention not in CONVENTIONS:
-            raise CalcError(
-                "convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", self.convention, code="unknown-name"
-            )
+        put(self, "convention", resolve_convention(self.convention).name)  # an old name gives the current one
         model = self.tp * self.pp * self.cp
         if self.gpus is not None:
             gpus = parse_positive_int(self.gpus, "gpus")

@@ -17,16 +17,55 @@ from calc.errors import CalcError
 from calc.units import parse_count, parse_positive_int
 
 __all__ = [
-    "CONVENTIONS",
     "COMPONENTS",
+    "CONVENTIONS",
+    "CONVENTION_ALIASES",
     "Convention",
     "ModelState",
+    "Split",
+    "convention_options",
     "model_state_bytes",
+    "resolve_convention",
     "smallest_fitting_layout",
 ]
 
 COMPONENTS: tuple[str, ...] = ("weights", "gradients", "master", "momentum", "variance")
 """The model-state components, in the order the calculators list them."""
+
+
+@dataclass(frozen=True)
+class Split:
+    """How one framework lays out a convention's bytes: the same total, other components.
+
+    Attributes:
+        framework: Short identifier (``"fsdp2"``).
+        weights: Bytes per parameter of the persistent weights.
+        gradients: Bytes per parameter of the persistent gradients.
+        master: Bytes per parameter of a separate fp32 master copy.
+        momentum: Bytes per parameter of the first moment.
+        variance: Bytes per parameter of the second moment.
+        source: Where the framework documents this layout.
+        transient: What the framework allocates only while a unit runs (not in the total).
+    """
+
+    framework: str
+    weights: int
+    gradients: int
+    master: int
+    momentum: int
+    variance: int
+    source: str
+    transient: str = ""
+
+    @property
+    def bytes_per_param(self) -> int:
+        """Total persistent bytes per parameter of this split.
+
+        Examples:
+            >>> CONVENTIONS["mixed-adam-16"].split("fsdp2").bytes_per_param
+            16
+        """
+        return self.weights + self.gradients + self.master + self.momentum + self.variance
 
 
 @dataclass(frozen=True)
@@ -42,6 +81,8 @@ class Convention:
         momentum: Bytes per parameter of the first optimizer moment (Adam's m, SGD's momentum).
         variance: Bytes per parameter of the second optimizer moment (Adam's v).
         source: Where this accounting is published.
+        splits: Frameworks that hold the same total in other components
+            ([`Split`][calc.model_state.Split]); their totals equal this one's.
     """
 
     name: str
@@ -52,6 +93,24 @@ class Convention:
     momentum: int
     variance: int
     source: str
+    splits: tuple[Split, ...] = ()
+
+    def split(self, framework: str) -> Split:
+        """The [`Split`][calc.model_state.Split] ``framework`` uses for this convention.
+
+        Raises:
+            CalcError: When this convention has no split for that framework (field ``split``).
+
+        Examples:
+            >>> s = CONVENTIONS["mixed-adam-16"].split("fsdp2")
+            >>> (s.weights, s.gradients, s.master, s.momentum, s.variance)
+            (4, 4, 0, 4, 4)
+        """
+        for s in self.splits:
+            if s.framework == framework:
+                return s
+        known = ", ".join(s.framework for s in self.splits) or "none"
+        raise CalcError("split", f"must be a framework split of {self.name} ({known})", framework, code="unknown-name")
 
     @property
     def bytes_per_param(self) -> int:
@@ -76,6 +135,22 @@ CONVENTIONS: dict[str, Convention] = {
             4,
             4,
             "ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054), Sec. 3.1: 2Ψ + 2Ψ + KΨ with K = 12",
+            splits=(
+                Split(
+                    "fsdp2",
+                    4,
+                    4,
+                    0,
+                    4,
+                    4,
+                    "PyTorch FSDP2 fully_shard with MixedPrecisionPolicy(param_dtype=bfloat16): the sharded "
+                    "parameters stay fp32 and are stepped directly ('FSDP does not require any extra memory to "
+                    "keep a high-precision copy of the parameters'); the reduced gradient is cast back to the "
+                    "sharded parameter's fp32 dtype",
+                    "the bf16 all-gathered parameters (2 B/param) and bf16 unsharded gradients of the units "
+                    "being run (calc.overheads: zero3_gathered)",
+                ),
+            ),
         ),
         Convention(
             "mixed-adam-18",
@@ -120,16 +195,27 @@ CONVENTIONS: dict[str, Convention] = {
             "'Revisiting BFloat16 Training'); no fp32 master weights",
         ),
         Convention(
-            "bf16-adam-fused-10",
-            "bf16 weights + fp32 Adam, step fused into backward, 10 B/param (2+0+0+4+4)",
+            "bf16-adam-fused-6",
+            "bf16 weights + stock Adam, step fused into backward, 6 B/param (2+0+0+2+2)",
             2,
             0,
             0,
+            2,
+            2,
+            "PyTorch tutorial 'How to save memory by fusing the optimizer step into the backward pass' "
+            "(Tensor.register_post_accumulate_grad_hook: each gradient is applied and freed as it is produced); "
+            "with bf16 parameters torch.optim.Adam/AdamW allocate their moments with zeros_like(param), in bf16",
+        ),
+        Convention(
+            "fp32-adam-fused-12",
+            "fp32 weights + Adam, step fused into backward, 12 B/param (4+0+0+4+4)",
+            4,
+            0,
+            0,
             4,
             4,
-            "Optimizer step applied per parameter during the backward pass, so gradients never accumulate "
-            "(PyTorch tutorial 'How to save memory by fusing the optimizer step into the backward pass'; "
-            "torchtune optimizer_in_bwd)",
+            "PyTorch tutorial 'How to save memory by fusing the optimizer step into the backward pass' "
+            "(fp32 vit_l_16 with torch.optim.Adam: 4 B weights + 8 B moments, gradients freed per parameter)",
         ),
         Convention(
             "bf16-adam-pure-8",
@@ -172,9 +258,69 @@ CONVENTIONS: dict[str, Convention] = {
             0,
             "Plain SGD keeps no optimizer state (torch.optim.SGD with momentum=0)",
         ),
+        Convention(
+            "fp32-sgdm-12",
+            "fp32 training + SGD with momentum, 12 B/param (4+4+0+4+0)",
+            4,
+            4,
+            0,
+            4,
+            0,
+            "torch.optim.SGD with momentum > 0 keeps one momentum_buffer per parameter, created as "
+            "clone(grad) in the parameter's dtype (fp32 here); no master copy",
+        ),
     )
 }
 """Named bytes-per-parameter conventions. The default, ``mixed-adam-16``, is the ZeRO paper's."""
+
+CONVENTION_ALIASES: dict[str, str] = {"bf16-adam-fused-10": "bf16-adam-fused-6"}
+"""Old convention names still accepted (links made before a rename), mapped to the current name.
+
+``bf16-adam-fused-10`` counted fp32 moments (2+0+0+4+4) for bf16 weights, while the recipe it cited
+(PyTorch's fused-step tutorial with a stock optimizer) keeps moments in the parameters' dtype: 6 B/param
+with bf16 parameters, 12 with fp32 ones (``fp32-adam-fused-12``).
+"""
+
+
+def resolve_convention(name: str) -> Convention:
+    """The [`Convention`][calc.model_state.Convention] named ``name`` (an old name in
+    [`CONVENTION_ALIASES`][calc.model_state.CONVENTION_ALIASES] gives the current one).
+
+    Raises:
+        CalcError: Naming the field ``convention`` when the name is unknown.
+
+    Examples:
+        >>> resolve_convention("bf16-adam-fused-10").name
+        'bf16-adam-fused-6'
+        >>> resolve_convention("adam")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: convention must be one of bf16-adam-12, ... (got 'adam')
+    """
+    if isinstance(name, str):
+        found = CONVENTIONS.get(CONVENTION_ALIASES.get(name, name))
+        if found is not None:
+            return found
+    raise CalcError("convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", name, code="unknown-name")
+
+
+def convention_options() -> tuple[tuple[str, str], ...]:
+    """``(value, label)`` pairs for a calculator's convention select: every convention, then the old names.
+
+    The old names stay selectable so that links carrying them keep working.
+
+    Examples:
+        >>> convention_options()[0]
+        ('mixed-adam-16', 'Mixed precision + Adam, 16 B/param (2+2+4+4+4)')
+        >>> convention_options()[-1]
+        ('bf16-adam-fused-10', 'Old name of bf16-adam-fused-6 (6 B/param)')
+    """
+    current = tuple((c.name, c.label) for c in CONVENTIONS.values())
+    old = tuple(
+        (alias, f"Old name of {new} ({CONVENTIONS[new].bytes_per_param} B/param)")
+        for alias, new in CONVENTION_ALIASES.items()
+    )
+    return current + old
 
 
 @dataclass(frozen=True)
@@ -212,15 +358,6 @@ class ModelState:
         return out
 
 
-def _convention(name: str) -> Convention:
-    try:
-        return CONVENTIONS[name]
-    except KeyError:
-        raise CalcError(
-            "convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", name, code="unknown-name"
-        ) from None
-
-
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -231,6 +368,7 @@ def model_state_bytes(
     zero_stage: int = 0,
     dp: int = 1,
     convention: str = "mixed-adam-16",
+    split: str | None = None,
 ) -> ModelState:
     """Model-state bytes per GPU for ``params`` parameters under a ZeRO stage.
 
@@ -244,7 +382,9 @@ def model_state_bytes(
         params: Parameter count Ψ (``7e9``, ``"7B"``...).
         zero_stage: 0 (plain data parallel), 1, 2 or 3.
         dp: Data-parallel degree N_d, the number of ranks the states are sharded over.
-        convention: A key of [`CONVENTIONS`][calc.model_state.CONVENTIONS].
+        convention: A key of [`CONVENTIONS`][calc.model_state.CONVENTIONS] (or an old name).
+        split: A framework whose [`Split`][calc.model_state.Split] of the convention to use
+            (``"fsdp2"`` for ``mixed-adam-16``); ``None`` uses the convention's own components.
 
     Returns:
         The per-GPU [`ModelState`][calc.model_state.ModelState].
@@ -264,11 +404,16 @@ def model_state_bytes(
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: zero_stage must be a whole number from 0 to 3 (got 4)
+        >>> s = model_state_bytes(1000, zero_stage=3, dp=4, split="fsdp2")  # FSDP2 bf16 mixed precision
+        >>> s.weights, s.gradients, s.master, s.total
+        (1000, 1000, 0, 4000)
     """
     n = parse_count(params, "params")
     stage = parse_positive_int(zero_stage, "zero_stage", minimum=0, maximum=3)
     ranks = parse_positive_int(dp, "dp")
-    conv = _convention(convention)
+    conv = resolve_convention(convention)
+    if split is not None:
+        conv = conv.split(split)
     shard = _ceil_div(n, ranks)
     sharded = {
         "master": stage >= 1,

@@ -109,9 +109,9 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
             "gpt2",
             dict(convention="adam-12"),
             (
-                "convention must be one of bf16-adam-12, bf16-adam-fused-10, "
-                "bf16-adam-pure-8, fp32-adam-16, fp32-sgd-8, mixed-adam-16, mixed-adam-18, "
-                "mixed-adam-20, mixed-adam8bit-10, mixed-sgdm-12 (got 'adam-12')"
+                "convention must be one of bf16-adam-12, bf16-adam-fused-6, "
+                "bf16-adam-pure-8, fp32-adam-16, fp32-adam-fused-12, fp32-sgd-8, fp32-sgdm-12, "
+                "mixed-adam-16, mixed-adam-18, mixed-adam-20, mixed-adam8bit-10, mixed-sgdm-12 (got 'adam-12')"
             ),
         ),
         ("gpt2", dict(zero_stage=4), "zero_stage must be a whole number from 0 to 3 (got 4)"),

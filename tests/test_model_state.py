@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calc import CONVENTIONS, CalcError, format_bytes, model_state_bytes, smallest_fitting_layout
+from calc import (
+    CONVENTION_ALIASES,
+    CONVENTIONS,
+    CalcError,
+    convention_options,
+    format_bytes,
+    model_state_bytes,
+    resolve_convention,
+    smallest_fitting_layout,
+)
 
 GB = 10**9
 
@@ -77,11 +86,13 @@ def test_zero_table_2_max_model(stage: int, printed_billions: float) -> None:
         ("mixed-adam-20", 20, (2, 6, 4, 4, 4)),  # DeepSpeed ZeRO-2 estimator at one GPU
         ("fp32-adam-16", 16, (4, 4, 0, 4, 4)),
         ("bf16-adam-12", 12, (2, 2, 0, 4, 4)),  # no fp32 master copy
-        ("bf16-adam-fused-10", 10, (2, 0, 0, 4, 4)),  # gradients consumed as they are produced
+        ("bf16-adam-fused-6", 6, (2, 0, 0, 2, 2)),  # fused step, stock Adam: bf16 moments (zeros_like)
+        ("fp32-adam-fused-12", 12, (4, 0, 0, 4, 4)),  # the PyTorch tutorial's fp32 ViT with Adam
         ("bf16-adam-pure-8", 8, (2, 2, 0, 2, 2)),
         ("mixed-adam8bit-10", 10, (2, 2, 4, 1, 1)),
         ("mixed-sgdm-12", 12, (2, 2, 4, 4, 0)),
         ("fp32-sgd-8", 8, (4, 4, 0, 0, 0)),
+        ("fp32-sgdm-12", 12, (4, 4, 0, 4, 0)),  # torch.optim.SGD momentum_buffer = clone(grad), fp32
     ],
 )
 def test_conventions(convention: str, per_param: int, parts: tuple[int, ...]) -> None:
@@ -162,3 +173,48 @@ def test_stage_3_is_16_psi_over_nd(params: int, dp: int) -> None:
     # ZeRO Sec. 5.3: (4 + K)Ψ/N_d with K = 12, exactly when dp divides Ψ.
     state = model_state_bytes(params * dp, zero_stage=3, dp=dp)
     assert state.total == 16 * params
+
+
+def test_old_fused_name_is_an_alias() -> None:
+    """Links made with ``bf16-adam-fused-10`` still work and give what the cited recipe gives."""
+    assert "bf16-adam-fused-10" not in CONVENTIONS
+    assert resolve_convention("bf16-adam-fused-10") is CONVENTIONS["bf16-adam-fused-6"]
+    assert model_state_bytes(10, convention="bf16-adam-fused-10") == model_state_bytes(
+        10, convention="bf16-adam-fused-6"
+    )
+    assert ("bf16-adam-fused-10", "Old name of bf16-adam-fused-6 (6 B/param)") in convention_options()
+    assert [v for v, _ in convention_options()][: len(CONVENTIONS)] == list(CONVENTIONS)
+    for alias, new in CONVENTION_ALIASES.items():
+        assert new in CONVENTIONS and alias not in CONVENTIONS
+
+
+@pytest.mark.parametrize(
+    ("zero_stage", "dp", "expected"),
+    [
+        # FSDP2 (fully_shard, bf16 param_dtype): fp32 sharded weights and gradients, no separate master.
+        (3, 4, (1000, 1000, 0, 1000, 1000)),
+        (3, 3, (1336, 1336, 0, 1336, 1336)),  # ceil(1000 / 3) = 334 elements per rank, 4 B each
+        (0, 1, (4000, 4000, 0, 4000, 4000)),
+    ],
+)
+def test_fsdp2_split_of_mixed_adam_16(zero_stage: int, dp: int, expected: tuple[int, ...]) -> None:
+    state = model_state_bytes(1000, zero_stage=zero_stage, dp=dp, split="fsdp2")
+    assert (state.weights, state.gradients, state.master, state.momentum, state.variance) == expected
+    # Same total as the ZeRO paper's split when nothing is sharded, other components.
+    whole = model_state_bytes(1000, split="fsdp2")
+    assert whole.total == model_state_bytes(1000).total == 16000
+    assert whole.master == 0 and model_state_bytes(1000).master == 4000
+
+
+def test_splits_keep_the_total() -> None:
+    for conv in CONVENTIONS.values():
+        for split in conv.splits:
+            assert split.bytes_per_param == conv.bytes_per_param, (conv.name, split.framework)
+            assert split.source
+
+
+def test_unknown_split_names_the_field() -> None:
+    with pytest.raises(CalcError) as err:
+        model_state_bytes(1000, convention="mixed-adam-18", split="fsdp2")
+    assert err.value.field == "split"
+    assert "fsdp2" in str(err.value)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from calc.model_state import COMPONENTS, CONVENTIONS, model_state_bytes, smallest_fitting_layout
+from calc.model_state import (
+    COMPONENTS,
+    convention_options,
+    model_state_bytes,
+    resolve_convention,
+    smallest_fitting_layout,
+)
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -35,7 +41,7 @@ def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
     state = model_state_bytes(params, zero_stage=stage, dp=dp, convention=conv)
-    c = CONVENTIONS[conv]
+    c = resolve_convention(conv)
     total = state.total
     fits = total <= memory
     head = f"{format_count(params)} parameters, ZeRO-{stage}, dp={dp}: {fmt(total)} of model state per GPU"
@@ -76,7 +82,7 @@ CALCULATOR = Calculator(
             "Bytes per parameter",
             "mixed-adam-16",
             kind="select",
-            options=tuple((c.name, c.label) for c in CONVENTIONS.values()),
+            options=convention_options(),
         ),
         Field(
             "zero_stage",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
 from calc.layout import Layout, layout_memory
-from calc.model_state import CONVENTIONS
+from calc.model_state import convention_options
 from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
@@ -189,7 +189,7 @@ CALCULATOR = Calculator(
             "Bytes per parameter",
             "mixed-adam-16",
             kind="select",
-            options=tuple((c.name, c.label) for c in CONVENTIONS.values()),
+            options=convention_options(),
         ),
         Field("distributed_optimizer", "Megatron distributed optimizer", "0", kind="checkbox"),
         Field("offload_optimizer", "Offload optimizer to CPU", "0", kind="checkbox"),
