@@ -50,6 +50,7 @@ __all__ = [
     "check_layout",
     "check_parallelism",
     "layout_memory",
+    "layout_stages",
     "stage_layers",
     "stage_memory",
 ]
@@ -270,6 +271,13 @@ class Layout:
             Megatron-LM / Transformer Engine do), which needs ``2 × cp`` to divide the sequence.
         gpus: The total GPU count, if given: it must equal ``dp × tp × pp × cp``. After construction
             it always holds that product.
+        pipeline_layers: Transformer layers on each pipeline stage, first to last (``pp`` entries that
+            add up to the model's layers), for uneven stages; ``None`` splits evenly.
+        decoder_first_pipeline_num_layers: Layers on the first stage, as Megatron-LM's flag of that
+            name; the stages not given share the rest evenly.
+        decoder_last_pipeline_num_layers: Layers on the last stage, likewise. With none of the three,
+            a ``pp`` that divides the layers + 2 (not the layers) puts one layer fewer on the first and
+            last stages, as Llama 3 405B trains (126 layers on 16 stages: 7 + 14 × 8 + 7).
 
     Examples:
         >>> Layout(tp=8, pp=8, gpus=512).dp
@@ -301,9 +309,13 @@ class Layout:
     zero_over_cp: bool = True
     cp_load_balance: bool = True
     gpus: int | None = None
+    pipeline_layers: tuple[int, ...] | None = None
+    decoder_first_pipeline_num_layers: int | None = None
+    decoder_last_pipeline_num_layers: int | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__
+        self._check_stage_fields()
         for name in ("tp", "pp", "cp", "ep", "micro_batch", "seq_len", "interleave"):
             put(self, name, parse_positive_int(getattr(self, name), name))
         put(self, "zero_stage", parse_positive_int(self.zero_stage, "zero_stage", minimum=0, maximum=3))
@@ -370,6 +382,104 @@ class Layout:
                 self.offload_optimizer,
                 code="unsupported",
             )
+
+    def _check_stage_fields(self) -> None:
+        """Validate the uneven-stage fields on their own (the layer total is checked with the model)."""
+        put = object.__setattr__
+        explicit = self.pipeline_layers
+        ends = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")
+        pp = parse_positive_int(self.pp, "pp")
+        if explicit is not None:
+            if isinstance(explicit, str) or not isinstance(explicit, (tuple, list)):
+                raise CalcError("pipeline_layers", "must be a list of layer counts, one per stage", explicit)
+            counts = tuple(parse_positive_int(n, "pipeline_layers") for n in explicit)
+            if len(counts) != pp:
+                raise CalcError(
+                    "pipeline_layers",
+                    f"must give one layer count per stage (pp={pp})",
+                    len(counts),
+                    code="not-divisible",
+                )
+            put(self, "pipeline_layers", counts)
+            for name in ends:
+                if getattr(self, name) is not None:
+                    raise CalcError(
+                        name, "cannot be given with pipeline_layers (which sets every stage)", getattr(self, name)
+                    )
+        for name in ends:
+            if getattr(self, name) is not None:
+                put(self, name, parse_positive_int(getattr(self, name), name))
+                if pp < 2:
+                    raise CalcError(name, "needs pp of at least 2", getattr(self, name), code="unsupported")
+        uneven = explicit is not None or any(getattr(self, n) is not None for n in ends)
+        if uneven and parse_positive_int(self.interleave, "interleave") > 1:
+            raise CalcError(
+                "interleave",
+                "must be 1 with uneven pipeline stages (only plain 1F1B is modelled with them)",
+                self.interleave,
+                code="unsupported",
+            )
+
+    def stage_layer_counts(self, num_layers: int) -> tuple[int, ...]:
+        """Transformer layers on each pipeline stage, first to last, for a model of ``num_layers`` layers.
+
+        Explicit ``pipeline_layers`` are used as given; Megatron-LM's
+        ``decoder_first_pipeline_num_layers`` / ``decoder_last_pipeline_num_layers`` fix the first
+        and last stages and share the rest evenly over the stages between (Megatron-LM
+        ``TransformerConfig``, which requires that remainder to divide evenly); with neither, an even
+        split, or, when ``pp`` divides ``num_layers + 2`` instead, one layer fewer on the first and
+        last stages (Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2).
+
+        Raises:
+            CalcError: Naming the field whose counts do not add up or do not split evenly.
+
+        Examples:
+            >>> Layout(pp=16).stage_layer_counts(126)[:3], Layout(pp=16).stage_layer_counts(126)[-1]
+            ((7, 8, 8), 7)
+            >>> Layout(pp=4, decoder_first_pipeline_num_layers=5).stage_layer_counts(32)
+            (5, 9, 9, 9)
+            >>> Layout(pp=3, pipeline_layers=(10, 12, 10)).stage_layer_counts(32)
+            (10, 12, 10)
+            >>> Layout(pp=3, pipeline_layers=(10, 12, 11)).stage_layer_counts(32)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            calc.errors.CalcError: pipeline_layers must add up to the model's layers (layers=32, sum=33) ...
+        """
+        p = self.pp
+        if self.pipeline_layers is not None:
+            total = sum(self.pipeline_layers)
+            if total != num_layers:
+                raise CalcError(
+                    "pipeline_layers",
+                    f"must add up to the model's layers (layers={num_layers}, sum={total})",
+                    self.pipeline_layers,
+                    code="not-divisible",
+                )
+            return self.pipeline_layers
+        first, last = self.decoder_first_pipeline_num_layers, self.decoder_last_pipeline_num_layers
+        if first is None and last is None:
+            if num_layers % p == 0 or self.interleave > 1:
+                return (num_layers // p,) * p
+            if p >= 3 and (num_layers + 2) % p == 0:
+                mid = (num_layers + 2) // p
+                return (mid - 1,) + (mid,) * (p - 2) + (mid - 1,)
+            return (num_layers // p,) * p  # check_parallelism reports the layout
+        fixed = [n for n in (first, last) if n is not None]
+        field = "decoder_last_pipeline_num_layers" if first is None else "decoder_first_pipeline_num_layers"
+        rest, middle = num_layers - sum(fixed), p - len(fixed)
+        if rest < middle or (middle == 0 and rest) or (middle and rest % middle):
+            stages = f"{middle} other stage" + ("s" if middle != 1 else "")
+            raise CalcError(
+                field,
+                f"must leave a whole number of layers, at least 1, for each of the {stages} "
+                f"(layers={num_layers}, left={rest})",
+                first if first is not None else last,
+                code="not-divisible",
+            )
+        each = rest // middle if middle else 0
+        head = () if first is None else (first,)
+        tail = () if last is None else (last,)
+        return head + (each,) * middle + tail
 
     @property
     def num_microbatches(self) -> int | None:
@@ -444,24 +554,20 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
             t,
             code="not-divisible",
         )
+    uneven = layout.pipeline_layers is not None or (
+        layout.decoder_first_pipeline_num_layers is not None or layout.decoder_last_pipeline_num_layers is not None
+    )
     check_parallelism(
         tp=layout.tp,
         pp=layout.pp,
         dp=layout.dp,
         cp=layout.cp,
         virtual_stages=layout.interleave,
-        layers=arch.num_layers,
+        layers=None if uneven else arch.num_layers,
         hidden=arch.hidden_size,
         names=_LAYOUT_NAMES,
     )
-    if arch.num_layers % layout.pp:
-        raise CalcError(
-            "pp",
-            f"must divide the layers here (layers={arch.num_layers}): this calculator models equal "
-            "pipeline stages, not first and last stages one layer short",
-            layout.pp,
-            code="unsupported",
-        )
+    layout.stage_layer_counts(arch.num_layers)  # raises when the given counts do not fit the model
     e = layout.ep
     if e > 1:
         if not arch.is_moe:
@@ -478,17 +584,25 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
             )
 
 
-def stage_layers(num_layers: int, pp: int, interleave: int, stage: int) -> list[int]:
+def stage_layers(
+    num_layers: int, pp: int, interleave: int, stage: int, counts: tuple[int, ...] | None = None
+) -> list[int]:
     """Indices of the transformer layers pipeline stage ``stage`` holds.
 
-    Plain 1F1B gives each stage one contiguous block of ``L/p`` layers; interleaved,
-    the layers are cut into ``p × v`` chunks and stage ``k`` holds chunks ``k, k + p,
+    Plain 1F1B gives each stage one contiguous block of ``L/p`` layers (or of ``counts[stage]``
+    layers when the stages are uneven, [`Layout.stage_layer_counts`][calc.layout.Layout.stage_layer_counts]);
+    interleaved, the layers are cut into ``p × v`` chunks and stage ``k`` holds chunks ``k, k + p,
     k + 2p...`` (Narayanan et al. 2021, Sec. 2.2.2).
 
     Examples:
         >>> stage_layers(8, 2, 1, 0), stage_layers(8, 2, 2, 0), stage_layers(8, 2, 2, 1)
         ([0, 1, 2, 3], [0, 1, 4, 5], [2, 3, 6, 7])
+        >>> stage_layers(10, 3, 1, 1, counts=(3, 4, 3))
+        [3, 4, 5, 6]
     """
+    if counts is not None and interleave == 1:
+        start = sum(counts[:stage])
+        return list(range(start, start + counts[stage]))
     chunk = num_layers // (pp * interleave)
     return [(c * pp + stage) * chunk + j for c in range(interleave) for j in range(chunk)]
 
@@ -499,6 +613,7 @@ class LayoutMemory:
 
     Attributes:
         stage: The pipeline stage (0 to ``pp - 1``) these numbers are for.
+        layers: Transformer layers the stage holds.
         params: Parameters the GPU holds a copy or shard of before ZeRO sharding (its stage's
             parameters after tensor and expert parallelism).
         weights: Working weights on the GPU.
@@ -516,6 +631,7 @@ class LayoutMemory:
     """
 
     stage: int
+    layers: int
     params: int
     weights: int
     gradients: int
@@ -666,7 +782,8 @@ def stage_memory(arch: Architecture, layout: Layout, stage: int = 0) -> LayoutMe
 
 def _stage_memory(arch: Architecture, layout: Layout, k: int, kinds: dict[bool, LayerActivations]) -> LayoutMemory:
     """[`stage_memory`][calc.layout.stage_memory] for a checked layout, with the per-layer activations given."""
-    layers = stage_layers(arch.num_layers, layout.pp, layout.interleave, k)
+    counts = layout.stage_layer_counts(arch.num_layers)
+    layers = stage_layers(arch.num_layers, layout.pp, layout.interleave, k, counts)
     dense, experts = _stage_params(arch, layout, layers, k)
     conv = CONVENTIONS[layout.convention]
     zstage = layout.effective_zero_stage
@@ -686,7 +803,7 @@ def _stage_memory(arch: Architecture, layout: Layout, k: int, kinds: dict[bool, 
     per_layer = [kinds[arch.is_moe_layer(i)].total for i in layers]
     acts = stage_activations(
         per_layer,
-        num_layers=arch.num_layers,
+        num_layers=len(layers) * layout.pp,  # only the stage's own layers count; this makes any split even
         seq_len=layout.seq_len,
         micro_batch=layout.micro_batch,
         hidden=arch.hidden_size,
@@ -702,6 +819,7 @@ def _stage_memory(arch: Architecture, layout: Layout, k: int, kinds: dict[bool, 
     )
     return LayoutMemory(
         stage=k,
+        layers=len(layers),
         params=dense + experts,
         **gpu,
         activations=acts.layers + acts.embedding_dropout,
@@ -737,11 +855,34 @@ def layout_memory(arch: Architecture, layout: Layout) -> LayoutMemory:
         >>> m.stage, format_bytes(m.model_state), format_bytes(m.activations + m.logits)
         (0, '44.2 GB', '40.8 GB')
     """
+    best = None
+    for m in layout_stages(arch, layout):
+        if best is None or m.total > best.total:
+            best = m
+    assert best is not None  # pp >= 1
+    return best
+
+
+def layout_stages(arch: Architecture, layout: Layout) -> tuple[LayoutMemory, ...]:
+    """Memory of one GPU of every pipeline stage, first to last.
+
+    Args:
+        arch: The model.
+        layout: The layout.
+
+    Returns:
+        One [`LayoutMemory`][calc.layout.LayoutMemory] per stage;
+        [`layout_memory`][calc.layout.layout_memory] is the one with the largest ``total``.
+
+    Raises:
+        CalcError: When the layout cannot run the model ([`check_layout`][calc.layout.check_layout]).
+
+    Examples:
+        >>> from calc.presets import preset
+        >>> stages = layout_stages(preset("llama3.1-405b"), Layout(tp=8, pp=16, seq_len=8192))
+        >>> [m.layers for m in stages][:3], stages[-1].layers
+        ([7, 8, 8], 7)
+    """
     check_layout(arch, layout)
     kinds = _layer_kinds(arch, layout)
-    best = _stage_memory(arch, layout, 0, kinds)
-    for k in range(1, layout.pp):
-        m = _stage_memory(arch, layout, k, kinds)
-        if m.total > best.total:
-            best = m
-    return best
+    return tuple(_stage_memory(arch, layout, k, kinds) for k in range(layout.pp))

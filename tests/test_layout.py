@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from calc.architecture import Architecture
 from calc.errors import CalcError
-from calc.layout import Layout, LayoutMemory, check_layout, layout_memory, stage_layers, stage_memory
+from calc.layout import Layout, LayoutMemory, check_layout, layout_memory, layout_stages, stage_layers, stage_memory
 from calc.model_state import CONVENTIONS, model_state_bytes
 from calc.presets import preset
 from calc.widgets import render
@@ -57,10 +57,23 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
         ),
         (
             "gpt2",
-            dict(pp=7),
+            dict(pp=3, pipeline_layers=(4, 4, 5)),
+            "pipeline_layers must add up to the model's layers (layers=12, sum=13) (got (4, 4, 5))",
+        ),
+        (
+            "gpt2",
+            dict(pp=4, decoder_first_pipeline_num_layers=4),
             (
-                "pp must divide the layers here (layers=12): this calculator models equal pipeline "
-                "stages, not first and last stages one layer short (got 7)"
+                "decoder_first_pipeline_num_layers must leave a whole number of layers, at least 1, for each "
+                "of the 3 other stages (layers=12, left=8) (got 4)"
+            ),
+        ),
+        (
+            "gpt2",
+            dict(pp=2, decoder_first_pipeline_num_layers=5, decoder_last_pipeline_num_layers=5),
+            (
+                "decoder_first_pipeline_num_layers must leave a whole number of layers, at least 1, for each "
+                "of the 0 other stages (layers=12, left=2) (got 5)"
             ),
         ),
         ("gpt2", dict(pp=2, interleave=4), "pp × interleave must divide the layers (layers=12, interleave=4) (got 2)"),
@@ -121,6 +134,69 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
 )
 def test_layout_rules(arch, kw: dict, message: str) -> None:
     assert _error(arch, **kw).message == message
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (dict(pp=2, pipeline_layers=(6,)), "pipeline_layers must give one layer count per stage (pp=2) (got 1)"),
+        (
+            dict(pp=2, pipeline_layers="6,6"),
+            "pipeline_layers must be a list of layer counts, one per stage (got '6,6')",
+        ),
+        (dict(pp=2, pipeline_layers=(6, 0)), "pipeline_layers must be a whole number of at least 1 (got 0)"),
+        (dict(decoder_last_pipeline_num_layers=3), "decoder_last_pipeline_num_layers needs pp of at least 2 (got 3)"),
+        (
+            dict(pp=2, pipeline_layers=(6, 6), decoder_first_pipeline_num_layers=6),
+            "decoder_first_pipeline_num_layers cannot be given with pipeline_layers (which sets every stage) (got 6)",
+        ),
+        (
+            dict(pp=2, interleave=2, decoder_first_pipeline_num_layers=2),
+            "interleave must be 1 with uneven pipeline stages (only plain 1F1B is modelled with them) (got 2)",
+        ),
+    ],
+)
+def test_uneven_stage_fields(kw: dict, message: str) -> None:
+    with pytest.raises(CalcError) as err:
+        Layout(**kw)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize(
+    ("model", "kw", "counts"),
+    [
+        # Llama 3 405B (Dubey et al. 2024, Sec. 3.3.2): 126 layers on 16 stages, first and last one short.
+        ("llama3.1-405b", dict(tp=8, pp=16), (7,) + (8,) * 14 + (7,)),
+        (
+            "llama3.1-405b",
+            dict(tp=8, pp=16, decoder_first_pipeline_num_layers=7, decoder_last_pipeline_num_layers=7),
+            (7,) + (8,) * 14 + (7,),
+        ),
+        ("llama3-8b", dict(pp=4, decoder_last_pipeline_num_layers=5), (9, 9, 9, 5)),
+        ("llama3-8b", dict(pp=3, pipeline_layers=(10, 12, 10)), (10, 12, 10)),
+        ("gpt2", dict(pp=7), (1, 2, 2, 2, 2, 2, 1)),  # pp divides layers + 2
+        ("gpt2", dict(pp=4), (3, 3, 3, 3)),
+    ],
+)
+def test_uneven_stages(model: str, kw: dict, counts: tuple[int, ...]) -> None:
+    arch = preset(model)
+    layout = Layout(seq_len=1024, **kw)
+    stages = layout_stages(arch, layout)
+    assert tuple(m.layers for m in stages) == counts == layout.stage_layer_counts(arch.num_layers)
+    assert sum(m.layers for m in stages) == arch.num_layers
+    worst = layout_memory(arch, layout)
+    assert worst.total == max(m.total for m in stages)
+    assert worst == next(m for m in stages if m.total == worst.total)  # ties go to the earlier stage
+
+
+def test_uneven_stage_memory_follows_its_layers() -> None:
+    arch = preset("llama3-8b")
+    even = layout_stages(arch, Layout(pp=4, seq_len=2048))
+    heavy = layout_stages(arch, Layout(pp=4, seq_len=2048, pipeline_layers=(8, 12, 6, 6)))
+    per_layer_state = arch.layer_param_counts()[0] * 16  # mixed-adam-16, tp=1, dense layers all alike
+    assert heavy[1].model_state - even[1].model_state == 4 * per_layer_state
+    assert heavy[1].activations > even[1].activations  # more layers saved per micro-batch in flight
+    assert layout_memory(arch, Layout(pp=4, seq_len=2048, pipeline_layers=(8, 12, 6, 6))).stage == 1
 
 
 def test_rules_that_pass() -> None:
