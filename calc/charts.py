@@ -1,0 +1,526 @@
+"""Charts as data: Vega-Lite specs built from engine numbers, and the ``[data-chart]`` element that carries one.
+
+Every function here returns a Vega-Lite specification as plain ``dict``/``list`` data (no dependency, no
+drawing code), in the grammar of Satyanarayan et al., "Vega-Lite: A Grammar of Interactive Graphics"
+(IEEE TVCG 23(1), 2017). Two renderers read the same spec:
+
+* the build (``hooks/lc_charts.py``) turns it into inline SVG with ``vl-convert-python``, once per palette,
+  so a chart is on the page at first paint and with JavaScript off;
+* the browser (``docs/assets/javascripts/charts.mjs``) renders it again, live, with ``vega-embed`` and
+  Vega's CSP-safe expression interpreter, whenever a calculator shows new numbers or the palette changes.
+
+[`chart`][calc.charts.chart] wraps a spec into the element both look for. Colours, fonts and axes come
+from one [`THEMES`][calc.charts.THEMES] config per Material palette (``default`` light, ``slate`` dark),
+which both renderers apply, so a spec itself names no colour.
+
+Byte values are plotted in the reader's unit (``"GB"`` = 10^9 bytes or ``"GiB"`` = 2^30 bytes, see
+[`calc.units`][calc.units]); the unit is named in every axis title. What a chart does not model is what
+its calculator does not: the chart draws the calculator's numbers and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from calc.errors import CalcError
+
+__all__ = [
+    "CHART_WIDTH",
+    "SCHEMES",
+    "THEMES",
+    "activations_by_sequence",
+    "chart",
+    "exposed_time",
+    "layout_comparison",
+    "memory_breakdown",
+    "spec_json",
+    "zero_scaling",
+]
+
+CHART_WIDTH = 560
+"""Width of a chart's plotting area in CSS pixels; the page scales the SVG down to the column (phones)."""
+
+SCHEMES: tuple[str, ...] = ("default", "slate")
+"""Material's palette names (``data-md-color-scheme``): light and dark, one [`THEMES`][calc.charts.THEMES] each."""
+
+_UNITS = {"GB": 10**9, "GiB": 2**30}
+_FONT = "-apple-system, BlinkMacSystemFont, Helvetica, Arial, sans-serif"
+
+
+def _theme(fg: str, muted: str, grid: str, capacity: str, category: list[str]) -> dict[str, object]:
+    axis = {
+        "labelColor": fg,
+        "titleColor": fg,
+        "domainColor": muted,
+        "tickColor": muted,
+        "gridColor": grid,
+        "labelFontSize": 12,
+        "titleFontSize": 12,
+        "titleFontWeight": "normal",
+    }
+    return {
+        "background": "transparent",
+        "font": _FONT,
+        "view": {"stroke": None},
+        "title": {"color": fg, "fontSize": 14, "fontWeight": "bold", "anchor": "start", "subtitleColor": muted},
+        "axis": axis,
+        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": 12, "titleFontSize": 12},
+        "range": {"category": category},
+        "text": {"color": fg, "fontSize": 12},
+        "rule": {"color": capacity},
+        "point": {"color": capacity},
+        "line": {"strokeWidth": 2},
+    }
+
+
+THEMES: dict[str, dict[str, object]] = {
+    "default": _theme(
+        "#1f2329",
+        "#5f6368",
+        "#e3e5e8",
+        "#b3261e",
+        ["#3f51b5", "#e8710a", "#188038", "#9334e6", "#00838f", "#c5221f", "#795548", "#5f6368"],
+    ),
+    "slate": _theme(
+        "#e3e5ee",
+        "#a4a8b8",
+        "#3b4054",
+        "#ff8a80",
+        ["#8c9eff", "#fdad5c", "#7bcf8e", "#d7aefb", "#4dd0e1", "#f28b82", "#c8a791", "#bdc1c6"],
+    ),
+}
+"""A Vega-Lite ``config`` per Material palette: ``default`` (light) and ``slate`` (dark).
+
+The colours follow Material for MkDocs' own palettes (text on ``--md-default-bg-color``); each category
+colour keeps at least 3:1 contrast against its background (WCAG 2.2, 1.4.11 non-text contrast)."""
+
+
+def _per_unit(unit: str) -> int:
+    try:
+        return _UNITS[unit]
+    except KeyError:
+        raise CalcError("unit", "must be GB or GiB", unit, code="unknown-name") from None
+
+
+def _amount(n: int, unit: str) -> float:
+    return round(n / _per_unit(unit), 6)
+
+
+def memory_breakdown(
+    segments: Sequence[tuple[str, int]],
+    capacity_bytes: int,
+    capacity_label: str,
+    *,
+    unit: str = "GB",
+    title: str = "Memory per GPU against its capacity",
+) -> dict[str, object]:
+    """A stacked bar of what one GPU holds, against a labelled mark at the GPU's memory.
+
+    Args:
+        segments: ``(label, bytes)`` in stacking order; empty ones are left out.
+        capacity_bytes: The GPU's memory.
+        capacity_label: What the mark says, e.g. ``"H100 SXM 80 GB"``.
+        unit: ``"GB"`` or ``"GiB"``, the axis unit.
+        title: The chart's title.
+
+    Returns:
+        A layered Vega-Lite spec: the bar, a rule at the capacity and its label.
+
+    Examples:
+        >>> s = memory_breakdown([("Weights", 14 * 10**9), ("Gradients", 0)], 80 * 10**9, "H100 80 GB")
+        >>> [layer["mark"]["type"] for layer in s["layer"]]
+        ['bar', 'rule', 'text']
+        >>> s["layer"][0]["data"]["values"]
+        [{'component': 'Weights', 'amount': 14.0, 'order': 0}]
+        >>> s["layer"][2]["data"]["values"][0]["label"]
+        'GPU memory: H100 80 GB'
+    """
+    values = [
+        {"component": label, "amount": _amount(n, unit), "order": i} for i, (label, n) in enumerate(segments) if n > 0
+    ]
+    cap = {"amount": _amount(capacity_bytes, unit), "label": f"GPU memory: {capacity_label}"}
+    x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
+    return {
+        "title": title,
+        "description": f"Stacked bar of memory per GPU by component, with the GPU memory ({capacity_label}) marked.",
+        "width": CHART_WIDTH,
+        "height": 44,
+        "layer": [
+            {
+                "data": {"values": values},
+                "mark": {"type": "bar", "tooltip": False},
+                "encoding": {
+                    "x": {**x, "stack": "zero"},
+                    "color": {
+                        "field": "component",
+                        "type": "nominal",
+                        "sort": [v["component"] for v in values],
+                        "title": None,
+                        "legend": {"orient": "bottom", "columns": 3},
+                    },
+                    "order": {"field": "order", "type": "ordinal"},
+                },
+            },
+            {
+                "data": {"values": [cap]},
+                "mark": {"type": "rule", "strokeWidth": 3, "y": -6, "y2": 50},
+                "encoding": {"x": x},
+            },
+            {
+                "data": {"values": [cap]},
+                "mark": {"type": "text", "align": "right", "dx": -4, "y": -12, "fontWeight": "bold"},
+                "encoding": {"x": x, "text": {"field": "label"}},
+            },
+        ],
+    }
+
+
+def _log_series(
+    series: Mapping[str, Sequence[tuple[int, int]]], unit: str, x_name: str
+) -> tuple[list[dict[str, object]], list[str]]:
+    rows = []
+    for name, points in series.items():
+        for x, n in points:
+            if x <= 0 or n <= 0:
+                raise CalcError("series", "must hold positive points for log axes", f"{name}: {x_name}={x}, {n} B")
+            rows.append({"series": name, x_name: x, "amount": _amount(n, unit)})
+    return rows, list(series)
+
+
+def _reader_layers(point: dict[str, object], x: dict[str, object], y: dict[str, object]) -> list[dict[str, object]]:
+    return [
+        {
+            "data": {"values": [point]},
+            "mark": {"type": "point", "filled": True, "size": 120, "shape": "diamond"},
+            "encoding": {"x": x, "y": y},
+        },
+        {
+            "data": {"values": [point]},
+            "mark": {"type": "text", "align": "left", "dx": 8, "dy": -10, "fontWeight": "bold"},
+            "encoding": {"x": x, "y": y, "text": {"field": "label"}},
+        },
+    ]
+
+
+def _capacity_layers(capacity: tuple[int, str] | None, unit: str, y: dict[str, object]) -> list[dict[str, object]]:
+    if capacity is None:
+        return []
+    cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
+    return [
+        {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeDash": [6, 4]}, "encoding": {"y": y}},
+        {
+            "data": {"values": [cap]},
+            "mark": {"type": "text", "align": "right", "x": "width", "dy": -7},
+            "encoding": {"y": y, "text": {"field": "label"}},
+        },
+    ]
+
+
+def zero_scaling(
+    series: Mapping[str, Sequence[tuple[int, int]]],
+    reader: tuple[int, int, str],
+    *,
+    capacity: tuple[int, str] | None = None,
+    unit: str = "GB",
+    title: str = "Model state per GPU against the number of GPUs",
+) -> dict[str, object]:
+    """Per-GPU memory against the data-parallel degree, one line per ZeRO stage, on log-log axes.
+
+    ZeRO-1/2/3 divide the optimizer states, then the gradients, then the weights by the number of
+    data-parallel GPUs (Rajbhandari et al., "ZeRO", SC 2020, Figure 1), so on log-log axes each stage
+    is a line that bends down towards its floor, and ZeRO-0 stays flat.
+
+    Args:
+        series: Line name (``"ZeRO-0"``...) to ``(gpus, bytes per GPU)`` points, all positive.
+        reader: ``(gpus, bytes, label)`` of the reader's own layout, drawn as a labelled diamond.
+        capacity: ``(bytes, label)`` of the GPU, drawn as a dashed labelled rule, or ``None``.
+        unit: ``"GB"`` or ``"GiB"``.
+        title: The chart's title.
+
+    Examples:
+        >>> s = zero_scaling({"ZeRO-0": [(1, 16), (8, 16)]}, (8, 16, "you"), unit="GB")
+        >>> s["layer"][0]["encoding"]["x"]["scale"], s["layer"][0]["encoding"]["y"]["scale"]
+        ({'type': 'log', 'base': 2}, {'type': 'log'})
+        >>> s["layer"][2]["data"]["values"][0]["label"]
+        'you'
+    """
+    rows, names = _log_series(series, unit, "gpus")
+    x = {
+        "field": "gpus",
+        "type": "quantitative",
+        "title": "GPUs (data-parallel degree)",
+        "scale": {"type": "log", "base": 2},
+    }
+    y = {"field": "amount", "type": "quantitative", "title": f"Model state per GPU ({unit})", "scale": {"type": "log"}}
+    gpus, n, label = reader
+    point = {"gpus": gpus, "amount": _amount(n, unit), "label": label}
+    return {
+        "title": title,
+        "description": "Lines of per-GPU model-state memory against GPU count for each ZeRO stage, log axes, "
+        f"with the reader's layout ({label}) marked.",
+        "width": CHART_WIDTH,
+        "height": 260,
+        "layer": [
+            {
+                "data": {"values": rows},
+                "mark": {"type": "line", "point": True},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": {"field": "series", "type": "nominal", "sort": names, "title": None},
+                },
+            },
+            *_reader_layers(point, x, y),
+            *_capacity_layers(capacity, unit, y),
+        ],
+    }
+
+
+def activations_by_sequence(
+    series: Mapping[str, Sequence[tuple[int, int]]],
+    reader: tuple[int, int, str],
+    *,
+    capacity: tuple[int, str] | None = None,
+    unit: str = "GB",
+    title: str = "Activations against sequence length",
+) -> dict[str, object]:
+    """Activation memory against sequence length, one line per recomputation mode, on log-log axes.
+
+    Without recomputation attention's score matrices grow with the square of the sequence (Korthikanti
+    et al., "Reducing Activation Recomputation in Large Transformer Models", MLSys 2023, Table 2);
+    selective and full recomputation keep the growth linear, so the lines part as the sequence grows.
+
+    Args:
+        series: Mode name (``"None"``, ``"Selective"``, ``"Full"``) to ``(seq_len, bytes)`` points.
+        reader: ``(seq_len, bytes, label)`` of the reader's inputs, drawn as a labelled diamond.
+        capacity: ``(bytes, label)`` of the GPU, or ``None``.
+        unit: ``"GB"`` or ``"GiB"``.
+        title: The chart's title.
+
+    Examples:
+        >>> s = activations_by_sequence({"Full": [(1024, 10**9), (2048, 2 * 10**9)]}, (2048, 2 * 10**9, "you"))
+        >>> [r["amount"] for r in s["layer"][0]["data"]["values"]]
+        [1.0, 2.0]
+        >>> activations_by_sequence({"Full": [(0, 1)]}, (1, 1, "you"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: series must hold positive points for log axes (got 'Full: seq=0, 1 B')
+    """
+    rows, names = _log_series(series, unit, "seq")
+    x = {
+        "field": "seq",
+        "type": "quantitative",
+        "title": "Sequence length (tokens)",
+        "scale": {"type": "log", "base": 2},
+    }
+    y = {"field": "amount", "type": "quantitative", "title": f"Activations ({unit})", "scale": {"type": "log"}}
+    seq, n, label = reader
+    point = {"seq": seq, "amount": _amount(n, unit), "label": label}
+    return {
+        "title": title,
+        "description": "Lines of activation memory against sequence length for each recomputation mode, log axes, "
+        f"with the reader's inputs ({label}) marked.",
+        "width": CHART_WIDTH,
+        "height": 260,
+        "layer": [
+            {
+                "data": {"values": rows},
+                "mark": {"type": "line", "point": True},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": {"field": "series", "type": "nominal", "sort": names, "title": "Recomputation"},
+                },
+            },
+            *_reader_layers(point, x, y),
+            *_capacity_layers(capacity, unit, y),
+        ],
+    }
+
+
+def exposed_time(
+    rows: Sequence[tuple[str, float, float]],
+    *,
+    title: str = "Time per step: exposed and overlapped",
+) -> dict[str, object]:
+    """Horizontal bars of seconds per step for each collective and the pipeline bubble.
+
+    Each row is split into the part that stalls the step (exposed) and the part hidden behind
+    compute (overlapped), the decomposition of step time used by Narayanan et al., "Efficient
+    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM" (SC 2021, Section 3).
+
+    Args:
+        rows: ``(label, total seconds, exposed seconds)``; ``0 <= exposed <= total``. The bubble is a row
+            whose exposed time is its total.
+        title: The chart's title.
+
+    Examples:
+        >>> s = exposed_time([("TP all-reduce", 0.5, 0.2), ("Pipeline bubble", 0.1, 0.1)])
+        >>> [(v["what"], v["part"], v["seconds"]) for v in s["data"]["values"]][:2]
+        [('TP all-reduce', 'Exposed', 0.2), ('TP all-reduce', 'Overlapped with compute', 0.3)]
+        >>> exposed_time([("x", 1.0, 2.0)])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: exposed must be between 0 and the row's total seconds (got ...)
+    """
+    values = []
+    for label, total, exposed in rows:
+        if not 0 <= exposed <= total * (1 + 1e-12):
+            raise CalcError(
+                "exposed", "must be between 0 and the row's total seconds", f"{label}: {exposed} of {total}"
+            )
+        values.append({"what": label, "part": "Exposed", "seconds": round(exposed, 9)})
+        values.append({"what": label, "part": "Overlapped with compute", "seconds": round(max(total - exposed, 0), 9)})
+    return {
+        "title": title,
+        "description": "Horizontal bars of seconds per step for each collective and the pipeline bubble, "
+        "split into exposed and overlapped time.",
+        "width": CHART_WIDTH,
+        "height": {"step": 26},
+        "data": {"values": values},
+        "mark": {"type": "bar", "tooltip": False},
+        "encoding": {
+            "y": {"field": "what", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 220}},
+            "x": {"field": "seconds", "type": "quantitative", "stack": "zero", "title": "Seconds per step"},
+            "color": {
+                "field": "part",
+                "type": "nominal",
+                "sort": ["Exposed", "Overlapped with compute"],
+                "title": None,
+                "legend": {"orient": "bottom"},
+            },
+            "order": {"field": "part", "sort": "ascending"},
+        },
+    }
+
+
+def layout_comparison(
+    layouts: Sequence[Mapping[str, object]],
+    *,
+    capacity: tuple[int, str] | None = None,
+    unit: str = "GB",
+    title: str = "Top layouts compared",
+) -> dict[str, object]:
+    """Side-by-side bars comparing the planner's best layouts: memory per GPU and time per step.
+
+    Args:
+        layouts: One mapping per layout, best first, with ``label`` (e.g. ``"tp 8 × pp 4 × dp 16"``),
+            ``memory_bytes`` (per GPU, the most loaded stage) and ``step_s`` (seconds per step, or
+            ``None`` when not estimated).
+        capacity: ``(bytes, label)`` of the GPU, drawn as a labelled rule on the memory panel.
+        unit: ``"GB"`` or ``"GiB"``.
+        title: The chart's title.
+
+    Returns:
+        A horizontally concatenated spec: memory per GPU, and seconds per step when any layout has one.
+
+    Examples:
+        >>> top = [
+        ...     {"label": "tp 8", "memory_bytes": 60 * 10**9, "step_s": 2.5},
+        ...     {"label": "tp 4", "memory_bytes": 70 * 10**9, "step_s": 2.0},
+        ... ]
+        >>> s = layout_comparison(top, capacity=(80 * 10**9, "H100 80 GB"))
+        >>> len(s["hconcat"]), s["hconcat"][0]["layer"][0]["data"]["values"][1]
+        (2, {'layout': 'tp 4', 'rank': 2, 'amount': 70.0, 'seconds': 2.0})
+        >>> layout_comparison([])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: layouts must name at least one layout (got 0)
+    """
+    if not layouts:
+        raise CalcError("layouts", "must name at least one layout", 0)
+    values = []
+    for rank, item in enumerate(layouts, start=1):
+        step = item.get("step_s")
+        values.append(
+            {
+                "layout": str(item["label"]),
+                "rank": rank,
+                "amount": _amount(int(item["memory_bytes"]), unit),  # type: ignore[call-overload]
+                "seconds": None if step is None else round(float(step), 6),  # type: ignore[arg-type]
+            }
+        )
+    y = {"field": "layout", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}}
+    memory_x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
+    memory: dict[str, object] = {
+        "width": CHART_WIDTH // 2 - 40,
+        "height": {"step": 26},
+        "layer": [
+            {
+                "data": {"values": values},
+                "mark": {"type": "bar", "tooltip": False},
+                "encoding": {"y": y, "x": memory_x, "color": {"datum": "Memory per GPU", "legend": None}},
+            }
+        ],
+    }
+    if capacity is not None:
+        cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
+        memory["layer"].append(
+            {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeWidth": 2}, "encoding": {"x": memory_x}}
+        )  # type: ignore[union-attr]
+        memory["layer"].append(  # type: ignore[union-attr]
+            {
+                "data": {"values": [cap]},
+                "mark": {"type": "text", "align": "right", "dx": -4, "y": -8},
+                "encoding": {"x": memory_x, "text": {"field": "label"}},
+            }
+        )
+    panels = [memory]
+    if any(v["seconds"] is not None for v in values):
+        panels.append(
+            {
+                "width": CHART_WIDTH // 2 - 40,
+                "height": {"step": 26},
+                "data": {"values": [v for v in values if v["seconds"] is not None]},
+                "mark": {"type": "bar", "tooltip": False},
+                "encoding": {
+                    "y": {**y, "axis": None},
+                    "x": {"field": "seconds", "type": "quantitative", "title": "Seconds per step"},
+                    "color": {"datum": "Seconds per step", "legend": None},
+                },
+            }
+        )
+    return {
+        "title": title,
+        "description": "Bars comparing memory per GPU and seconds per step of the top layouts, best first.",
+        "hconcat": panels,
+        "resolve": {"scale": {"y": "shared"}},
+    }
+
+
+def spec_json(spec: Mapping[str, object]) -> str:
+    """The spec as compact, key-sorted JSON: the text both renderers read, identical for identical charts.
+
+    Examples:
+        >>> spec_json({"mark": "bar", "data": {"values": [1]}})
+        '{"data":{"values":[1]},"mark":"bar"}'
+    """
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def chart(name: str, spec: Mapping[str, object], label: str) -> str:
+    """The ``[data-chart]`` element for a spec: what a calculator puts in its results.
+
+    The element carries the spec (``data-chart-spec``, JSON) and an empty ``.lc-chart__view`` with
+    ``role="img"`` and ``label`` as its accessible name; the build fills the view with one pre-rendered
+    SVG per palette, and the browser replaces them with a live rendering. The calculator's table next to
+    the chart stays the text alternative. Being attributes only, the element adds no text to the CLI.
+
+    Args:
+        name: What the chart shows (``"memory-breakdown"``...), the ``data-chart`` value.
+        spec: A Vega-Lite spec from this module.
+        label: The accessible name, one sentence with the key numbers.
+
+    Examples:
+        >>> print(chart("demo", {"mark": "bar"}, "A demo").replace("><", ">\\n<"))
+        <figure class="lc-chart" data-chart="demo" data-chart-spec="{&quot;mark&quot;:&quot;bar&quot;}">
+        <div class="lc-chart__view" role="img" aria-label="A demo">
+        </div>
+        </figure>
+    """
+    return (
+        f'<figure class="lc-chart" data-chart="{escape(name)}" data-chart-spec="{escape(spec_json(spec))}">'
+        f'<div class="lc-chart__view" role="img" aria-label="{escape(label)}"></div></figure>'
+    )
