@@ -1,0 +1,137 @@
+"""MkDocs hook: pre-compress the built site, a ``NAME.br`` and a ``NAME.gz`` beside each text asset.
+
+Registered after ``lc_build`` in ``mkdocs.yml``, so its ``on_post_build`` runs once every page carries its
+Content-Security-Policy and Pyodide, KaTeX and the engine are in the site. ``tools/serve.py`` (``make serve``
+and the test server) sends the smallest variant the browser accepts, with ``Content-Encoding`` and
+``Vary: Accept-Encoding``; any static server that can serve pre-compressed files (nginx ``gzip_static`` /
+``brotli_static``, Caddy ``precompressed``) can do the same.
+
+A file gets its variants when its suffix is in [`COMPRESSIBLE`][], it is at least [`MIN_BYTES`][] long, and the
+variant saves at least [`MIN_SAVING`][] of it; otherwise it is served as it is. The output is deterministic:
+gzip without a name or a time stamp, brotli at a fixed quality, so identical inputs give identical bytes.
+
+Brotli at quality 11 takes about a minute for Pyodide's 9.6 MB ``pyodide.asm.wasm`` on this machine, so each
+compressed variant is cached under ``.cache/lc_compress/`` by the sha256 of its input, the codec and its
+settings: a rebuild compresses only what changed. Anything that fails (brotli missing, a file that cannot be
+written) fails the build.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+try:
+    import brotli
+except ImportError as err:  # pinned in requirements.txt; without it readers would get uncompressed bytes
+    raise PluginError("hooks/lc_compress.py needs the brotli package: run `make setup` (requirements.txt)") from err
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "lc_compress"
+COMPRESSIBLE = frozenset(
+    {".css", ".html", ".js", ".json", ".map", ".mjs", ".svg", ".ttf", ".txt", ".wasm", ".xml", ".zip"}
+)
+"""Suffixes worth compressing: text, WebAssembly, and zips (a stored zip compresses; a deflated one is skipped
+by [`MIN_SAVING`][]). Fonts in ``woff2`` and images are compressed already."""
+MIN_BYTES = 1024
+"""Smaller files are sent as they are: a compressed variant would save less than a packet."""
+MIN_SAVING = 0.05
+"""A variant that saves less than this fraction of the file is not written."""
+BROTLI_QUALITY = 11
+GZIP_LEVEL = 9
+ENCODINGS = {"br": ".br", "gzip": ".gz"}
+"""``Content-Encoding`` token -> the suffix of the file that holds that encoding."""
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """Gzip ``data`` deterministically: no file name, time stamp 0.
+
+    Examples:
+        >>> gzip_bytes(b"abc" * 100) == gzip_bytes(b"abc" * 100)
+        True
+        >>> gzip.decompress(gzip_bytes(b"abc" * 100)) == b"abc" * 100
+        True
+    """
+    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def brotli_bytes(data: bytes) -> bytes:
+    """Brotli ``data`` at [`BROTLI_QUALITY`][] (generic mode, default window), deterministic.
+
+    Examples:
+        >>> brotli.decompress(brotli_bytes(b"abc" * 100)) == b"abc" * 100
+        True
+    """
+    return brotli.compress(data, quality=BROTLI_QUALITY)
+
+
+_CODECS: dict[str, tuple[str, Callable[[bytes], bytes]]] = {
+    ".br": (f"br-{brotli.__version__}-q{BROTLI_QUALITY}", brotli_bytes),
+    ".gz": (f"gz-l{GZIP_LEVEL}", gzip_bytes),
+}
+
+
+def _cached(data: bytes, suffix: str, cache: Path | None) -> bytes:
+    """The ``suffix`` variant of ``data``, from ``cache`` when it holds it; written there atomically if not."""
+    tag, codec = _CODECS[suffix]
+    if cache is None:
+        return codec(data)
+    entry = cache / f"{hashlib.sha256(data).hexdigest()}.{tag}"
+    if entry.is_file():
+        return entry.read_bytes()
+    out = codec(data)
+    cache.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(out)
+    os.replace(tmp, entry)  # several builds may share the cache: never a half-written entry
+    return out
+
+
+def wanted(path: Path, size: int) -> bool:
+    """Whether ``path`` (``size`` bytes) gets compressed variants.
+
+    Examples:
+        >>> wanted(Path("index.html"), 5000), wanted(Path("logo.png"), 5000), wanted(Path("a.js"), 10)
+        (True, False, False)
+    """
+    return path.suffix.lower() in COMPRESSIBLE and size >= MIN_BYTES
+
+
+def compress_site(site: Path, cache: Path | None = CACHE) -> dict[str, int]:
+    """Write the ``.br`` and ``.gz`` variants for every file of ``site`` that [`wanted`][] names.
+
+    Stale variants from an earlier build in the same folder are removed first. Returns the bytes written per
+    suffix plus ``"raw"``, the bytes of the files that got at least one variant.
+    """
+    for stale in [p for s in ENCODINGS.values() for p in site.rglob(f"*{s}")]:
+        if stale.with_suffix("").suffix.lower() in COMPRESSIBLE:
+            stale.unlink()
+    totals = {"raw": 0, ".br": 0, ".gz": 0}
+    for path in sorted(p for p in site.rglob("*") if p.is_file()):
+        if not wanted(path, path.stat().st_size):
+            continue
+        data = path.read_bytes()
+        kept = False
+        for suffix in ENCODINGS.values():
+            packed = _cached(data, suffix, cache)
+            if len(packed) <= len(data) * (1 - MIN_SAVING):
+                path.with_name(path.name + suffix).write_bytes(packed)
+                totals[suffix] += len(packed)
+                kept = True
+        totals["raw"] += len(data) if kept else 0
+    return totals
+
+
+def on_post_build(config) -> None:
+    site = Path(config["site_dir"])
+    try:
+        compress_site(site)
+    except OSError as err:
+        raise PluginError(f"lc_compress: cannot write compressed variants in {site}: {err}") from err
