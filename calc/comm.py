@@ -1,47 +1,39 @@
-"""Communication: what each collective costs, the links it runs on, and what a layout sends per step.
+"""Communication per training step: every collective a parallel layout implies, its bytes and its time.
 
-Three layers, each usable on its own:
-
-1. **Collectives.** For a message of ``S`` bytes over ``n`` ranks, the bytes the
-   busiest rank sends and the time at a given *bus bandwidth*. The factors are
-   the bus-bandwidth factors of nccl-tests ``doc/PERFORMANCE.md``: a ring
-   all-reduce moves ``2(n-1)/n · S`` per rank; all-gather, reduce-scatter and
-   all-to-all move ``(n-1)/n · S`` (``S`` the *full*, gathered size); broadcast,
-   reduce and point-to-point move ``S``.
-2. **Interconnects.** Presets for NVLink, Infinity Fabric, PCIe, InfiniBand and
-   RoCE, always stored **per GPU, per direction, in bytes/s** (marketing figures
-   for NVLink are both directions summed; network figures are bits/s).
-3. **A layout's step.** [`step_communication`][calc.comm.step_communication]
-   lists every collective a data/tensor/pipeline/context/expert-parallel layout
-   implies, with its group, bytes per GPU per step, and time where the group
-   lives (NVLink inside a node, the network across nodes).
-
-algbw vs busbw (nccl-tests ``doc/PERFORMANCE.md``): the *algorithm bandwidth*
-is ``S / t``; the *bus bandwidth* is ``algbw × factor`` and is what can be
-compared with a link's peak, independent of ``n``. So the time of a collective
-is ``t = S · factor / busbw``, which is also ``bytes sent per rank / busbw``.
-Latency (the constant per-call overhead) is left out: it matters for small
-messages only.
+[`step_communication`][calc.comm.step_communication] lists every collective a
+data/tensor/pipeline/context/expert-parallel layout implies, with its group, bytes per GPU
+per step, and its α–β time where the group lives ([`calc.network`][calc.network]: placement in
+closed form, latency per hop, bandwidth per link level, hierarchical collectives across nodes).
+The building blocks live in their own modules and are re-exported here:
+[`calc.collectives`][calc.collectives] (nccl-tests' bus-bandwidth factors and ring times),
+[`calc.interconnects`][calc.interconnects] (link presets) and [`calc.network`][calc.network].
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import asdict, dataclass
-from fractions import Fraction
 from typing import Any
 
+from calc.collectives import (
+    COLLECTIVES,
+    algorithm_bandwidth,
+    bus_factor,
+    collective_bytes_sent,
+    collective_time_s,
+)
 from calc.errors import CalcError
+from calc.interconnects import INTERCONNECTS, SCALE_UP_FOR_GPU, Interconnect, interconnect
+from calc.network import Network, collective_cost, group_bus_bandwidth, group_placement
 from calc.units import parse_count, parse_positive_int
 
 __all__ = [
     "COLLECTIVES",
-    "CommTerm",
     "GROUP_ORDER",
     "INTERCONNECTS",
-    "Interconnect",
     "SCALE_UP_FOR_GPU",
+    "CommTerm",
+    "Interconnect",
     "StepComm",
     "algorithm_bandwidth",
     "bus_factor",
@@ -51,17 +43,6 @@ __all__ = [
     "interconnect",
     "step_communication",
 ]
-
-COLLECTIVES: tuple[str, ...] = (
-    "all-reduce",
-    "all-gather",
-    "reduce-scatter",
-    "all-to-all",
-    "broadcast",
-    "reduce",
-    "p2p",
-)
-"""Collective names accepted everywhere in this module (``p2p`` is a send/receive pair)."""
 
 GROUP_ORDER: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Rank order assumed when placing groups on nodes, innermost first.
@@ -77,499 +58,6 @@ same docstring).
 """
 
 
-# --------------------------------------------------------------------------- collectives
-
-
-def _collective(name: str) -> str:
-    if name not in COLLECTIVES:
-        raise CalcError("collective", f"must be one of {', '.join(COLLECTIVES)}", name, code="unknown-name")
-    return name
-
-
-def bus_factor(collective: str, n: int) -> Fraction:
-    """The nccl-tests bus-bandwidth factor: ``busbw = algbw × factor``.
-
-    NVIDIA/nccl-tests ``doc/PERFORMANCE.md``, "Summary": AllReduce ``2(n-1)/n``;
-    ReduceScatter, AllGather and AlltoAll ``(n-1)/n``; Broadcast and Reduce ``1``.
-    Point-to-point is ``1`` (algbw and busbw coincide, same document).
-    For a ring it is also the bytes each rank sends per byte of message.
-
-    Args:
-        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
-        n: Ranks in the group.
-
-    Returns:
-        The factor as an exact fraction.
-
-    Raises:
-        CalcError: For an unknown collective or ``n < 1``.
-
-    Examples:
-        >>> bus_factor("all-reduce", 8), bus_factor("all-gather", 8)
-        (Fraction(7, 4), Fraction(7, 8))
-        >>> float(bus_factor("all-reduce", 8)), float(bus_factor("reduce-scatter", 8))
-        (1.75, 0.875)
-        >>> bus_factor("broadcast", 8)
-        Fraction(1, 1)
-    """
-    _collective(collective)
-    ranks = parse_positive_int(n, "n")
-    if collective == "all-reduce":
-        return Fraction(2 * (ranks - 1), ranks)
-    if collective in ("all-gather", "reduce-scatter", "all-to-all"):
-        return Fraction(ranks - 1, ranks)
-    return Fraction(1)
-
-
-def collective_bytes_sent(collective: str, size_bytes: int, n: int) -> int:
-    """Bytes the busiest rank sends for one collective on a message of ``size_bytes``.
-
-    Ring algorithms (nccl-tests ``doc/PERFORMANCE.md``): all-reduce sends
-    ``2(n-1)/n · S``, all-gather and reduce-scatter ``(n-1)/n · S`` where ``S`` is the
-    full (gathered, or pre-scatter) size, all-to-all ``(n-1)/n · S`` where ``S`` is
-    one rank's whole send buffer (``1/n`` of it stays local). A pipelined broadcast
-    or reduce makes every rank but one forward the full ``S``; a point-to-point send
-    moves ``S``. With ``n = 1`` nothing is sent.
-
-    Rounding: the exact value ``factor · S`` is rounded **up** to a whole byte, so
-    per-rank bytes times ranks never undercount the traffic.
-
-    Args:
-        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
-        size_bytes: ``S``, the message size in bytes (an ``int`` ≥ 0).
-        n: Ranks in the group.
-
-    Returns:
-        Bytes sent by the busiest rank.
-
-    Raises:
-        CalcError: For an unknown collective, a negative size or ``n < 1``.
-
-    Examples:
-        >>> collective_bytes_sent("all-reduce", 1_000, 8)
-        1750
-        >>> collective_bytes_sent("all-gather", 1_000, 3)   # 2/3 of 1000, rounded up
-        667
-        >>> collective_bytes_sent("p2p", 1_000, 2), collective_bytes_sent("all-reduce", 1_000, 1)
-        (1000, 0)
-    """
-    factor = bus_factor(collective, n)
-    size = _size(size_bytes)
-    if n == 1:
-        return 0
-    return math.ceil(factor * size)
-
-
-def _size(size_bytes: object) -> int:
-    if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
-        raise CalcError("size_bytes", "must be a whole number of bytes, 0 or more", size_bytes)
-    return size_bytes
-
-
-def _efficiency(value: object, field: str) -> Fraction:
-    rule = "must be a number greater than 0 and at most 1"
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
-        raise CalcError(field, rule, value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise CalcError(field, rule, value)
-    frac = Fraction(value)
-    if not 0 < frac <= 1:
-        raise CalcError(field, rule, value)
-    return frac
-
-
-def _bandwidth(value: object, field: str) -> Fraction:
-    rule = "must be a positive number of bytes per second"
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
-        raise CalcError(field, rule, value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise CalcError(field, rule, value)
-    frac = Fraction(value)
-    if frac <= 0:
-        raise CalcError(field, rule, value)
-    return frac
-
-
-def collective_time_s(
-    collective: str,
-    size_bytes: int,
-    n: int,
-    bus_bytes_per_s: float,
-    *,
-    efficiency: float = 1.0,
-) -> float:
-    """Time of one collective: ``t = S · factor / (busbw · efficiency)``.
-
-    nccl-tests ``doc/PERFORMANCE.md``: with per-rank bandwidth ``B`` an all-reduce
-    takes ``(S/B) · 2(n-1)/n``, reduce-scatter and all-gather ``(S/B) · (n-1)/n``,
-    broadcast and reduce ``S/B``. ``bus_bytes_per_s`` is that ``B``: for one link
-    type, the per-GPU, per-direction peak of [`Interconnect`][calc.comm.Interconnect].
-    The constant per-call latency is ignored (large-message regime).
-
-    Args:
-        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
-        size_bytes: ``S`` in bytes.
-        n: Ranks in the group.
-        bus_bytes_per_s: Bus bandwidth ``B`` in bytes/s (10^9 B/s = 1 GB/s, as nccl-tests prints).
-        efficiency: Achieved busbw as a fraction of ``bus_bytes_per_s`` (default 1: the peak).
-
-    Returns:
-        Seconds, as a ``float`` (0.0 when ``n = 1``).
-
-    Raises:
-        CalcError: On an unknown collective or a non-positive size, bandwidth or efficiency.
-
-    Examples:
-        >>> round(collective_time_s("all-reduce", 10**9, 8, 300 * 10**9), 6)   # 1 GB on 8 A100s, NVLink3 peak
-        0.005833
-        >>> round(collective_time_s("all-reduce", 10**9, 8, 300 * 10**9, efficiency=0.8), 6)
-        0.007292
-    """
-    factor = bus_factor(collective, n)
-    size = _size(size_bytes)
-    bw = _bandwidth(bus_bytes_per_s, "bus_bytes_per_s")
-    eff = _efficiency(efficiency, "efficiency")
-    if n == 1:
-        return 0.0
-    return float(factor * size / (bw * eff))
-
-
-def algorithm_bandwidth(collective: str, n: int, bus_bytes_per_s: float) -> float:
-    """The algorithm bandwidth ``algbw = S / t = busbw / factor`` (nccl-tests ``doc/PERFORMANCE.md``).
-
-    Dividing a message size by algbw gives the time directly; algbw falls as
-    ``n`` grows while busbw stays comparable with the link peak.
-
-    Args:
-        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
-        n: Ranks in the group (at least 2).
-        bus_bytes_per_s: The bus bandwidth in bytes/s.
-
-    Returns:
-        Bytes/s of message per second.
-
-    Raises:
-        CalcError: On an unknown collective, ``n < 2`` or a non-positive bandwidth.
-
-    Examples:
-        >>> algorithm_bandwidth("all-reduce", 8, 175 * 10**9) / 1e9
-        100.0
-    """
-    ranks = parse_positive_int(n, "n", minimum=2)
-    factor = bus_factor(collective, ranks)
-    return float(_bandwidth(bus_bytes_per_s, "bus_bytes_per_s") / factor)
-
-
-# --------------------------------------------------------------------------- interconnects
-
-
-@dataclass(frozen=True)
-class Interconnect:
-    """One link type, with its bandwidth stated per GPU and per direction.
-
-    Attributes:
-        name: Stable identifier (``"nvlink4"``, ``"ib-ndr"``...).
-        label: Human label.
-        scope: ``"scale-up"`` (inside a node: NVLink, Infinity Fabric, PCIe) or
-            ``"scale-out"`` (between nodes: one NIC per GPU).
-        bytes_per_s: Peak per GPU, **one direction**, in bytes/s (10^9 = 1 GB/s). This is
-            the bus bandwidth a ring collective can reach at 100% efficiency.
-        peer_bytes_per_s: Peak from one GPU to **one** peer, one direction. Equal to
-            ``bytes_per_s`` behind a switch (NVSwitch, PCIe switch, network); one link's
-            worth on a point-to-point mesh (MI300X).
-        marketed: The figure as marketed, with how it converts.
-        source: Where the figure is published.
-    """
-
-    name: str
-    label: str
-    scope: str
-    bytes_per_s: int
-    peer_bytes_per_s: int
-    marketed: str
-    source: str
-
-    @property
-    def bidirectional_bytes_per_s(self) -> int:
-        """Both directions summed, the way NVLink and Infinity Fabric are marketed.
-
-        Examples:
-            >>> interconnect("nvlink3").bidirectional_bytes_per_s // 10**9
-            600
-        """
-        return 2 * self.bytes_per_s
-
-    def as_dict(self) -> dict[str, object]:
-        """The preset as plain data (for JSON and the calculators).
-
-        Examples:
-            >>> interconnect("ib-ndr").as_dict()["bytes_per_s"]
-            50000000000
-        """
-        out: dict[str, object] = asdict(self)
-        out["bidirectional_bytes_per_s"] = self.bidirectional_bytes_per_s
-        return out
-
-
-_G = 10**9
-_PCIE_ENCODING = Fraction(128, 130)
-"""PCIe 3.0 and later line code: 128b/130b."""
-
-INTERCONNECTS: dict[str, Interconnect] = {
-    i.name: i
-    for i in (
-        Interconnect(
-            "nvlink3",
-            "NVLink 3 (A100)",
-            "scale-up",
-            300 * _G,
-            300 * _G,
-            "600 GB/s per GPU, both directions summed: 12 links × 25 GB/s per direction",
-            "NVIDIA A100 datasheet figure (600 GB/s, 12 links) as quoted by glennklockwood.com/garden/processors/A100 "
-            "and NVIDIA's NVLink generation table (6/12/18 links: 300/600/900 GB/s total)",
-        ),
-        Interconnect(
-            "nvlink4",
-            "NVLink 4 (H100 / H200)",
-            "scale-up",
-            450 * _G,
-            450 * _G,
-            "900 GB/s per GPU, both directions summed: 18 links × 25 GB/s per direction",
-            "NVIDIA H100 datasheet figure (900 GB/s) as quoted by glennklockwood.com/garden/processors/h100; "
-            "MLCommons inference v4.1 H200-SXM-141GB system description (18 links, 900 GB/s)",
-        ),
-        Interconnect(
-            "nvlink5",
-            "NVLink 5 (B200)",
-            "scale-up",
-            900 * _G,
-            900 * _G,
-            "1.8 TB/s per GPU, both directions summed: 18 links × 50 GB/s per direction",
-            "NVIDIA HGX B200 figure (1.8 TB/s NVLink per GPU, 14.4 TB/s per 8-GPU node) as quoted by "
-            "glennklockwood.com/garden/processors/B200",
-        ),
-        Interconnect(
-            "infinity-fabric-mi300x",
-            "Infinity Fabric (MI300X, 8-GPU mesh)",
-            "scale-up",
-            448 * _G,
-            64 * _G,
-            "896 GB/s per GPU, both directions summed: 7 links × 128 GB/s (64 GB/s per direction), "
-            "one link to each of the 7 peers (no switch)",
-            "AMD MI300X spec table (896 GB/s Infinity Fabric) as quoted by alpharomercoma/MI300X-vs-H200 "
-            "METHODOLOGY.md; 7 links of 16 lanes at 32 Gb/s = 128 GB/s bidirectional each (wheelersnetwork.com, "
-            "January 2024, on AMD's MI300 launch)",
-        ),
-        Interconnect(
-            "pcie4-x16",
-            "PCIe 4.0 x16",
-            "scale-up",
-            int(16 * _G * 16 * _PCIE_ENCODING / 8),
-            int(16 * _G * 16 * _PCIE_ENCODING / 8),
-            "~32 GB/s per direction: 16 GT/s × 16 lanes / 8 × 128/130 = 31.5 GB/s",
-            "PCIe 4.0: 16 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
-            "by hpc-notes.pages.dev/reference/pcie: 31.5 GB/s for x16)",
-        ),
-        Interconnect(
-            "pcie5-x16",
-            "PCIe 5.0 x16",
-            "scale-up",
-            int(32 * _G * 16 * _PCIE_ENCODING / 8),
-            int(32 * _G * 16 * _PCIE_ENCODING / 8),
-            "~64 GB/s per direction: 32 GT/s × 16 lanes / 8 × 128/130 = 63.0 GB/s",
-            "PCIe 5.0: 32 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
-            "by hpc-notes.pages.dev/reference/pcie: 63.0 GB/s for x16)",
-        ),
-        Interconnect(
-            "ib-hdr",
-            "InfiniBand HDR 200 Gb/s",
-            "scale-out",
-            25 * _G,
-            25 * _G,
-            "200 Gb/s per port and direction = 25 GB/s (one NIC per GPU)",
-            "InfiniBand HDR: 200 Gb/s per 4x port (4 lanes × 50 Gb/s PAM4), ConnectX-6; IBTA rate as "
-            "summarized by aicplight.com; NCCL maintainers quote 24 GB/s achieved (NVIDIA/nccl#412)",
-        ),
-        Interconnect(
-            "ib-ndr",
-            "InfiniBand NDR 400 Gb/s",
-            "scale-out",
-            50 * _G,
-            50 * _G,
-            "400 Gb/s per port and direction = 50 GB/s (one NIC per GPU)",
-            "InfiniBand NDR: 400 Gb/s per 4x port (4 lanes × 100 Gb/s PAM4), ConnectX-7; IBTA rate as "
-            "summarized by nexuswise-c.com; 48-49 GB/s achieved per NIC (NVIDIA/nccl-tests#267)",
-        ),
-        Interconnect(
-            "ib-xdr",
-            "InfiniBand XDR 800 Gb/s",
-            "scale-out",
-            100 * _G,
-            100 * _G,
-            "800 Gb/s per port and direction = 100 GB/s (one NIC per GPU)",
-            "InfiniBand XDR: 800 Gb/s per port (4 lanes × 200 Gb/s PAM4), ConnectX-8; IBTA rate as "
-            "summarized by nexuswise-c.com and yobitel.com",
-        ),
-        Interconnect(
-            "roce-400g",
-            "RoCE 400 GbE",
-            "scale-out",
-            50 * _G,
-            50 * _G,
-            "400 Gb/s Ethernet per port and direction = 50 GB/s (one NIC per GPU)",
-            "400 Gb/s Ethernet port rate (IEEE 802.3bs 400GbE) carrying RDMA over Converged Ethernet; "
-            "e.g. 8 × 400G ConnectX-7 per H100 node (NVIDIA/nccl-tests#267)",
-        ),
-    )
-}
-"""Link presets by name. ``bytes_per_s`` is per GPU and per direction, in bytes (not bits) per second.
-
-Measured figures, for choosing an ``efficiency`` (all from NCCL maintainers in
-public issue threads, not datasheets): ConnectX-7 NICs at NDR "should achieve up
-to 48-49 GB/s per NIC" (NVIDIA/nccl-tests#267), i.e. ~97% of 50 GB/s; an HDR
-200 Gb/s NIC gives "24GB/s inter-node" busbw (NVIDIA/nccl#412), 96% of 25 GB/s;
-on a DGX A100 with 8 × 200 Gb/s IB "we measure 192GB/s AllReduce BusBW"
-(NVIDIA/nccl#812), 96% of 8 × 25 GB/s. No comparably sourced figure was found
-for NVLink all-reduce busbw, so none is given here.
-"""
-
-SCALE_UP_FOR_GPU: dict[str, str] = {
-    "a100-40": "nvlink3",
-    "a100-80": "nvlink3",
-    "h100-sxm": "nvlink4",
-    "h100-pcie": "pcie5-x16",
-    "h200": "nvlink4",
-    "b200": "nvlink5",
-    "mi300x": "infinity-fabric-mi300x",
-}
-"""The scale-up link of each [`calc.hardware`][calc.hardware] preset (H100 PCIe: PCIe 5.0, no NVLink bridge assumed)."""
-
-
-def interconnect(name: str | Interconnect) -> Interconnect:
-    """Look up a link preset by name (an [`Interconnect`][calc.comm.Interconnect] passes through).
-
-    Raises:
-        CalcError: For an unknown name, listing the known ones.
-
-    Examples:
-        >>> interconnect("nvlink4").bytes_per_s
-        450000000000
-        >>> interconnect("pcie4-x16").bytes_per_s
-        31507692307
-        >>> interconnect("ethernet")
-        Traceback (most recent call last):
-        ...
-        calc.errors.CalcError: interconnect must be one of ib-hdr, ib-ndr, ib-xdr,
-        infinity-fabric-mi300x, nvlink3, nvlink4, nvlink5, pcie4-x16, pcie5-x16, roce-400g (got 'ethernet')
-    """
-    if isinstance(name, Interconnect):
-        return name
-    try:
-        return INTERCONNECTS[name]
-    except (KeyError, TypeError):
-        raise CalcError(
-            "interconnect", f"must be one of {', '.join(sorted(INTERCONNECTS))}", name, code="unknown-name"
-        ) from None
-
-
-# --------------------------------------------------------------------------- placement
-
-
-def _placement(stride: int, size: int, gpus_per_node: int) -> tuple[bool, int]:
-    """Whether the group holding rank 0 sits in one node, and its fewest members on any node.
-
-    The group is ranks ``0, stride, 2·stride, ...`` (``size`` of them); node ``i``
-    holds ranks ``i·g ... (i+1)·g - 1``. With power-of-two degrees every group is
-    placed like this one.
-    """
-    nodes = Counter((i * stride) // gpus_per_node for i in range(size))
-    return len(nodes) == 1, min(nodes.values())
-
-
-def group_bus_bandwidth(
-    collective: str,
-    n: int,
-    *,
-    intra_node: bool,
-    members_per_node: int,
-    intra: str | Interconnect = "nvlink4",
-    inter: str | Interconnect = "ib-ndr",
-    intra_efficiency: float = 1.0,
-    inter_efficiency: float = 1.0,
-) -> Fraction:
-    """Effective bus bandwidth (bytes/s) of a collective on a group, given where it lives.
-
-    Inside one node, every collective runs at the scale-up link's per-direction
-    peak, except a point-to-point send, which gets the bandwidth to one peer.
-
-    Across nodes (one NIC per GPU, each of the group's ``k`` members on a node using
-    its own NIC):
-
-    * Ring collectives (all-reduce, all-gather, reduce-scatter, broadcast, reduce):
-      ``min(scale-up, k × NIC)``. Data "go through each GPU and enter/exit the node
-      once" per ring (S. Jeaugey, NVIDIA/nccl#687), and NCCL runs one ring per NIC,
-      so the node's ``k`` NICs add up; with ``k = 1`` busbw is one NIC
-      (NVIDIA/nccl-tests#130). A DGX A100 with 8 × 200 Gb/s NICs measures 192 GB/s
-      all-reduce busbw against this model's 200 GB/s (NVIDIA/nccl#812).
-    * All-to-all: ``(n-k)/n · S`` leaves the node through each GPU's own NIC (all-to-all
-      "cannot aggregate the bandwidth of multiple NICs", NVIDIA/nccl-tests#267) while
-      ``(k-1)/n · S`` stays on the scale-up link; the slower part sets the time, so
-      ``busbw = (n-1) / max((n-k)/NIC, (k-1)/scale-up)``. On ``N`` nodes this is about
-      ``N/(N-1)`` × NIC, as NVIDIA/nccl-tests#130 states.
-    * Point-to-point: one NIC.
-
-    Two-node runs can beat these figures with NCCL's tree algorithm (NVIDIA/nccl-tests#196);
-    the model is the ring, which is what larger jobs see.
-
-    Args:
-        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
-        n: Ranks in the group.
-        intra_node: ``True`` when the whole group sits in one node.
-        members_per_node: ``k``, the group's members on each node it spans.
-        intra: Scale-up link (preset name or [`Interconnect`][calc.comm.Interconnect]).
-        inter: Scale-out link per GPU.
-        intra_efficiency: Achieved fraction of the scale-up peak.
-        inter_efficiency: Achieved fraction of the network peak.
-
-    Returns:
-        The bus bandwidth in bytes/s, exact.
-
-    Raises:
-        CalcError: On unknown names or bad numbers.
-
-    Examples:
-        >>> float(group_bus_bandwidth("all-reduce", 16, intra_node=False, members_per_node=8,
-        ...                           intra="nvlink3", inter="ib-hdr")) / 1e9
-        200.0
-        >>> float(group_bus_bandwidth("all-reduce", 16, intra_node=False, members_per_node=1,
-        ...                           intra="nvlink3", inter="ib-hdr")) / 1e9
-        25.0
-        >>> float(group_bus_bandwidth("all-to-all", 16, intra_node=False, members_per_node=8,
-        ...                           intra="nvlink4", inter="ib-ndr")) / 1e9   # 2 nodes: ~2 x NIC
-        93.75
-    """
-    _collective(collective)
-    ranks = parse_positive_int(n, "n")
-    k = parse_positive_int(members_per_node, "members_per_node")
-    up = interconnect(intra)
-    out = interconnect(inter)
-    eff_up = _efficiency(intra_efficiency, "intra_efficiency")
-    eff_out = _efficiency(inter_efficiency, "inter_efficiency")
-    up_bw = up.bytes_per_s * eff_up
-    if intra_node:
-        if collective == "p2p":
-            return up.peer_bytes_per_s * eff_up
-        return up_bw
-    nic = out.bytes_per_s * eff_out
-    if collective == "p2p":
-        return nic
-    if collective == "all-to-all":
-        k = min(k, ranks - 1)
-        slowest = max(Fraction(ranks - k) / nic, Fraction(k - 1) / up_bw)
-        return Fraction(ranks - 1) / slowest
-    return min(up_bw, k * nic)
-
-
 # --------------------------------------------------------------------------- a layout's step
 
 
@@ -582,15 +70,17 @@ class CommTerm:
         label: Human description.
         group: The process group it runs on: ``tp``, ``cp``, ``dp-cp`` (dense gradients),
             ``ep``, ``expert-dp`` or ``pp``.
-        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
+        collective: One of [`COLLECTIVES`][calc.collectives.COLLECTIVES].
         group_size: Ranks in the group (``2`` for point-to-point).
         message_bytes: ``S`` of one call (the full, gathered size for all-gather/reduce-scatter).
         calls: Calls per optimizer step on the busiest GPU.
         bytes_sent: Bytes this GPU sends per step: ``calls × collective_bytes_sent(S)``.
         intra_node: ``True`` when the group fits in one node.
-        bus_bytes_per_s: Effective bus bandwidth used for the time, bytes/s (rounded down).
-        time_s: Seconds per step if nothing overlaps: ``bytes_sent / busbw``.
+        bus_bytes_per_s: Effective bus bandwidth of one call, bandwidth part only, bytes/s (rounded down).
+        time_s: Seconds per step if nothing overlaps: ``calls ×`` the α–β time of one call
+            ([`collective_cost`][calc.network.collective_cost]).
         source: Where the volume comes from.
+        latency_s: Of ``time_s``, the latency (α) part.
     """
 
     name: str
@@ -605,6 +95,7 @@ class CommTerm:
     bus_bytes_per_s: int
     time_s: float
     source: str
+    latency_s: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         """The term as plain data.
@@ -720,15 +211,17 @@ def step_communication(
     gpus_per_node: int = 8,
     intra: str | Interconnect = "nvlink4",
     inter: str | Interconnect = "ib-ndr",
-    intra_efficiency: float = 1.0,
-    inter_efficiency: float = 1.0,
+    intra_efficiency: float | None = None,
+    inter_efficiency: float | None = None,
+    nics_per_node: int | None = None,
+    latency: bool = True,
 ) -> StepComm:
     """Bytes each GPU sends per optimizer step, for every collective a layout implies.
 
     Notation: ``b`` micro-batch, ``s`` sequence, ``h`` hidden, ``m`` micro-batches per
     step, ``t`` = tp, ``e`` bytes per element, ``T = b·s/cp`` tokens per GPU per
     micro-batch. Each term's per-call bytes follow
-    [`collective_bytes_sent`][calc.comm.collective_bytes_sent] (ring algorithms).
+    [`collective_bytes_sent`][calc.collectives.collective_bytes_sent] (ring algorithms).
 
     * **Data parallel** (group ``dp-cp``, Megatron reduces gradients over DP and CP
       together). Per GPU ``Ψ_g = ceil(dense stage params / t)`` parameters.
@@ -769,10 +262,11 @@ def step_communication(
     Placement: ranks are ordered TP innermost, then CP, EP, DP, PP outermost
     ([`GROUP_ORDER`][calc.comm.GROUP_ORDER]), and node ``i`` holds ranks ``i·g`` to
     ``(i+1)·g - 1`` for ``g = gpus_per_node``. A group whose members are ``stride`` ranks
-    apart (1 for TP; ``tp`` for CP, DP and EP; ``tp·ep`` for expert DP; ``tp·cp·dp`` for PP) fits in a node when
-    ``size × stride ≤ g`` (with power-of-two degrees); otherwise it runs over the network
-    with ``g / stride`` members per node. Bandwidths come from
-    [`group_bus_bandwidth`][calc.comm.group_bus_bandwidth].
+    apart (1 for TP; ``tp`` for CP, DP and EP; ``tp·ep`` for expert DP; ``tp·cp·dp`` for PP) is placed
+    in closed form by [`group_placement`][calc.network.group_placement] and priced call by call by
+    [`collective_cost`][calc.network.collective_cost]: a ring inside a node, the hierarchical
+    algorithm across nodes with each member on its own share of the node's NICs, plus NCCL's
+    latency per call and per hop.
 
     Args:
         params: Total parameters Ψ.
@@ -801,10 +295,13 @@ def step_communication(
         grad_bytes_per_element: Bytes per gradient element reduced (default ``bytes_per_element``;
             4 when gradients are reduced in fp32).
         gpus_per_node: GPUs per scale-up node.
-        intra: Scale-up link preset (see [`INTERCONNECTS`][calc.comm.INTERCONNECTS]).
+        intra: Scale-up link preset (see [`INTERCONNECTS`][calc.interconnects.INTERCONNECTS]).
         inter: Scale-out link preset (per GPU).
-        intra_efficiency: Achieved fraction of the scale-up peak (default 1).
-        inter_efficiency: Achieved fraction of the network peak (default 1).
+        intra_efficiency: Achieved fraction of the scale-up peak (default
+            [`ACHIEVED_SHARE`][calc.network.ACHIEVED_SHARE]).
+        inter_efficiency: Achieved fraction of the network peak (default likewise).
+        nics_per_node: NICs per node (default one per GPU).
+        latency: Add NCCL's per-call and per-hop latency ([`LATENCY`][calc.network.LATENCY]).
 
     Returns:
         A [`StepComm`][calc.comm.StepComm].
@@ -817,7 +314,7 @@ def step_communication(
         >>> [(t.name, t.bytes_sent) for t in s.terms]
         [('dp-grad-all-reduce', 27562500000)]
         >>> s.terms[0].intra_node, round(s.terms[0].time_s, 3)
-        (False, 0.069)
+        (False, 0.134)
         >>> z3 = step_communication(params="7B", layers=32, hidden=4096, seq=4096, dp=64, zero_stage=3)
         >>> z3.total_bytes / s.total_bytes
         1.5
@@ -854,10 +351,7 @@ class _Step:
     e: int  # bytes per element
     ge: int  # bytes per gradient element
     gpn: int
-    up: Interconnect
-    out: Interconnect
-    eff_up: Fraction
-    eff_out: Fraction
+    net: Network
     st_params: int
     x_params: int
     n_moe: int
@@ -955,10 +449,15 @@ def _parse_step(a: dict[str, Any]) -> _Step:
         e=e,
         ge=e if ge is None else parse_positive_int(ge, "grad_bytes_per_element"),
         gpn=parse_positive_int(a["gpus_per_node"], "gpus_per_node"),
-        up=interconnect(a["intra"]),
-        out=interconnect(a["inter"]),
-        eff_up=_efficiency(a["intra_efficiency"], "intra_efficiency"),
-        eff_out=_efficiency(a["inter_efficiency"], "inter_efficiency"),
+        net=Network(
+            interconnect(a["intra"]),
+            interconnect(a["inter"]),
+            gpus_per_node=a["gpus_per_node"],
+            nics_per_node=a["nics_per_node"],
+            intra_efficiency=a["intra_efficiency"],
+            inter_efficiency=a["inter_efficiency"],
+            latency=_flag(a["latency"], "latency"),
+        ),
         st_params=st_params,
         x_params=x_params,
         n_moe=n_moe,
@@ -987,11 +486,9 @@ class _Terms:
         x = self.x
         n_ranks = 2 if collective == "p2p" else size
         sent = calls * collective_bytes_sent(collective, message, n_ranks)
-        intra_node, per_node = _placement(stride, size, x.gpn)
-        bw = group_bus_bandwidth(
-            collective, size, intra_node=intra_node, members_per_node=per_node, intra=x.up, inter=x.out,
-            intra_efficiency=x.eff_up, inter_efficiency=x.eff_out,
-        )  # fmt: skip
+        where = group_placement(stride, size, x.gpn)
+        one = collective_cost(collective, message, where, x.net)
+        intra_node = where.intra_node
         self.terms.append(
             CommTerm(
                 name=name,
@@ -1003,8 +500,9 @@ class _Terms:
                 calls=calls,
                 bytes_sent=sent,
                 intra_node=intra_node,
-                bus_bytes_per_s=math.floor(bw),
-                time_s=float(Fraction(sent) / bw),
+                bus_bytes_per_s=math.floor(one.bus_bytes_per_s),
+                time_s=calls * one.time_s,
+                latency_s=calls * one.latency_s,
                 source=source,
             )
         )

@@ -27,8 +27,8 @@ _GROUPS = {
 _DP_MAX = 1 << 14
 """dp (and dp × cp, the data-parallel group) up to 16,384: 128 times Llama 3 405B's dp of 128
 (16,384 GPUs as tp 8 × pp 16 × dp 128, Dubey et al. 2024, arXiv:2407.21783, Table 4). The engine
-places each group rank by rank (``calc.comm``), so a million-rank group would take the browser
-seconds per keystroke."""
+places each group in closed form (``calc.network.group_placement``), so the bound is about what a
+reader can mean, not about speed."""
 
 _EP_MAX = 1024
 """ep up to 1,024: four times DeepSeek-V3's 256 routed experts, the most of any published model."""
@@ -94,7 +94,7 @@ def _compute(v: dict[str, str]) -> str:
         raise CalcError(
             "dp",
             f"× cp must be at most {_DP_MAX:,} (cp={ints['cp']}): the data-parallel group, "
-            "dp × cp ranks, is placed rank by rank",
+            "dp × cp ranks, is at most that (about 100 times the largest published one)",
             v["dp"],
         )
     sp = checked(v["sequence_parallel"])
@@ -146,7 +146,8 @@ def _compute(v: dict[str, str]) -> str:
     if not step.terms:
         return verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.") + (
             f'<p class="lc-kv"><span>Bytes sent per GPU per step</span> {out("total_bytes", fmt(0))}</p>'
-            f'<p class="lc-kv"><span>Communication time per step</span> {out("total_time", "0 s")}</p>'
+            f'<p class="lc-kv"><span>Communication time per step</span> '
+            f"{out('total_time', '0 s', value=0.0, unit='s')}</p>"
         )
     rows = []
     for t in step.terms:
@@ -160,7 +161,7 @@ def _compute(v: dict[str, str]) -> str:
                 ),
                 out(f"{t.name}-bytes", fmt(t.bytes_sent)),
                 f"{escape(where)}<br><small>{escape(_rate(t.bus_bytes_per_s))} bus bandwidth</small>",
-                out(f"{t.name}-time", _seconds(t.time_s)),
+                out(f"{t.name}-time", _seconds(t.time_s), value=t.time_s, unit="s"),
             )
         )
     rows.append(
@@ -169,7 +170,7 @@ def _compute(v: dict[str, str]) -> str:
             "",
             out("total_bytes", fmt(step.total_bytes), "strong"),
             "",
-            out("total_time", _seconds(step.total_time_s), "strong"),
+            out("total_time", _seconds(step.total_time_s), "strong", value=step.total_time_s, unit="s"),
         )
     )
     biggest = max(step.terms, key=lambda t: t.time_s)
@@ -181,9 +182,12 @@ def _compute(v: dict[str, str]) -> str:
     return (
         verdict(True, line)
         + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows, raw_cells=True)
-        + '<p class="lc-kv"><small>Ring algorithms, bandwidth only (no latency); time assumes no overlap with '
+        + '<p class="lc-kv"><small>α–β per call: NCCL\'s ring latency per hop plus bandwidth per link level. '
+        "A group inside a node runs a ring on the scale-up link; one that spans nodes runs hierarchically "
+        "(reduce-scatter inside the node, the 1/k shard across nodes on each member's own NIC, all-gather "
+        "inside), so only as many NICs as it has members on a node carry it. Time assumes no overlap with "
         "compute, so it bounds the exposed communication from above. Ranks are ordered TP, CP, EP, DP, PP "
-        "(Megatron-LM's default); a group that leaves the node runs at its GPUs' NICs.</small></p>"
+        "(Megatron-LM's default).</small></p>"
     )
 
 
@@ -256,11 +260,17 @@ CALCULATOR = Calculator(
             kind="select",
             options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-out"),
         ),
-        Field("intra_efficiency", "Achieved share of link peak, inside a node (%)", "100", kind="number"),
+        Field(
+            "intra_efficiency",
+            "Achieved share of link peak, inside a node (%)",
+            "78.3",
+            kind="number",
+            help="NCCL's own model caps A100 NVLink at 235 of 300 GB/s (src/graph/tuning.cc)",
+        ),
         Field(
             "inter_efficiency",
             "Achieved share of NIC peak (%)",
-            "100",
+            "96",
             kind="number",
             help="NCCL maintainers report ~96–97% for HDR/NDR NICs",
         ),
