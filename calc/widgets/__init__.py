@@ -13,7 +13,12 @@ DOM contract (the browser tests and later checks rely on it): the calculator is
 ``[data-calc=NAME]`` with ``data-state`` in ``prerendered | loading | ready |
 error``; each input is an ``input``/``select``/``textarea`` with ``name=FIELD`` and a
 visible ``<label>``; results carry ``[data-output=FIELD]``; bad input is
-reported in the calculator's ``[role=alert]``.
+reported in the calculator's ``[role=alert]``. A result that is a number also
+carries ``data-value`` (the raw number: bytes as an exact integer, seconds and
+ratios as a decimal) and ``data-unit`` (one of ``calc.widgets._html.UNITS``:
+``B``, ``s``, ``1``, …), placed before ``data-output``; text results (a model
+name, a suggestion) carry neither. ``python -m calc NAME --json`` reads them, so
+the command line and the page show the same computation.
 """
 
 from __future__ import annotations

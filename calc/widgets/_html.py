@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from html import escape
+from math import isfinite
+from typing import Self
 
 from calc.errors import CalcError
 from calc.hardware import GPUS, gpu
@@ -13,6 +16,8 @@ __all__ = [
     "GPU_FIELD_OPTIONS",
     "GPU_MEMORY_MAX",
     "GPU_MEMORY_MIN",
+    "Quantity",
+    "UNITS",
     "UNIT_FIELD_OPTIONS",
     "bar",
     "byte_formatter",
@@ -28,6 +33,63 @@ UNIT_FIELD_OPTIONS: tuple[tuple[str, str], ...] = (
     ("GiB", "GiB (2³⁰ bytes)"),
 )
 """Options of the ``unit`` select every byte-showing calculator offers."""
+
+
+UNITS: dict[str, str] = {
+    "B": "bytes",
+    "s": "s",
+    "days": "days",
+    "h": "hours",
+    "FLOP": "flops",
+    "TFLOP/s": "tflops",
+    "PF-days": "pf_days",
+    "MWh": "mwh",
+    "1": "",
+}
+"""The units a result's ``data-unit`` may name, each with the suffix its machine-readable key carries.
+
+``B`` values are exact integers; every other unit's value is a decimal number (an integer or a float);
+``1`` is a pure number (a count or a ratio). ``python -m calc NAME --json`` names each output
+``NAME_SUFFIX`` (``total`` in ``B`` is ``total_bytes``; a name already ending in the suffix keeps it)."""
+
+
+class Quantity(str):
+    """Formatted text that remembers the raw number and unit it was formatted from.
+
+    [`byte_formatter`][calc.widgets._html.byte_formatter] returns these, so
+    ``out(name, fmt(n))`` carries the exact bytes without the calculator saying so twice. Anything
+    built from it (an f-string, a concatenation) is a plain ``str`` again, as text about a number is not
+    the number.
+
+    Examples:
+        >>> q = Quantity("1.00 GiB", 2**30, "B")
+        >>> q, q.value, q.unit, type(f"{q} free") is str
+        ('1.00 GiB', 1073741824, 'B', True)
+    """
+
+    value: int | float | Fraction
+    unit: str
+
+    def __new__(cls, text: str, value: int | float | Fraction, unit: str) -> Self:
+        self = super().__new__(cls, text)
+        self.value, self.unit = value, unit
+        return self
+
+
+def _raw(value: int | float | Fraction, unit: str) -> str:
+    """The ``data-value`` text: exact digits for integers, ``repr`` of the float otherwise."""
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r} is not one of {', '.join(UNITS)}")
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+        raise TypeError(f"a raw value must be a number, not {type(value).__name__}")
+    if unit == "B" and not isinstance(value, int):
+        raise TypeError(f"bytes are exact integers, not {type(value).__name__} ({value!r})")
+    if isinstance(value, int):
+        return str(value)
+    number = float(value)
+    if not isfinite(number):
+        raise ValueError(f"a raw value must be finite, not {number!r}")
+    return repr(number)
 
 
 GPU_FIELD_OPTIONS: tuple[tuple[str, str], ...] = tuple((g.name, g.label) for g in GPUS.values()) + (
@@ -89,6 +151,9 @@ def gpu_memory(values: dict[str, str]) -> tuple[int, str]:
 def byte_formatter(unit: str):
     """A formatter for bytes in the reader's chosen system (``"GB"`` = SI, ``"GiB"`` = binary).
 
+    Its text for integer bytes is a [`Quantity`][calc.widgets._html.Quantity] carrying them, so
+    [`out`][calc.widgets._html.out] emits the exact bytes as ``data-value``.
+
     Examples:
         >>> byte_formatter("GiB")(2**30)
         '1.00 GiB'
@@ -96,7 +161,12 @@ def byte_formatter(unit: str):
     if unit not in ("GB", "GiB"):
         raise CalcError("unit", "must be GB or GiB", unit, code="unknown-name")
     binary = unit == "GiB"
-    return lambda n: format_bytes(n, binary=binary)
+
+    def fmt(n: int) -> str:
+        text = format_bytes(n, binary=binary)
+        return Quantity(text, n, "B") if isinstance(n, int) and not isinstance(n, bool) else text
+
+    return fmt
 
 
 def checked(value: str) -> bool:
@@ -104,10 +174,35 @@ def checked(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "on", "yes")
 
 
-def out(name: str, text: str, tag: str = "span", cls: str = "") -> str:
-    """An element carrying ``data-output=name``: the DOM contract for a result."""
+def out(
+    name: str,
+    text: str,
+    tag: str = "span",
+    cls: str = "",
+    *,
+    value: int | float | Fraction | None = None,
+    unit: str = "1",
+) -> str:
+    """An element carrying ``data-output=name``: the DOM contract for a result.
+
+    A number also carries its raw ``data-value`` and ``data-unit`` (one of
+    [`UNITS`][calc.widgets._html.UNITS]), given as ``value``/``unit`` or by ``text`` being a
+    [`Quantity`][calc.widgets._html.Quantity]; the browser and ``python -m calc --json`` read them, so the
+    number is computed once. They come before ``data-output`` so ``data-output="x">text<`` still matches.
+
+    Examples:
+        >>> out("total", byte_formatter("GB")(1234))
+        '<span data-value="1234" data-unit="B" data-output="total">1.23 kB</span>'
+        >>> out("ratio", "0.5", value=0.5)
+        '<span data-value="0.5" data-unit="1" data-output="ratio">0.5</span>'
+        >>> out("model", "Llama 3")
+        '<span data-output="model">Llama 3</span>'
+    """
+    if value is None and isinstance(text, Quantity):
+        value, unit = text.value, text.unit
+    raw = f' data-value="{_raw(value, unit)}" data-unit="{escape(unit)}"' if value is not None else ""
     klass = f' class="{escape(cls)}"' if cls else ""
-    return f'<{tag} data-output="{escape(name)}"{klass}>{escape(text)}</{tag}>'
+    return f'<{tag}{raw} data-output="{escape(name)}"{klass}>{escape(text)}</{tag}>'
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, raw_cells: bool = False) -> str:

@@ -94,7 +94,7 @@ def _compute(v: dict[str, str]) -> str:
     )
     head = (
         f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch ({setting})</span> '
-        f"{out('total', fmt(total), 'strong')} ({out('total_bytes', f'{total:,} B')})</p>"
+        f"{out('total', fmt(total), 'strong')} ({out('total_bytes', f'{total:,} B', value=total, unit='B')})</p>"
     )
     rows = []
     for key, label, size in _TERMS:
@@ -122,7 +122,7 @@ def _compute(v: dict[str, str]) -> str:
     ratio_text = f"{float(ratio):.4g}"
     return (
         head + f'<p class="lc-kv"><span>5as/h (the attention-score term per sbh)</span> '
-        f"{out('five_as_over_h', ratio_text)}</p>"
+        f"{out('five_as_over_h', ratio_text, value=ratio)}</p>"
         + table(("Stored tensor (Korthikanti Sec. 4.1)", "Size", "Per GPU"), rows, raw_cells=True)
         + "<p><small>Korthikanti et al. 2022, Table 2, for these numbers"
         + (" (FlashAttention: the 5as/(ht) term becomes an fp32 log-sum-exp, 4as/(ht)):" if flash else ":")

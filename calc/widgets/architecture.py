@@ -83,8 +83,8 @@ def _compute(v: dict[str, str]) -> str:
     rows = [
         (
             _KIND_LABELS[k],
-            out(f"params_{k}", f"{kinds[k]:,}"),
-            out(f"active_{k}", f"{active_kinds[k]:,}"),
+            out(f"params_{k}", f"{kinds[k]:,}", value=kinds[k]),
+            out(f"active_{k}", f"{active_kinds[k]:,}", value=active_kinds[k]),
             _share(kinds[k], total),
         )
         for k in PARAM_KINDS
@@ -93,26 +93,29 @@ def _compute(v: dict[str, str]) -> str:
     rows.append(
         (
             "<strong>Total</strong>",
-            out("total_params_exact", f"{total:,}", "strong"),
-            out("active_params_exact", f"{active:,}", "strong"),
+            out("total_params_exact", f"{total:,}", "strong", value=total),
+            out("active_params_exact", f"{active:,}", "strong", value=active),
             "100%",
         )
     )
     if arch.is_moe:
         active_line = (
-            f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
+            f'<p class="lc-kv"><span>Active per token</span> '
+            f"{out('active_params', format_count(active), value=active)} "
             f"({_share(active, total)} of the weights: top-{arch.experts_per_token} of "
             f"{arch.num_experts} routed experts, plus everything else, embedding and head included)</p>"
         )
     else:
         active_line = (
-            f'<p class="lc-kv"><span>Active per token</span> {out("active_params", format_count(active))} '
+            f'<p class="lc-kv"><span>Active per token</span> '
+            f"{out('active_params', format_count(active), value=active)} "
             "(dense: every weight)</p>"
         )
     return (
         f'<p class="lc-kv"><span>Model</span> {out("model", label)}</p>'
         + f'<p class="lc-kv"><span>Shape</span> {out("shape", _shape(arch))}</p>'
-        + f'<p class="lc-kv"><span>Total parameters</span> {out("total_params", format_count(total), "strong")}</p>'
+        + '<p class="lc-kv"><span>Total parameters</span> '
+        + f"{out('total_params', format_count(total), 'strong', value=total)}</p>"
         + active_line
         + f'<p class="lc-kv"><span>BF16 weights (2 B/param)</span> {out("weights_bytes", fmt(_BF16_BYTES * total))}'
         + (f" (active per token: {out('active_weights_bytes', fmt(_BF16_BYTES * active))})" if arch.is_moe else "")

@@ -86,21 +86,33 @@ def _compute(v: dict[str, str]) -> str:
     rows = [
         (
             "Total training FLOPs",
-            out("total_flops", _sci(t.total_flops)),
+            out("total_flops", _sci(t.total_flops), value=t.total_flops, unit="FLOP"),
             f"{factor} × parameters × tokens"
             + (" (Kaplan's 6ND)" if factor == 6 else " (Narayanan Eq. 4, full recompute)"),
         ),
-        ("Wall-clock time", out("days", f"{_sig3(t.days)} days"), f"{_sig3(t.seconds / 3600)} hours"),
-        ("GPU-hours", out("gpu_hours", _sig3(t.gpu_hours)), f"{gpus:,} GPUs × {_sig3(t.seconds / 3600)} hours"),
+        (
+            "Wall-clock time",
+            out("days", f"{_sig3(t.days)} days", value=t.days, unit="days"),
+            f"{_sig3(t.seconds / 3600)} hours",
+        ),
+        (
+            "GPU-hours",
+            out("gpu_hours", _sig3(t.gpu_hours), value=t.gpu_hours, unit="h"),
+            f"{gpus:,} GPUs × {_sig3(t.seconds / 3600)} hours",
+        ),
         (
             "Achieved per GPU",
-            out("achieved_tflops", f"{achieved / 1e12:,.1f} TFLOP/s"),
+            out("achieved_tflops", f"{achieved / 1e12:,.1f} TFLOP/s", value=achieved / 1e12, unit="TFLOP/s"),
             f"{kind} × {peak / 1e12:,.1f} TFLOP/s dense {dtype} peak",
         ),
-        ("PF-days", out("pf_days", _sig3(t.total_flops / (1e15 * SECONDS_PER_DAY))), "as GPT-3 Table D.1 counts"),
+        (
+            "PF-days",
+            out("pf_days", _sig3(pf_days := t.total_flops / (1e15 * SECONDS_PER_DAY)), value=pf_days, unit="PF-days"),
+            "as GPT-3 Table D.1 counts",
+        ),
         (
             "Tokens per parameter",
-            out("tokens_per_param", _sig3(tokens / params)),
+            out("tokens_per_param", _sig3(tokens / params), value=tokens / params),
             "Chinchilla's compute-optimal runs use about 20",
         ),
     ]
@@ -109,7 +121,7 @@ def _compute(v: dict[str, str]) -> str:
         rows.append(
             (
                 "GPU energy at board power",
-                out("energy_mwh", f"{_sig3(mwh)} MWh"),
+                out("energy_mwh", f"{_sig3(mwh)} MWh", value=mwh, unit="MWh"),
                 f"{tdp} W × GPU-hours; an upper bound for the GPUs alone (no host, network or cooling)",
             )
         )

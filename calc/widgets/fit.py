@@ -51,7 +51,12 @@ def _compute(v: dict[str, str]) -> str:
         line = f"Does not fit: {head} exceeds the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
     rows = [(_LABELS[k], f"{getattr(c, k)} B", out(k, fmt(getattr(state, k)))) for k in COMPONENTS]
     rows.append(("<strong>Total model state</strong>", f"{c.bytes_per_param} B", out("total", fmt(total), "strong")))
-    headroom = out("headroom", fmt(memory - total) if fits else f"none (short by {fmt(total - memory)})")
+    headroom = out(
+        "headroom",
+        fmt(memory - total) if fits else f"none (short by {fmt(total - memory)})",
+        value=memory - total,
+        unit="B",
+    )
     best = smallest_fitting_layout(params, memory, convention=conv)
     if best is None:
         hint = "Nothing fits: even ZeRO-3 over 1,048,576 GPUs exceeds this GPU's memory."

@@ -93,8 +93,18 @@ def _compute(v: dict[str, str]) -> str:
         ("Weights", out("weights_bytes", fmt(m.weights_bytes)), out("weights_per_gpu", fmt(m.weights_per_gpu_bytes))),
         (
             "KV cache per token",
-            out("kv_per_token", format_bytes(m.kv_bytes_per_token, binary=v["unit"] == "GiB")),
-            out("kv_per_token_per_gpu", format_bytes(m.kv_per_token_per_gpu_bytes, binary=v["unit"] == "GiB")),
+            out(
+                "kv_per_token",
+                format_bytes(m.kv_bytes_per_token, binary=v["unit"] == "GiB"),
+                value=m.kv_bytes_per_token,
+                unit="B",
+            ),
+            out(
+                "kv_per_token_per_gpu",
+                format_bytes(m.kv_per_token_per_gpu_bytes, binary=v["unit"] == "GiB"),
+                value=m.kv_per_token_per_gpu_bytes,
+                unit="B",
+            ),
         ),
         (
             f"KV cache per sequence ({m.cached_tokens:,} tokens)",
@@ -143,7 +153,7 @@ def _compute(v: dict[str, str]) -> str:
         + table(("", "Whole model", "Per GPU"), rows, raw_cells=True)
         + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
         + f'<p class="lc-kv"><span>Max concurrent sequences of {seq_len:,} tokens</span> '
-        + f"{out('max_sequences', f'{m.max_concurrent_sequences:,}')}</p>"
+        + f"{out('max_sequences', f'{m.max_concurrent_sequences:,}', value=m.max_concurrent_sequences)}</p>"
         + note_html
     )
 

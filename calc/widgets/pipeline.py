@@ -61,15 +61,15 @@ def _compute(v: dict[str, str]) -> str:
     rows = [
         (
             "Bubble / ideal time",
-            out("bubble_ideal", f"{_pct(ideal)} ({ideal})"),
+            out("bubble_ideal", f"{_pct(ideal)} ({ideal})", value=ideal),
             f"{formula}, Narayanan et al. 2021 Sec. 2.2",
         ),
         (
             "Bubble / total step time",
-            out("bubble_total", f"{_pct(total)} ({total})"),
+            out("bubble_total", f"{_pct(total)} ({total})", value=total),
             f"{total_formula}: the share of each GPU's step spent idle",
         ),
-        ("Step time vs. no bubble", out("slowdown", f"{float(1 + ideal):.3g}×"), "1 + bubble/ideal"),
+        ("Step time vs. no bubble", out("slowdown", f"{float(1 + ideal):.3g}×", value=1 + ideal), "1 + bubble/ideal"),
     ]
     passes = 2 * p * m * chunks
     if passes <= MAX_DRAWN_PASSES and p <= MAX_DRAWN_STAGES:
@@ -100,7 +100,7 @@ def _compute(v: dict[str, str]) -> str:
     rows.append(
         (
             "Micro-batches in flight on stage 1",
-            out("in_flight", f"{in_flight:.3g}"),
+            out("in_flight", f"{in_flight:.3g}", value=in_flight),
             "activations stage 1 holds at its peak, in whole-stage micro-batches",
         )
     )

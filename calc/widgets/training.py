@@ -116,8 +116,8 @@ def _compute(v: dict[str, str]) -> str:
     in_flight = m.in_flight / layout.interleave
     kv = [
         ("GPU memory", out("gpu_memory_bytes", fmt(memory))),
-        ("Parameters on this GPU (before ZeRO)", out("params", format_count(m.params))),
-        ("Micro-batches in flight on this stage", out("in_flight", f"{in_flight:.3g}")),
+        ("Parameters on this GPU (before ZeRO)", out("params", format_count(m.params), value=m.params)),
+        ("Micro-batches in flight on this stage", out("in_flight", f"{in_flight:.3g}", value=in_flight)),
         (
             "Micro-batches per step per pipeline",
             out(
@@ -127,6 +127,7 @@ def _compute(v: dict[str, str]) -> str:
                 else f"not given (≥ {layout.pp} assumed)"
                 if layout.pp > 1
                 else "not given",
+                value=m.num_microbatches or None,
             ),
         ),
         ("CPU memory per GPU (offload)", out("cpu_offload", fmt(m.cpu_offload))),
