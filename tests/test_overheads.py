@@ -1,0 +1,240 @@
+"""Tests for calc.overheads: named line items, NCCL's documented defaults, and the three per-GPU totals."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calc.activations import layer_activations
+from calc.errors import CalcError
+from calc.layout import Layout, layout_memory
+from calc.overheads import (
+    CUDA_CONTEXT_BYTES,
+    ESTIMATED,
+    MEASURED,
+    NCCL_BUFFSIZE,
+    NCCL_LL128_BUFFSIZE,
+    NCCL_LL_BUFFSIZE,
+    NOT_MODELLED,
+    communicators,
+    nccl_communicator_bytes,
+    overheads,
+    peak_memory,
+)
+from calc.presets import preset
+
+MIB = 1 << 20
+
+
+def test_nccl_defaults_from_source() -> None:
+    # NCCL src/init.cc: DEFAULT_BUFFSIZE (1 << 22); LL: 8 lines × 512 threads × 8 steps × 16 B;
+    # LL128: 120 elements × 640 threads × 8 steps × 8 B.
+    assert NCCL_BUFFSIZE == 4 * MIB == 4194304
+    assert NCCL_LL_BUFFSIZE == 524288
+    assert NCCL_LL128_BUFFSIZE == 4915200
+
+
+@pytest.mark.parametrize(
+    ("peers", "kw", "expected"),
+    [
+        (1, {}, 16 * (4194304 + 524288 + 4915200)),  # a ring, 16 channels, three protocols: 147 MiB
+        (1, {"channels": 32}, 32 * 9633792),
+        (2, {"channels": 2, "p2p": True}, 2 * 2 * 4194304),  # pipeline: Simple only, prev and next stage
+        (7, {"channels": 2, "p2p": True}, 7 * 2 * 4194304),  # all-to-all over ep=8
+    ],
+)
+def test_nccl_communicator_bytes(peers: int, kw: dict, expected: int) -> None:
+    assert nccl_communicator_bytes(peers, **kw) == expected
+
+
+@pytest.mark.parametrize(
+    ("kw", "stage", "groups"),
+    [
+        ({}, 0, ()),
+        ({"dp": 8}, 0, (("dp", 8, 1),)),
+        ({"dp": 4, "cp": 2, "seq_len": 4096}, 0, (("dp", 4, 1), ("dp-cp", 8, 1), ("cp", 2, 1))),
+        ({"tp": 8, "pp": 4}, 1, (("tp", 8, 1), ("pp", 4, 2), ("tp-pp", 32, 1))),  # a middle stage: no embedding group
+        ({"tp": 8, "pp": 4}, 3, (("tp", 8, 1), ("pp", 4, 2), ("tp-pp", 32, 1), ("embedding", 2, 1))),
+        ({"pp": 2}, 0, (("pp", 2, 1), ("embedding", 2, 1))),  # two stages: one neighbour
+        ({"dp": 8, "ep": 4}, 0, (("dp", 8, 1), ("ep", 4, 3), ("ep-dp", 2, 1))),
+    ],
+)
+def test_communicators(kw: dict, stage: int, groups: tuple) -> None:
+    assert communicators(Layout(**kw), stage) == groups
+
+
+def _names(arch: str, **kw: object) -> list[str]:
+    return [o.name for o in overheads(preset(arch), Layout(**kw))]
+
+
+def test_every_item_is_named_tagged_and_sourced() -> None:
+    items = overheads(preset("llama3-8b"), Layout(dp=8, tp=2, pp=2, zero_stage=3, recompute="full", seq_len=4096))
+    assert {o.name for o in items} >= {
+        "cuda_context",
+        "nccl_dp",
+        "nccl_tp",
+        "nccl_pp",
+        "zero3_gathered",
+        "recomputed_layer",
+        "optimizer_step",
+        "allocator_reserve",
+    }
+    for o in items:
+        assert o.tag in (MEASURED, ESTIMATED) and o.source and o.formula and o.label, o.name
+        assert o.counted_in in ("allocated", "reserved", "nvidia-smi"), o.name
+        assert o.phase in ("always", "backward", "step"), o.name
+        assert isinstance(o.bytes, int) and o.bytes >= 0, o.name
+    assert len({o.name for o in items}) == len(items)
+
+
+@pytest.mark.parametrize(
+    ("kw", "present", "absent"),
+    [
+        (dict(dp=8, zero_stage=3), {"zero3_gathered"}, {"recomputed_layer"}),
+        (dict(dp=8, zero_stage=2), set(), {"zero3_gathered"}),
+        (dict(dp=1, zero_stage=3), set(), {"zero3_gathered", "nccl_dp"}),  # nothing to gather from
+        (dict(recompute="full"), {"recomputed_layer"}, set()),
+        (dict(recompute="selective"), set(), {"recomputed_layer"}),
+        (dict(pp=2), {"nccl_pp", "nccl_embedding"}, set()),
+        (dict(convention="fp32-sgd-8"), set(), {"optimizer_step"}),  # plain SGD: no moments, no temporaries
+    ],
+)
+def test_items_follow_the_layout(kw: dict, present: set, absent: set) -> None:
+    names = set(_names("llama3-8b", seq_len=2048, **kw))
+    assert present <= names and not (absent & names)
+
+
+def test_fused_optimizer_has_no_step_temporaries() -> None:
+    arch, layout = preset("llama3-8b"), Layout(seq_len=2048)
+    assert "optimizer_step" not in [o.name for o in overheads(arch, layout, optimizer="fused")]
+    step = next(o for o in overheads(arch, layout) if o.name == "optimizer_step")
+    assert step.bytes == layout_memory(arch, layout).momentum  # one moment-sized foreach temporary
+
+
+def test_recomputed_layer_is_one_full_layer() -> None:
+    arch = preset("llama3-8b")
+    layout = Layout(seq_len=4096, recompute="full", flash_attention=True, dropout=False)
+    item = next(o for o in overheads(arch, layout) if o.name == "recomputed_layer")
+    full = layer_activations(
+        4096,
+        1,
+        arch.hidden_size,
+        arch.num_heads,
+        kv_heads=arch.num_kv_heads,
+        head_dim=arch.head_dim,
+        ffn_hidden=arch.intermediate_size,
+        mlp=arch.mlp,
+        norm=arch.norm,
+        dropout=False,
+        flash_attention=True,
+    )
+    assert item.bytes == full.total
+
+
+def test_zero3_gathered_counts_three_units() -> None:
+    arch = preset("llama3-8b")
+    item = next(
+        o
+        for o in overheads(arch, Layout(dp=8, pp=2, zero_stage=3, seq_len=1024), stage=0)
+        if o.name == "zero3_gathered"
+    )
+    unit = arch.vocab_size * arch.hidden_size  # stage 0 holds the embedding, larger than one layer
+    assert item.bytes == 3 * unit * 2
+    middle = Layout(dp=8, pp=4, zero_stage=3, seq_len=1024)
+    item = next(o for o in overheads(arch, middle, stage=1) if o.name == "zero3_gathered")
+    assert item.bytes == 3 * arch.layer_param_counts()[1] * 2  # a middle stage: one decoder layer
+
+
+def test_totals_add_up() -> None:
+    arch = preset("llama3-8b")
+    p = peak_memory(arch, Layout(dp=8, tp=2, zero_stage=1, seq_len=4096, recompute="full"))
+    by = {o.name: o for o in p.overheads}
+    outside = sum(o.bytes for o in p.overheads if o.counted_in == "nvidia-smi")
+    assert outside == CUDA_CONTEXT_BYTES + sum(o.bytes for n, o in by.items() if n.startswith("nccl_"))
+    assert p.reserved_bytes == p.allocated_bytes + by["allocator_reserve"].bytes
+    assert p.nvidia_smi_bytes == p.reserved_bytes + outside
+    backward = sum(o.bytes for o in p.overheads if o.phase == "backward")
+    step = sum(o.bytes for o in p.overheads if o.phase == "step")
+    m = p.memory
+    assert p.allocated_bytes == m.model_state + max(m.activations + m.logits + backward, step)
+    assert p.not_modelled == NOT_MODELLED
+
+
+def test_step_peak_wins_when_activations_are_small() -> None:
+    arch = preset("gpt2")
+    p = peak_memory(arch, Layout(seq_len=8, micro_batch=1, dropout=False, flash_attention=True))
+    step = next(o for o in p.overheads if o.name == "optimizer_step")
+    assert p.allocated_bytes == p.memory.model_state + step.bytes
+
+
+def test_expandable_segments_shrink_the_reserve() -> None:
+    arch, layout = preset("llama3-8b"), Layout(seq_len=4096)
+    plain = peak_memory(arch, layout)
+    expandable = peak_memory(arch, layout, expandable_segments=True)
+    assert expandable.allocated_bytes == plain.allocated_bytes
+    assert expandable.reserved_bytes < plain.reserved_bytes
+    for p in (plain, expandable):
+        assert (p.reserved_bytes - p.allocated_bytes) % (2 * MIB) == 0
+
+
+def test_busiest_stage_by_nvidia_smi() -> None:
+    arch = preset("llama3-8b")
+    layout = Layout(pp=4, seq_len=2048, recompute="full")
+    each = [peak_memory(arch, layout, stage=k) for k in range(4)]
+    busiest = peak_memory(arch, layout)
+    assert busiest.nvidia_smi_bytes == max(p.nvidia_smi_bytes for p in each)
+    assert busiest.stage == next(p.stage for p in each if p.nvidia_smi_bytes == busiest.nvidia_smi_bytes)
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        (dict(optimizer="sgd"), "optimizer"),
+        (dict(channels=0), "channels"),
+        (dict(p2p_channels=2000), "p2p_channels"),
+        (dict(expandable_segments="yes"), "expandable_segments"),
+        (dict(stage=4), "stage"),
+    ],
+)
+def test_bad_options_name_the_field(kw: dict, field: str) -> None:
+    with pytest.raises(CalcError) as err:
+        peak_memory(preset("gpt2"), Layout(pp=2, seq_len=1024), **kw)
+    assert err.value.field == field
+
+
+_ARCHS = ("gpt2", "llama3-8b", "mixtral-8x7b")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    arch=st.sampled_from(_ARCHS),
+    stage=st.integers(0, 3),
+    dp=st.sampled_from([2, 4, 8]),
+    recompute=st.sampled_from(["none", "selective", "full"]),
+)
+def test_more_data_parallel_never_raises_allocated(arch: str, stage: int, dp: int, recompute: str) -> None:
+    """Doubling dp (from 2 on) never raises the allocated peak at a fixed ZeRO stage."""
+    model = preset(arch)
+    base = Layout(dp=dp, zero_stage=stage, seq_len=512, recompute=recompute)
+    more = replace(base, dp=dp * 2, gpus=None)
+    assert peak_memory(model, more).allocated_bytes <= peak_memory(model, base).allocated_bytes
+
+
+@settings(max_examples=25, deadline=None)
+@given(arch=st.sampled_from(_ARCHS), dp=st.sampled_from([1, 2, 8]), seq=st.sampled_from([256, 1024, 4096]))
+def test_more_zero_sharding_below_stage_3_never_raises_allocated(arch: str, dp: int, seq: int) -> None:
+    model = preset(arch)
+    peaks = [peak_memory(model, Layout(dp=dp, zero_stage=z, seq_len=seq)).allocated_bytes for z in range(3)]
+    assert peaks == sorted(peaks, reverse=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(arch=st.sampled_from(_ARCHS), seq=st.sampled_from([256, 1024, 4096]), tp=st.sampled_from([1, 2]))
+def test_totals_are_ordered_and_cover_the_tensors(arch: str, seq: int, tp: int) -> None:
+    model = preset(arch)
+    layout = Layout(dp=2, tp=tp, seq_len=seq, zero_stage=1)
+    p = peak_memory(model, layout)
+    assert layout_memory(model, layout).total <= p.allocated_bytes <= p.reserved_bytes < p.nvidia_smi_bytes
