@@ -8,6 +8,7 @@ from html import escape
 from math import isfinite
 from typing import Self
 
+from calc.charts import chart, memory_breakdown
 from calc.errors import CalcError
 from calc.hardware import GPUS, gpu
 from calc.units import format_bytes, to_bytes
@@ -19,10 +20,10 @@ __all__ = [
     "Quantity",
     "UNITS",
     "UNIT_FIELD_OPTIONS",
-    "bar",
     "byte_formatter",
     "checked",
     "gpu_memory",
+    "memory_chart",
     "out",
     "table",
     "verdict",
@@ -220,43 +221,22 @@ def verdict(ok: bool, text: str, name: str = "verdict") -> str:
     )
 
 
-def bar(segments: Sequence[tuple[str, int]], capacity: int, fmt) -> str:
-    """A horizontal stacked bar of ``segments`` ``(label, bytes)`` against a labelled ``capacity`` mark.
+def memory_chart(segments: Sequence[tuple[str, int]], capacity: int, gpu_label: str, unit: str) -> str:
+    """The memory-breakdown chart: ``segments`` ``(label, bytes)`` stacked against the GPU's labelled capacity.
 
-    Drawn as an inline SVG whose geometry is in attributes, not ``style=""``, so the site's
-    Content-Security-Policy needs no ``'unsafe-inline'`` for styles. Widths are shares of
-    ``max(capacity, total)`` on a 0-1000 axis, so an overflow shows past the capacity mark.
+    A [`calc.charts.memory_breakdown`][calc.charts.memory_breakdown] spec in a
+    [`calc.charts.chart`][calc.charts.chart] element; the build pre-renders it to SVG, the browser renders
+    it live. Its accessible name states the total and the capacity; the breakdown table beside it
+    holds every number.
 
     Examples:
-        >>> svg = bar([("weights", 2), ("grads", 2)], 8, str)
-        >>> 'width="250.000"' in svg and "style=" not in svg and "GPU memory: 8" in svg
+        >>> html_ = memory_chart([("Weights", 2 * 10**9)], 8 * 10**9, "Custom 8 GB", "GB")
+        >>> 'data-chart="memory-breakdown"' in html_ and "2.00 GB of the Custom 8 GB (8.00 GB)" in html_
         True
     """
-    total = sum(v for _, v in segments)
-    scale = max(capacity, total, 1)
-    x = 0.0
-    rects = []
-    for i, (label, v) in enumerate(segments):
-        if v <= 0:
-            continue
-        w = 1000 * v / scale
-        rects.append(
-            f'<rect class="lc-bar__seg--{i}" x="{x:.3f}" y="0" width="{w:.3f}" height="20">'
-            f"<title>{escape(label)}: {escape(fmt(v))}</title></rect>"
-        )
-        x += w
-    cap = 1000 * capacity / scale
-    mark = (
-        f'<line class="lc-bar__cap" x1="{cap:.3f}" x2="{cap:.3f}" y1="0" y2="20" '
-        f'vector-effect="non-scaling-stroke"><title>GPU memory: {escape(fmt(capacity))}</title></line>'
-    )
-    track = (
-        '<svg class="lc-bar__track" viewBox="0 0 1000 20" preserveAspectRatio="none" focusable="false">'
-        f'<rect class="lc-bar__bg" x="0" y="0" width="1000" height="20"/>{"".join(rects)}{mark}</svg>'
-    )
-    legend = "".join(
-        f'<span class="lc-bar__key"><i class="lc-bar__seg--{i}"></i>{escape(label)}</span>'
-        for i, (label, _) in enumerate(segments)
-    )
-    legend += f'<span class="lc-bar__key"><i class="lc-bar__cap-key"></i>GPU memory ({escape(fmt(capacity))})</span>'
-    return f'<div class="lc-bar" aria-hidden="true">{track}<div class="lc-bar__legend">{legend}</div></div>'
+    fmt = byte_formatter(unit)
+    total = sum(n for _, n in segments)
+    parts = ", ".join(f"{label} {fmt(n)}" for label, n in segments if n > 0)
+    label = f"Memory per GPU: {fmt(total)} of the {gpu_label} ({fmt(capacity)}): {parts}."
+    spec = memory_breakdown(segments, capacity, gpu_label, unit=unit)
+    return chart("memory-breakdown", spec, label)

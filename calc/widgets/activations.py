@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from calc.activations import activation_bytes_per_layer, layer_activations
+from calc.charts import activations_chart
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
 from calc.layout import check_parallelism
@@ -123,6 +124,9 @@ def _compute(v: dict[str, str]) -> str:
     return (
         head + f'<p class="lc-kv"><span>5as/h (the attention-score term per sbh)</span> '
         f"{out('five_as_over_h', ratio_text, value=ratio)}</p>"
+        + activations_chart(
+            s, b, h, a, tp=t, sequence_parallel=sp, recompute=recompute, flash_attention=flash, unit=v["unit"]
+        )
         + table(("Stored tensor (Korthikanti Sec. 4.1)", "Size", "Per GPU"), rows, raw_cells=True)
         + "<p><small>Korthikanti et al. 2022, Table 2, for these numbers"
         + (" (FlashAttention: the 5as/(ht) term becomes an fp32 log-sum-exp, 4as/(ht)):" if flash else ":")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from html import escape
 
+from calc.charts import step_time_chart
 from calc.comm import INTERCONNECTS, step_communication
 from calc.errors import CalcError
 from calc.layout import check_parallelism
@@ -181,6 +182,7 @@ def _compute(v: dict[str, str]) -> str:
     )
     return (
         verdict(True, line)
+        + step_time_chart([(t.label, t.time_s, t.time_s) for t in step.terms])
         + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows, raw_cells=True)
         + '<p class="lc-kv"><small>α–β per call: NCCL\'s ring latency per hop plus bandwidth per link level. '
         "A group inside a node runs a ring on the scale-up link; one that spans nodes runs hierarchically "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from calc.charts import zero_chart
 from calc.model_state import (
     COMPONENTS,
     convention_options,
@@ -14,9 +15,9 @@ from calc.widgets import Calculator, Field
 from calc.widgets._html import (
     GPU_FIELD_OPTIONS,
     UNIT_FIELD_OPTIONS,
-    bar,
     byte_formatter,
     gpu_memory,
+    memory_chart,
     out,
     table,
     verdict,
@@ -68,7 +69,10 @@ def _compute(v: dict[str, str]) -> str:
     segments = [(_LABELS[k], getattr(state, k)) for k in COMPONENTS]
     return (
         verdict(fits, line)
-        + bar(segments, memory, fmt)
+        + memory_chart(segments, memory, gpu_label, v["unit"])
+        + zero_chart(
+            params, convention=conv, zero_stage=stage, dp=dp, capacity=memory, gpu_label=gpu_label, unit=v["unit"]
+        )
         + table(("Component", "Bytes / param", "Per GPU"), rows, raw_cells=True)
         + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
         + f'<p class="lc-kv"><span>Headroom for activations</span> {headroom}</p>'

@@ -12,9 +12,9 @@ from calc.widgets import Calculator, Field
 from calc.widgets._html import (
     GPU_FIELD_OPTIONS,
     UNIT_FIELD_OPTIONS,
-    bar,
     byte_formatter,
     gpu_memory,
+    memory_chart,
     out,
     table,
     verdict,
@@ -149,7 +149,7 @@ def _compute(v: dict[str, str]) -> str:
     note_html = "".join(f"<p><small>{n}</small></p>" for n in notes)
     return (
         verdict(m.fits, line)
-        + bar(segments, memory, fmt)
+        + memory_chart(segments, memory, gpu_label, v["unit"])
         + table(("", "Whole model", "Per GPU"), rows, raw_cells=True)
         + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
         + f'<p class="lc-kv"><span>Max concurrent sequences of {seq_len:,} tokens</span> '

@@ -12,10 +12,10 @@ from calc.widgets import Calculator, Field
 from calc.widgets._html import (
     GPU_FIELD_OPTIONS,
     UNIT_FIELD_OPTIONS,
-    bar,
     byte_formatter,
     checked,
     gpu_memory,
+    memory_chart,
     out,
     table,
     verdict,
@@ -134,7 +134,7 @@ def _compute(v: dict[str, str]) -> str:
     ]
     return (
         verdict(fits, line)
-        + bar([(_LABELS[k], getattr(m, k)) for k in parts], memory, fmt)
+        + memory_chart([(_LABELS[k], getattr(m, k)) for k in parts], memory, gpu_label, v["unit"])
         + table(("Component", "Per GPU"), rows, raw_cells=True)
         + "".join(f'<p class="lc-kv"><span>{k}</span> {value}</p>' for k, value in kv)
         + "".join(f"<p><small>{n}</small></p>" for n in notes)

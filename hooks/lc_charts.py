@@ -1,0 +1,147 @@
+"""MkDocs hook: pre-render every ``[data-chart]`` to inline SVG, and ship the pinned Vega bundle.
+
+Charts are specs made by ``calc.charts`` (plain data, carried in ``data-chart-spec``). For every page:
+
+* each chart's empty ``.lc-chart__view`` gets one SVG per Material palette (``default`` light, ``slate``
+  dark), rendered now by ``vl-convert-python`` with the palette's ``calc.charts.THEMES`` config; CSS
+  shows the one matching ``data-md-color-scheme``, so a chart is there at first paint and with
+  JavaScript off, and ``docs/assets/javascripts/charts.mjs`` later replaces it with a live rendering of
+  the same spec;
+* a spec that fails to render fails the build (``PluginError``), naming the page and the chart.
+
+After the build, ``assets/vega/`` receives the pinned npm ``vega``, ``vega-lite`` and ``vega-embed``
+bundles, ``vega-interpreter`` (Vega's expression interpreter: no ``eval``, so the site's policy needs no
+``'unsafe-eval'``) with the ``vega-util`` modules it imports, and ``themes.json`` (the palettes' configs).
+``vl-convert-python`` bundles its own Vega; ``on_config`` checks that it is the very Vega and Vega-Lite
+the browser gets, so the pre-rendered SVG and the live one come from the same code.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from calc.charts import SCHEMES, THEMES
+
+ASSETS = "assets/vega"
+BUNDLES = {
+    "vega": "build/vega.min.js",
+    "vega-lite": "build/vega-lite.min.js",
+    "vega-embed": "build/vega-embed.min.js",
+}
+INTERPRETER = "vega-interpreter"
+_INTERPRETER_IMPORT = "from 'vega-util';"
+_CHART = re.compile(
+    r'(?P<open><figure class="lc-chart" data-chart="(?P<name>[^"]*)" data-chart-spec="(?P<spec>[^"]*)")>'
+    r'(?P<view><div class="lc-chart__view"[^>]*>)</div></figure>'
+)
+_SVG_OPEN = re.compile(r"^<svg\b")
+
+_cache: dict[tuple[str, str], str] = {}
+
+
+def _package(name: str, *, pinned: bool = True) -> Path:
+    path = ROOT / "node_modules" / name
+    if not (path / "package.json").exists():
+        raise PluginError(f"node_modules/{name} is missing: run `make build` (it runs `npm ci`) first")
+    if pinned:
+        want = json.loads((ROOT / "package.json").read_text())["dependencies"][name]
+        found = json.loads((path / "package.json").read_text())["version"]
+        if found != want:
+            raise PluginError(f"node_modules/{name} is {found} but package.json pins {want}: run `npm ci`")
+    return path
+
+
+def _version(name: str) -> str:
+    return json.loads((_package(name) / "package.json").read_text())["version"]
+
+
+def vl_version() -> str:
+    """The Vega-Lite version ``vl-convert`` must use: the pinned npm one, as ``major.minor``."""
+    return ".".join(_version("vega-lite").split(".")[:2])
+
+
+def on_config(config):
+    for name in (*BUNDLES, INTERPRETER):
+        _package(name)
+    try:
+        import vl_convert
+    except ImportError:
+        raise PluginError("vl-convert-python is missing: run `make build` (it installs requirements.txt)") from None
+    if vl_convert.get_vega_version() != _version("vega"):
+        raise PluginError(
+            f"vl-convert-python renders with Vega {vl_convert.get_vega_version()} but the site ships "
+            f"{_version('vega')}: pin matching versions in requirements.txt and package.json"
+        )
+    if vl_version() not in vl_convert.get_vegalite_versions():
+        raise PluginError(f"vl-convert-python has no Vega-Lite {vl_version()}: pin matching versions")
+    return config
+
+
+def render_svg(spec_json: str, scheme: str) -> str:
+    """One spec as SVG in one palette, marked for the page (cached: a spec renders once per build)."""
+    key = (spec_json, scheme)
+    if key not in _cache:
+        import vl_convert
+
+        svg = vl_convert.vegalite_to_svg(json.loads(spec_json), vl_version=vl_version(), config=THEMES[scheme])
+        if "style=" in svg or "<script" in svg:
+            raise PluginError("a pre-rendered chart carries style= or <script>, which the policy forbids")
+        _cache[key] = _SVG_OPEN.sub(
+            f'<svg data-scheme="{scheme}" aria-hidden="true" focusable="false"', svg.strip(), count=1
+        )
+    return _cache[key]
+
+
+def prerender(content: str, where: str = "page") -> tuple[str, int]:
+    """Fill every empty chart view in ``content`` with its SVGs; return the new text and the count.
+
+    Examples:
+        >>> prerender("<p>no charts</p>")
+        ('<p>no charts</p>', 0)
+    """
+    count = 0
+
+    def fill(match: re.Match) -> str:
+        nonlocal count
+        spec = html.unescape(match["spec"])
+        try:
+            svgs = "".join(render_svg(spec, scheme) for scheme in SCHEMES)
+        except (ValueError, KeyError) as err:
+            raise PluginError(f"{where}: chart {match['name']!r} cannot be rendered: {err}") from None
+        count += 1
+        return f'{match["open"]} data-chart-state="prerendered">{match["view"]}{svgs}</div></figure>'
+
+    return _CHART.sub(fill, content), count
+
+
+def on_page_content(content: str, page, config, files) -> str:
+    return prerender(content, page.file.src_uri)[0]
+
+
+def on_post_build(config) -> None:
+    out = Path(config["site_dir"]) / ASSETS
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rel in BUNDLES.items():
+        shutil.copy2(_package(name) / rel, out / Path(rel).name)
+    # vega-interpreter ships as an ES module importing the bare name 'vega-util': point it at a copy.
+    source = (_package(INTERPRETER) / "build" / "vega-interpreter.js").read_text(encoding="utf-8")
+    if source.count(_INTERPRETER_IMPORT) != 1:
+        raise PluginError("vega-interpreter no longer imports 'vega-util' once: update hooks/lc_charts.py")
+    (out / "vega-interpreter.js").write_text(
+        source.replace(_INTERPRETER_IMPORT, "from './vega-util/index.js';"), encoding="utf-8"
+    )
+    util = _package("vega-util", pinned=False) / "build"
+    (out / "vega-util").mkdir(exist_ok=True)
+    for path in sorted(util.glob("*.js")):
+        shutil.copy2(path, out / "vega-util" / path.name)
+    (out / "themes.json").write_text(json.dumps(THEMES, sort_keys=True), encoding="utf-8")
