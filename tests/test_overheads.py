@@ -238,3 +238,52 @@ def test_totals_are_ordered_and_cover_the_tensors(arch: str, seq: int, tp: int) 
     layout = Layout(dp=2, tp=tp, seq_len=seq, zero_stage=1)
     p = peak_memory(model, layout)
     assert layout_memory(model, layout).total <= p.allocated_bytes <= p.reserved_bytes < p.nvidia_smi_bytes
+
+
+def _widget(**values: str) -> str:
+    from calc.widgets import render
+
+    result = render("training-memory", values)
+    assert result["ok"], result
+    return result["html"]
+
+
+def test_training_calculator_shows_the_three_totals_and_each_item() -> None:
+    page = _widget(preset="llama3-8b", dp="8", zero_stage="3", recompute="full", seq_len="4096")
+    arch = preset("llama3-8b")
+    p = peak_memory(
+        arch, Layout(dp=8, zero_stage=3, recompute="full", seq_len=4096, flash_attention=True, dropout=False)
+    )
+    for name, value in (
+        ("allocated_bytes", p.allocated_bytes),
+        ("reserved_bytes", p.reserved_bytes),
+        ("nvidia_smi_bytes", p.nvidia_smi_bytes),
+    ):
+        assert f'data-value="{value}" data-unit="B" data-output="{name}"' in page
+    for o in p.overheads:
+        assert f'data-value="{o.bytes}" data-unit="B" data-output="overhead_{o.name}"' in page
+        assert o.label.replace("'", "&#x27;") in page
+    assert page.count('data-tag="ESTIMATED"') == len(p.overheads)
+    assert "the verdict uses this" in page
+    assert "often 1-3 GB" not in page and "How accurate is this?" in page
+
+
+def test_training_verdict_uses_nvidia_smi() -> None:
+    arch = preset("llama3-8b")
+    p = peak_memory(
+        arch, Layout(dp=8, zero_stage=1, seq_len=4096, flash_attention=True, dropout=False, recompute="selective")
+    )
+    gb = 10**9
+    # A custom GPU just above the reserved total but below what nvidia-smi would show does not fit.
+    between = (p.reserved_bytes + p.nvidia_smi_bytes) / 2 / gb
+    page = _widget(gpu="custom", gpu_memory=f"{between:.4f}")
+    assert 'data-ok="no"' in page
+    page = _widget(gpu="custom", gpu_memory=f"{p.nvidia_smi_bytes / gb + 0.01:.4f}")
+    assert 'data-ok="yes"' in page
+
+
+def test_training_calculator_options() -> None:
+    fused = _widget(optimizer="fused")
+    assert 'data-output="overhead_optimizer_step"' not in fused
+    assert 'data-output="overhead_optimizer_step"' in _widget()
+    assert "expandable_segments" in _widget(expandable_segments="1")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from html import escape
+
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
-from calc.layout import Layout, layout_memory
+from calc.layout import Layout
 from calc.model_state import convention_options
+from calc.overheads import PeakMemory, peak_memory
 from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
@@ -74,31 +77,67 @@ def _layout(v: dict[str, str]) -> Layout:
     )
 
 
+_OPTIMIZERS = ("foreach", "fused")
+
+
+def _overhead_rows(p: PeakMemory, fmt) -> list[tuple[str, ...]]:
+    rows = []
+    for o in p.overheads:
+        label = f"{escape(o.label)}<br><small>{escape(o.formula)}. Source: {escape(o.source)}.</small>"
+        tag = f'<span class="lc-tag" data-tag="{o.tag}">{o.tag}</span>'
+        rows.append((label, tag, escape(_COUNTED[o.counted_in]), out(f"overhead_{o.name}", fmt(o.bytes))))
+    return rows
+
+
+_COUNTED = {"allocated": "allocated", "reserved": "reserved", "nvidia-smi": "nvidia-smi only"}
+
+
 def _compute(v: dict[str, str]) -> str:
     name = v["preset"]
     arch = preset(name)
     layout = _layout(v)
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
-    m = layout_memory(arch, layout)
+    if v["optimizer"] not in _OPTIMIZERS:
+        raise CalcError("optimizer", f"must be one of {', '.join(_OPTIMIZERS)}", v["optimizer"], code="unknown-name")
+    p = peak_memory(arch, layout, optimizer=v["optimizer"], expandable_segments=checked(v["expandable_segments"]))
+    m = p.memory
     total = m.total
-    fits = total <= memory
+    shown = p.nvidia_smi_bytes
+    fits = shown <= memory
     label = PRESET_LABELS.get(name, name)
     degrees = f"dp {layout.dp} × tp {layout.tp} × pp {layout.pp}" + (f" × cp {layout.cp}" if layout.cp > 1 else "")
     where = f"pipeline stage {m.stage}" if layout.pp > 1 else "each GPU"
-    head = f"{label} on {layout.gpus:,} GPUs ({degrees}): {fmt(total)} on {where}"
+    head = f"{label} on {layout.gpus:,} GPUs ({degrees}): {fmt(shown)} as nvidia-smi would show it on {where}"
     if fits:
-        line = f"Fits: {head}, leaving {fmt(memory - total)} of the {gpu_label}."
+        line = f"Fits: {head}, leaving {fmt(memory - shown)} of the {gpu_label}."
     else:
-        line = f"Does not fit: {head}, over the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
+        line = f"Does not fit: {head}, over the {gpu_label} ({fmt(memory)}) by {fmt(shown - memory)}."
     parts = ("weights", "gradients", "master", "momentum", "variance", "activations", "logits")
     rows = [(_LABELS[k], out(k, fmt(getattr(m, k)))) for k in parts]
-    rows.append(("<strong>Total per GPU</strong>", out("total", fmt(total), "strong")))
-    notes = []
+    rows.append(("<strong>Tensors kept (model states and activations)</strong>", out("total", fmt(total), "strong")))
+    transient = p.allocated_bytes - total
+    reserve = p.reserved_bytes - p.allocated_bytes
+    outside = p.nvidia_smi_bytes - p.reserved_bytes
+    totals = [
+        ("Allocated at the peak (torch.cuda.max_memory_allocated)", out("allocated_bytes", fmt(p.allocated_bytes))),
+        ("Reserved (torch.cuda.max_memory_reserved)", out("reserved_bytes", fmt(p.reserved_bytes))),
+        (
+            "<strong>What nvidia-smi would show (the verdict uses this)</strong>",
+            out("nvidia_smi_bytes", fmt(p.nvidia_smi_bytes), "strong"),
+        ),
+    ]
+    notes = [
+        (
+            "The verdict compares what nvidia-smi would show (reserved memory plus the CUDA context and NCCL's "
+            "buffers, which live outside PyTorch's allocator) with the GPU's memory. Allocated is the peak of the "
+            "backward (activations, logits and transient buffers) or of the optimizer step, whichever is larger."
+        )
+    ]
     if layout.pp > 1 and m.stage != 0:
         notes.append(
-            f"The last stage outweighs stage 0 here: its fp32 logits ({fmt(m.logits)}) exceed the "
-            "extra in-flight micro-batches of the first."
+            f"Pipeline stage {m.stage} outweighs stage 0 here (its {m.layers} layers, fp32 logits "
+            f"{fmt(m.logits)} and overheads)."
         )
     if m.cpu_offload:
         notes.append("Offloaded states live in CPU memory; the CPU of each node holds this much per GPU.")
@@ -108,15 +147,18 @@ def _compute(v: dict[str, str]) -> str:
             "the model is configured for."
         )
     if arch.is_moe:
-        notes.append("MoE layers: balanced routing assumed; router probabilities and all-to-all buffers not counted.")
+        notes.append("MoE layers: balanced routing assumed (calc.moe_routing gives the imbalanced range).")
     notes.append(
-        "Not counted: communication buffers, ZeRO-3 gathered layers, allocator fragmentation, the CUDA "
-        "context (often 1-3 GB together)."
+        "ESTIMATED items come from documented defaults and framework source, not from a measurement; how far "
+        "the engine is from measured runs is on the accuracy page (How accurate is this?). Still not modelled: "
+        + "; ".join(p.not_modelled)
+        + "."
     )
     in_flight = m.in_flight / layout.interleave
     kv = [
         ("GPU memory", out("gpu_memory_bytes", fmt(memory))),
         ("Parameters on this GPU (before ZeRO)", out("params", format_count(m.params), value=m.params)),
+        ("Layers on this stage", out("layers", f"{m.layers:,}", value=m.layers)),
         ("Micro-batches in flight on this stage", out("in_flight", f"{in_flight:.3g}", value=in_flight)),
         (
             "Micro-batches per step per pipeline",
@@ -132,20 +174,28 @@ def _compute(v: dict[str, str]) -> str:
         ),
         ("CPU memory per GPU (offload)", out("cpu_offload", fmt(m.cpu_offload))),
     ]
+    segments = [(_LABELS[k], getattr(m, k)) for k in parts] + [
+        ("Transient buffers at the peak", transient),
+        ("Allocator reserve", reserve),
+        ("CUDA context and NCCL buffers", outside),
+    ]
     return (
         verdict(fits, line)
-        + memory_chart([(_LABELS[k], getattr(m, k)) for k in parts], memory, gpu_label, v["unit"])
+        + memory_chart(segments, memory, gpu_label, v["unit"])
         + table(("Component", "Per GPU"), rows, raw_cells=True)
+        + table(("Overhead", "Tag", "Counted in", "Per GPU"), _overhead_rows(p, fmt), raw_cells=True)
+        + table(("Total", "Per GPU"), totals, raw_cells=True)
         + "".join(f'<p class="lc-kv"><span>{k}</span> {value}</p>' for k, value in kv)
-        + "".join(f"<p><small>{n}</small></p>" for n in notes)
+        + "".join(f"<p><small>{escape(n)}</small></p>" for n in notes)
     )
 
 
 CALCULATOR = Calculator(
     name="training-memory",
     title="Training memory per GPU",
-    description="Model states and activations on the most loaded GPU of a data/tensor/pipeline/context/expert-"
-    "parallel layout, with ZeRO, recomputation and offload.",
+    description="Model states, activations and every named overhead on the most loaded GPU of a "
+    "data/tensor/pipeline/context/expert-parallel layout, with ZeRO, recomputation and offload: allocated, "
+    "reserved and what nvidia-smi would show.",
     fields=(
         Field("preset", "Model", "llama3-8b", kind="select", options=tuple(PRESET_LABELS.items())),
         Field("dp", "Data parallel (dp)", "8", kind="number"),
@@ -195,6 +245,14 @@ CALCULATOR = Calculator(
         Field("distributed_optimizer", "Megatron distributed optimizer", "0", kind="checkbox"),
         Field("offload_optimizer", "Offload optimizer to CPU", "0", kind="checkbox"),
         Field("offload_params", "Offload weights to CPU (ZeRO-3)", "0", kind="checkbox"),
+        Field(
+            "optimizer",
+            "Optimizer implementation",
+            "foreach",
+            kind="select",
+            options=(("foreach", "PyTorch foreach (default)"), ("fused", "Fused (fused=True, apex, TE)")),
+        ),
+        Field("expandable_segments", "expandable_segments allocator", "0", kind="checkbox"),
         Field(
             "gpu",
             "GPU",
