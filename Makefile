@@ -10,7 +10,7 @@ STAMPS := .stamps
 export NO_MKDOCS_2_WARNING := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup check-port serve build lint test test-engine test-pyodide test-browser clean
+.PHONY: setup check-port serve live build lint test test-site test-engine test-pyodide test-browser bench clean
 
 setup: $(STAMPS)/venv $(STAMPS)/npm
 
@@ -49,7 +49,12 @@ check-port:
 	$(eval busy := $(shell $(PYTHON) tools/check_port.py '$(PORT)'))
 	$(if $(busy),$(error $(busy)))
 
+# Readers' bytes: a strict build served by tools/serve.py (pre-compressed .br/.gz, ETag/304, immutable hashed
+# paths), rebuilt when a source changes (reload the page). `make live`: mkdocs' live-reloading server for authors.
 serve: check-port setup
+	$(BIN)/python tools/serve.py --build --watch --port $(PORT)
+
+live: check-port setup
 	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:$(PORT)
 
 build: setup
@@ -62,18 +67,30 @@ lint: setup
 	echo "ruff format --check ."; $(BIN)/ruff format --check . || status=1; \
 	exit $$status
 
-test: lint $(pyodide-site) $(STAMPS)/chromium
-	$(BIN)/python -m pytest
+# One strict build per `make test`, shared by every layer: tests/conftest.py::built_site uses $(TEST_SITE)
+# when LC_BUILT_SITE names it (and builds its own otherwise). Built with the default site_url, as `make build`.
+TEST_SITE := $(STAMPS)/test-site
+test-site: setup
+	rm -rf $(TEST_SITE) $(TEST_SITE).done
+	@start=$$(date +%s%N); env -u SITE_URL $(BIN)/mkdocs build --strict --quiet --site-dir $(TEST_SITE) \
+	  && echo "site built in $$(( ($$(date +%s%N) - start) / 1000000 )) ms" && touch $(TEST_SITE).done
+
+test: lint $(pyodide-site) $(STAMPS)/chromium test-site
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest
 
 # The engine, hook and site tests (doctests included) over pyproject's testpaths, without Pyodide or a browser.
-test-engine: setup
-	$(BIN)/python -m pytest -m "not browser and not pyodide"
+test-engine: setup test-site
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest -m "not browser and not pyodide"
 
 test-pyodide: setup $(pyodide-site)
 	$(BIN)/python -m pytest tests -m pyodide
 
-test-browser: setup $(STAMPS)/chromium
-	$(BIN)/python -m pytest tests -m browser
+test-browser: setup $(STAMPS)/chromium test-site
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest tests -m browser
+
+# Not part of `make test`: cold-run figures (median/min/max, interleaved A/B, load) -> bench/results.json.
+bench: setup $(STAMPS)/chromium test-site
+	$(BIN)/python bench/run.py --site $(TEST_SITE)
 
 clean:
 	rm -rf site $(STAMPS) .pytest_cache .hypothesis

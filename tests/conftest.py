@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -31,10 +28,24 @@ def site_port() -> int:
     return _free_port()
 
 
+BUILT_SITE_ENV = "LC_BUILT_SITE"
+"""Names a site ``make test`` already built (``make test-site``: ``.stamps/test-site``, stamped
+``.stamps/test-site.done`` once the strict build succeeded), so every test layer shares one build."""
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build the site once with ``mkdocs build --strict``, exactly as ``make build`` does with the default
-    ``site_url`` (whatever ``SITE_URL`` the shell has), so browser tests serve it where it was not built for."""
+    ``site_url`` (whatever ``SITE_URL`` the shell has), so browser tests serve it where it was not built for.
+
+    When [`BUILT_SITE_ENV`][] names a folder, that build (made the same way by ``make test-site``) is used
+    instead; it must carry its stamp, so a half-written or failed build is never tested."""
+    prebuilt = os.environ.get(BUILT_SITE_ENV)
+    if prebuilt:
+        site = (ROOT / prebuilt).resolve()
+        stamp = site.with_name(site.name + ".done")
+        assert stamp.is_file() and (site / "index.html").is_file(), f"{BUILT_SITE_ENV}={prebuilt}: no stamped build"
+        return site
     out = tmp_path_factory.mktemp("site")
     env = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | {"NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
@@ -61,36 +72,16 @@ def site_pages(built_site: Path) -> dict[str, str]:
     return pages
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    prefix = "/"
-
-    def send_head(self):
-        """Serve the site only under ``prefix``; anything outside it is a 404."""
-        if not self.path.startswith(self.prefix):
-            self.send_error(404)
-            return None
-        return super().send_head()
-
-    def translate_path(self, path: str) -> str:
-        return super().translate_path("/" + path[len(self.prefix) :])
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @contextlib.contextmanager
 def serve(directory: Path, port: int = 0, prefix: str = "/"):
-    """Serve ``directory`` on 127.0.0.1 under the path ``prefix`` (which starts and ends with ``/``);
-    yields the base URL without its trailing slash, e.g. ``http://127.0.0.1:PORT/team/llm``."""
-    handler = functools.partial(type("Handler", (_QuietHandler,), {"prefix": prefix}), directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}{prefix.rstrip('/')}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """Serve ``directory`` on 127.0.0.1 under the path ``prefix`` (which starts and ends with ``/``) with the
+    site's own server, ``tools/serve.py`` (the one ``make serve`` runs: pre-compressed files, validators,
+    Cache-Control); yields the base URL without its trailing slash, e.g. ``http://127.0.0.1:PORT/team/llm``."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from serve import serving  # host-only: imported here so the Pyodide run never loads it
+
+    with serving(directory, port, prefix) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

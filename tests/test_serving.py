@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
+import http.client
 import socket
 import subprocess
+import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import brotli
 import pytest
 
 from conftest import READY_TIMEOUT_MS, Watch, serve
@@ -62,3 +69,138 @@ def test_make_serve_on_a_busy_port_says_what_to_do() -> None:
     assert proc.returncode != 0
     assert len(lines) == 1 and len(lines[0]) < 120, lines
     assert f"port {port} is busy: run make serve PORT=" in lines[0], lines
+
+
+# --- tools/serve.py: what `make serve` and the test server send (plain HTTP, no browser) -----------------------
+
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "hooks"))
+
+from serve import IMMUTABLE, REVALIDATE, serving
+
+import lc_compress
+
+_TEXT = ("<!doctype html><title>x</title>" + "memory and parallelism " * 200).encode()
+
+
+@pytest.fixture
+def tiny_site(tmp_path: Path) -> Path:
+    """A few files shaped like the built site's, compressed by the real hook (no cache)."""
+    files = {
+        "index.html": _TEXT,
+        "404.html": b"<!doctype html><title>not found</title>" + b" " * 2000,
+        "reference/api/index.html": _TEXT,
+        "assets/javascripts/bundle.79ae519e.min.js": b"console.log('bundle');" * 200,
+        "assets/pyodide/pyodide.mjs": b"export const x = 1;" * 200,
+        "assets/pyodide/pyodide.asm.wasm": b"\0asm" + bytes(4000),
+        "assets/calc/calc.zip": b"PK" + bytes(4000),
+        "assets/images/logo.png": bytes(5000),
+        "small.js": b"1",
+    }
+    for rel, data in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    lc_compress.compress_site(tmp_path, cache=None)
+    return tmp_path
+
+
+def _get(url: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as err:
+        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+
+
+def test_compressed_variants_are_written_deterministically(tiny_site: Path, tmp_path_factory) -> None:
+    again = tmp_path_factory.mktemp("again")
+    for p in tiny_site.rglob("*"):
+        if p.is_file() and p.suffix not in (".br", ".gz"):
+            (again / p.relative_to(tiny_site)).parent.mkdir(parents=True, exist_ok=True)
+            (again / p.relative_to(tiny_site)).write_bytes(p.read_bytes())
+    lc_compress.compress_site(again, cache=None)
+    variants = sorted(
+        p.relative_to(tiny_site).as_posix() for p in tiny_site.rglob("*.*[rz]") if p.suffix in (".br", ".gz")
+    )
+    assert "index.html.br" in variants and "assets/pyodide/pyodide.asm.wasm.gz" in variants
+    assert not any(v.startswith(("small.js", "assets/images/logo.png")) for v in variants), variants
+    for v in variants:
+        assert (again / v).read_bytes() == (tiny_site / v).read_bytes(), v
+    assert gzip.decompress((tiny_site / "index.html.gz").read_bytes()) == _TEXT
+    assert brotli.decompress((tiny_site / "index.html.br").read_bytes()) == _TEXT
+
+
+@pytest.mark.parametrize(
+    ("accept", "coding"),
+    [
+        ("gzip, deflate, br, zstd", "br"),  # Chromium's header: brotli preferred
+        ("gzip", "gzip"),
+        ("br;q=0, gzip;q=0.8", "gzip"),  # q=0 refuses a coding
+        ("identity", None),
+        ("", None),
+    ],
+)
+def test_negotiates_the_precompressed_file(tiny_site: Path, accept: str, coding: str | None) -> None:
+    with serving(tiny_site) as base:
+        status, headers, body = _get(f"{base}/", **{"Accept-Encoding": accept})
+    assert status == 200
+    assert headers.get("content-encoding") == coding
+    assert headers["vary"] == "Accept-Encoding"
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    decoded = {"br": brotli.decompress, "gzip": gzip.decompress, None: bytes}[coding](body)
+    assert decoded == _TEXT and int(headers["content-length"]) == len(body)
+
+
+@pytest.mark.parametrize(
+    ("path", "ctype", "cache"),
+    [
+        ("assets/pyodide/pyodide.mjs", "text/javascript; charset=utf-8", REVALIDATE),
+        ("assets/pyodide/pyodide.asm.wasm", "application/wasm", REVALIDATE),
+        ("assets/calc/calc.zip", "application/zip", REVALIDATE),
+        ("assets/javascripts/bundle.79ae519e.min.js", "text/javascript; charset=utf-8", IMMUTABLE),  # hashed name
+        ("assets/images/logo.png", "image/png", REVALIDATE),
+        ("reference/api/", "text/html; charset=utf-8", REVALIDATE),
+    ],
+)
+def test_types_and_cache_control(tiny_site: Path, path: str, ctype: str, cache: str) -> None:
+    with serving(tiny_site) as base:
+        status, headers, _ = _get(f"{base}/{path}", **{"Accept-Encoding": "br"})
+    assert (status, headers["content-type"], headers["cache-control"]) == (200, ctype, cache)
+    assert headers["etag"].startswith('"') and headers["last-modified"].endswith("GMT")
+
+
+def test_validators_answer_304_per_representation(tiny_site: Path) -> None:
+    with serving(tiny_site) as base:
+        _, br, _ = _get(f"{base}/", **{"Accept-Encoding": "br"})
+        _, plain, _ = _get(f"{base}/")
+        assert br["etag"] != plain["etag"], "each encoding is its own representation"
+        status, headers, body = _get(f"{base}/", **{"Accept-Encoding": "br", "If-None-Match": br["etag"]})
+        assert (status, body) == (304, b"")
+        assert headers["etag"] == br["etag"] and headers["cache-control"] == REVALIDATE
+        assert _get(f"{base}/", **{"If-None-Match": br["etag"]})[0] == 200  # the identity bytes differ
+        assert _get(f"{base}/", **{"If-Modified-Since": plain["last-modified"]})[0] == 304
+        assert _get(f"{base}/", **{"If-Modified-Since": "Thu, 01 Jan 1970 00:00:00 GMT"})[0] == 200
+
+
+def test_prefix_redirects_and_not_found(tiny_site: Path) -> None:
+    with serving(tiny_site, prefix="/team/llm/") as base:
+        assert base.endswith("/team/llm")
+        assert _get(f"{base}/reference/api/")[0] == 200
+        status, _, body = _get(f"{base}/nope/")
+        assert status == 404 and b"not found" in body  # the site's own 404 page
+        assert _get(base.removesuffix("/team/llm") + "/index.html")[0] == 404  # outside the prefix
+        assert _get(f"{base}/../../etc/passwd")[0] == 404
+        conn = http.client.HTTPConnection(urlsplit(base).netloc, timeout=30)
+        conn.request("GET", "/team/llm/reference/api")
+        reply = conn.getresponse()
+        assert (reply.status, reply.getheader("Location")) == (301, "/team/llm/reference/api/")
+        conn.close()
+
+
+def test_built_site_is_precompressed(built_site: Path) -> None:
+    """The real build: the runtime, the engine's pages and the search index have brotli and gzip variants."""
+    for rel in ("index.html", "search/search_index.json", "assets/pyodide/pyodide.asm.wasm"):
+        raw = (built_site / rel).read_bytes()
+        assert brotli.decompress((built_site / f"{rel}.br").read_bytes()) == raw, rel
+        assert gzip.decompress((built_site / f"{rel}.gz").read_bytes()) == raw, rel
