@@ -29,6 +29,7 @@ from __future__ import annotations
 from calc.activations import (
     ACTIVATION_BYTES,
     FP32_BYTES,
+    IMPLEMENTATIONS,
     MASK_BYTES,
     MLP_KINDS,
     NORM_KINDS,
@@ -175,6 +176,7 @@ __all__ = [
     "GPUS",
     "GROUP_ORDER",
     "HF_MODEL_TYPES",
+    "IMPLEMENTATIONS",
     "INTERCONNECTS",
     "InferenceMemory",
     "Interconnect",

@@ -42,13 +42,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
 
-from calc.compute import RECOMPUTE_MODES
+from calc._activation_args import _ceil, _choice, _count, _flag, _recompute
+from calc.activation_profiles import hf_layer_terms
 from calc.errors import CalcError
 from calc.units import parse_positive_int
 
 __all__ = [
     "ACTIVATION_BYTES",
     "FP32_BYTES",
+    "IMPLEMENTATIONS",
     "LayerActivations",
     "MASK_BYTES",
     "MLP_KINDS",
@@ -78,36 +80,13 @@ NORM_KINDS: tuple[str, ...] = ("layernorm", "rmsnorm")
 """Normalization kinds. Both store their input; LayerNorm also keeps a mean and a reciprocal
 standard deviation per token, RMSNorm only the reciprocal RMS."""
 
+IMPLEMENTATIONS: tuple[str, ...] = ("megatron", "hf-eager", "hf-sdpa")
+"""Whose kernels save the activations: ``megatron`` (Megatron-LM's fused kernels, the accounting of
+Korthikanti et al. 2022, the default), ``hf-eager`` and ``hf-sdpa`` (stock Hugging Face transformers with
+that ``attn_implementation``; ``calc.activation_profiles`` names their terms)."""
+
 _NORM_STATS = {"layernorm": 2, "rmsnorm": 1}
 """fp32 statistics per token per norm."""
-
-
-def _ceil(x: Fraction | int) -> int:
-    """The smallest whole number of bytes that holds ``x`` bytes."""
-    x = Fraction(x)
-    return -(-x.numerator // x.denominator)
-
-
-def _recompute(value: object) -> str:
-    if value not in RECOMPUTE_MODES:
-        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", value, code="unknown-name")
-    return str(value)
-
-
-def _choice(value: object, field: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise CalcError(field, f"must be one of {', '.join(options)}", value, code="unknown-name")
-    return str(value)
-
-
-def _flag(value: object, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise CalcError(field, "must be true or false", value)
-    return value
-
-
-def _count(value: object, field: str, minimum: int = 1) -> int:
-    return parse_positive_int(value, field, minimum=minimum)
 
 
 def activation_bytes_per_layer(
@@ -137,9 +116,12 @@ def activation_bytes_per_layer(
     ``tp=1`` is the no-parallelism row (all rows agree there). *Selective*
     recomputation drops the ``5as/h`` term: the attention core (softmax, its
     dropout mask and output, ``5as²b`` bytes) is recomputed in the backward pass.
-    *Full* recomputation keeps only the layer's input, ``2sbh``, whatever ``t``;
-    the paper notes that with sequence parallelism one could keep ``2sbh/t``
-    at the cost of an extra all-gather, and does not use it; neither does this function.
+    *Full* recomputation keeps only the layer's input: ``2sbh`` (Table 2), or
+    ``2sbh/t`` with sequence parallelism, whose layer input is already split along
+    the sequence over the ``t`` ranks. Megatron-LM keeps exactly that shard: its
+    ``TransformerConfig.__post_init__`` (``megatron/core/transformer/transformer_config.py``)
+    refuses ``distribute_saved_activations`` when ``sequence_parallel`` is on, because
+    the checkpointed input is already distributed.
 
     With ``flash_attention`` the ``5as²b`` term is gone: FlashAttention (Dao et
     al. 2022, arXiv:2205.14135, Sec. 3.1) never materializes the ``s × s``
@@ -178,6 +160,8 @@ def activation_bytes_per_layer(
         102.0
         >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="full") / mib
         48.0
+        >>> activation_bytes_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True, recompute="full") / mib
+        6.0
         >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="some")
         Traceback (most recent call last):
         ...
@@ -193,7 +177,7 @@ def activation_bytes_per_layer(
     flash = _flag(flash_attention, "flash_attention")
     sbh = s * b * h
     if mode == "full":
-        return 2 * sbh
+        return _ceil(Fraction(2 * sbh, t if sp else 1))
     linear = Fraction(34 * sbh, t) if sp else 10 * sbh + Fraction(24 * sbh, t)
     if mode == "selective":
         core = Fraction(0)
@@ -231,7 +215,15 @@ class LayerActivations:
             ``2sbf`` for GeLU, ``4sbf`` for SwiGLU (gate and up).
         mlp_activation_output: The activation function's output, input of the second projection, ``2sbf``.
         mlp_dropout_mask: Dropout mask after the MLP, ``sbh``.
-        layer_input: The layer's input, ``2sbh``: the only tensor kept under full recomputation.
+        layer_input: The layer's input, ``2sbh``: the only tensor kept under full recomputation
+            (``2sbh/t`` with sequence parallelism).
+        norm_fp32_inputs: The fp32 copies of the norms' inputs an unfused RMSNorm saves, ``2 × 4sbh``
+            (Hugging Face profiles only, as are the fields below).
+        norm_weight_inputs: The normalized 16-bit tensors the RMSNorm weight multiply saves, ``2 × 2sbh``.
+        qk_norm: Qwen3's per-head query and key norms (fp32 copies, normalized tensors, statistics).
+        rng_state: Flash SDPA's two int64 RNG scalars on CUDA, 16 bytes.
+        mlp_intermediates: Unfused activation intermediates: SiLU(gate), ``2sbf``; ``gelu_new``'s three, ``6sbf``.
+        router: An MoE router's fp32 probabilities, top-k values and indices, permutation indices.
     """
 
     norm_inputs: int
@@ -250,6 +242,12 @@ class LayerActivations:
     mlp_activation_output: int
     mlp_dropout_mask: int
     layer_input: int
+    norm_fp32_inputs: int = 0
+    norm_weight_inputs: int = 0
+    qk_norm: int = 0
+    rng_state: int = 0
+    mlp_intermediates: int = 0
+    router: int = 0
 
     @property
     def total(self) -> int:
@@ -270,7 +268,13 @@ class LayerActivations:
             >>> layer_activations(2048, 1, 12288, 96).attention_core / 2**20
             1920.0
         """
-        return self.softmax_output + self.softmax_dropout_mask + self.softmax_dropout_output + self.flash_stats
+        return (
+            self.softmax_output
+            + self.softmax_dropout_mask
+            + self.softmax_dropout_output
+            + self.flash_stats
+            + self.rng_state
+        )
 
     def as_dict(self) -> dict[str, int]:
         """The terms and the total as a plain ``dict``.
@@ -305,6 +309,9 @@ def layer_activations(
     cp: int = 1,
     recompute: str = "none",
     flash_attention: bool = False,
+    implementation: str = "megatron",
+    qk_norm: bool = False,
+    num_experts: int = 0,
 ) -> LayerActivations:
     """Activation bytes of one transformer layer with explicit dimensions, tensor by tensor.
 
@@ -316,6 +323,12 @@ def layer_activations(
       attention stores K for ``g`` heads, Ainslie et al. 2023, arXiv:2305.13245);
       softmax ``2as²b``, its dropout mask ``as²b`` and dropout output ``2as²b``;
       V ``2sbgd_v``; output-projection input ``2sbad_v``; dropout mask ``sbh``.
+      Without FlashAttention the attention core reads K and V *after* they are
+      expanded to all ``a`` heads (Megatron-LM's unfused ``DotProductAttention``
+      ``repeat_interleave``s them before ``baddbmm``, which saves them), so K and V
+      are ``2sbad`` and ``2sbad_v``; only a fused kernel (or selective
+      recomputation, which recomputes the core from the unexpanded inputs) keeps
+      them at ``g`` heads.
       Without dropout neither mask nor dropout output exists and the attention over V
       reads the softmax output itself: the ``s²`` terms are ``2as²b``.
     * **MLP**: input ``2sbh``; GeLU keeps its input (the first projection's output)
@@ -342,8 +355,17 @@ def layer_activations(
     * ``flash_attention`` replaces the ``s²`` terms by FlashAttention's fp32 log-sum-exp,
       ``4asb/t`` (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1); its dropout keeps a seed, not a mask.
     * ``recompute="selective"`` drops the attention core (Korthikanti Sec. 5);
-      ``"full"`` keeps only the layer input ``2sbh`` (not divided by ``t``: Korthikanti
-      Table 2; divided by ``cp``, which shards the sequence).
+      ``"full"`` keeps only the layer input ``2sbh`` (Korthikanti Table 2), divided by
+      ``cp``, which shards the sequence, and by ``t`` under sequence parallelism, whose
+      layer input is already the sequence shard (Megatron-LM refuses
+      ``distribute_saved_activations`` with ``sequence_parallel`` for that reason:
+      ``TransformerConfig.__post_init__``).
+    * ``implementation`` ``"hf-eager"`` / ``"hf-sdpa"`` counts what stock Hugging Face
+      transformers saves instead (fp32 norm inputs and statistics, unfused activations,
+      eager attention's fp32 softmax and ``repeat_kv`` copies; see
+      ``calc.activation_profiles``); ``flash_attention`` is then
+      implied by the implementation, and tensor, sequence and context parallelism and
+      selective recomputation are refused (not what stock transformers runs).
     * An MoE layer (``experts_per_token = k > 0``, ``ffn_hidden`` = one expert's width)
       is counted as ``k`` routed experts plus ``shared_experts`` shared ones, each an MLP
       of width ``f``, with balanced routing; it also keeps the ``k`` dispatched copies of
@@ -372,6 +394,9 @@ def layer_activations(
         cp: Context-parallel degree.
         recompute: ``"none"``, ``"selective"`` or ``"full"``.
         flash_attention: Fused FlashAttention kernel.
+        implementation: A key of [`IMPLEMENTATIONS`][calc.activations.IMPLEMENTATIONS].
+        qk_norm: Per-head query/key RMSNorm (Qwen3; Hugging Face profiles only).
+        num_experts: Routed experts of an MoE layer (its router's softmax; Hugging Face profiles only).
 
     Returns:
         The per-GPU [`LayerActivations`][calc.activations.LayerActivations] for one micro-batch.
@@ -389,6 +414,13 @@ def layer_activations(
         ...                           dropout=False, norm="rmsnorm", flash_attention=True)
         >>> llama.total / 2**20
         1089.0
+        >>> # GQA without flash: K and V are saved after expansion to all heads (measured 2,629,632)
+        >>> layer_activations(128, 2, 256, 8, kv_heads=2, ffn_hidden=688, mlp="swiglu", dropout=False,
+        ...                   norm="rmsnorm").total
+        2629632
+        >>> layer_activations(128, 2, 256, 8, kv_heads=2, ffn_hidden=688, mlp="swiglu", dropout=False,
+        ...                   norm="rmsnorm", implementation="hf-eager").total  # measured 4,556,800
+        4556800
     """
     s = _count(seq_len, "seq_len")
     b = _count(micro_batch, "micro_batch")
@@ -418,11 +450,37 @@ def layer_activations(
     c = _count(cp, "cp")
     mode = _recompute(recompute)
     flash = _flag(flash_attention, "flash_attention")
+    impl = _choice(implementation, "implementation", IMPLEMENTATIONS)
+    qkn = _flag(qk_norm, "qk_norm")
+    experts = _count(num_experts, "num_experts", minimum=0)
 
     tokens = Fraction(s * b, c)  # tokens of the micro-batch on this context-parallel rank
     zero = dict.fromkeys((fl.name for fl in fields(LayerActivations)), 0)
+    if impl != "megatron":
+        _check_hf(impl, t=t, sp=sp, cp=c, mode=mode)
     if mode == "full":
-        return LayerActivations(**{**zero, "layer_input": _ceil(ACTIVATION_BYTES * tokens * h)})
+        split = t if sp else 1  # the sequence-parallel layer input is already split over t
+        return LayerActivations(**{**zero, "layer_input": _ceil(ACTIVATION_BYTES * tokens * h / split)})
+    if impl != "megatron":
+        hf = hf_layer_terms(
+            tokens=tokens,
+            seq_len=s,
+            hidden=h,
+            heads=a,
+            kv_heads=g,
+            head_dim=d,
+            v_head_dim=dv,
+            ffn_hidden=f,
+            mlp=kind,
+            norm=norm_kind,
+            attention=impl.removeprefix("hf-"),
+            dropout=drop,
+            qk_norm=qkn,
+            experts_per_token=k,
+            num_experts=experts,
+            shared_experts=shared,
+        )
+        return LayerActivations(**{**zero, **{name: _ceil(value) for name, value in hf.items()}})
 
     rep = t if sp else 1  # what divides the h-sized terms: nothing under plain TP, t with SP
     act = ACTIVATION_BYTES
@@ -431,12 +489,13 @@ def layer_activations(
     mlps = (k + shared) if k else 1
     up = 2 if kind == "swiglu" else 1  # projections feeding the activation function
     core = mode == "none"
+    kv = a if core and not flash else g  # the unfused core saves K and V expanded to all heads
     terms = {
         "norm_inputs": 2 * act * tokens * h / rep,
         "norm_stats": 2 * FP32_BYTES * _NORM_STATS[norm_kind] * tokens / rep if stats else 0,
         "qkv_input": act * tokens * h / rep,
-        "query_key": act * tokens * (a + g) * d / t,
-        "value": act * tokens * g * dv / t,
+        "query_key": act * tokens * (a + kv) * d / t,
+        "value": act * tokens * kv * dv / t,
         "softmax_output": act * scores if core and not flash else 0,
         "softmax_dropout_mask": mask * scores if core and not flash else 0,
         "softmax_dropout_output": act * scores if core and not flash and drop else 0,
@@ -450,6 +509,25 @@ def layer_activations(
         "layer_input": 0,
     }
     return LayerActivations(**{name: _ceil(value) for name, value in terms.items()})
+
+
+def _check_hf(impl: str, *, t: int, sp: bool, cp: int, mode: str) -> None:
+    """Refuse what stock transformers does not run (or the profiles were not measured for)."""
+    for field, value, ok in (("tp", t, t == 1), ("sequence_parallel", sp, not sp), ("cp", cp, cp == 1)):
+        if not ok:
+            raise CalcError(
+                field,
+                f"must be off with implementation {impl} (stock transformers, one GPU's layer)",
+                value,
+                code="unsupported",
+            )
+    if mode == "selective":
+        raise CalcError(
+            "recompute",
+            f"selective is Megatron-LM's; with implementation {impl} use none or full (gradient checkpointing)",
+            mode,
+            code="unsupported",
+        )
 
 
 def _check_pipeline(num_layers: int, pp: int, interleave: int) -> None:

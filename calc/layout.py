@@ -34,10 +34,13 @@ enforced (DeepSpeed, for one, does not combine ZeRO-2/3 with pipeline parallelis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from fractions import Fraction
 
-from calc.activations import LayerActivations, layer_activations, stage_activations
+from calc.activation_profiles import hf_model_terms
+from calc.activations import IMPLEMENTATIONS, LayerActivations, layer_activations, stage_activations
 from calc.architecture import Architecture
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
@@ -278,6 +281,9 @@ class Layout:
         decoder_last_pipeline_num_layers: Layers on the last stage, likewise. With none of the three,
             a ``pp`` that divides the layers + 2 (not the layers) puts one layer fewer on the first and
             last stages, as Llama 3 405B trains (126 layers on 16 stages: 7 + 14 × 8 + 7).
+        implementation: Whose kernels save the activations, a key of
+            [`IMPLEMENTATIONS`][calc.activations.IMPLEMENTATIONS]: ``"megatron"`` (the paper's fused
+            accounting, the default), ``"hf-eager"`` or ``"hf-sdpa"`` (stock Hugging Face transformers).
 
     Examples:
         >>> Layout(tp=8, pp=8, gpus=512).dp
@@ -312,6 +318,7 @@ class Layout:
     pipeline_layers: tuple[int, ...] | None = None
     decoder_first_pipeline_num_layers: int | None = None
     decoder_last_pipeline_num_layers: int | None = None
+    implementation: str = "megatron"
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -333,6 +340,13 @@ class Layout:
         if self.recompute not in RECOMPUTE_MODES:
             raise CalcError(
                 "recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", self.recompute, code="unknown-name"
+            )
+        if self.implementation not in IMPLEMENTATIONS:
+            raise CalcError(
+                "implementation",
+                f"must be one of {', '.join(IMPLEMENTATIONS)}",
+                self.implementation,
+                code="unknown-name",
             )
         put(self, "convention", resolve_convention(self.convention).name)  # an old name gives the current one
         model = self.tp * self.pp * self.cp
@@ -628,6 +642,10 @@ class LayoutMemory:
         cpu_offload: Bytes this GPU's rank keeps in CPU memory (offloaded states); not in ``total``.
         in_flight: Micro-batch chunks in flight on the stage (a count).
         num_microbatches: Micro-batches per step per pipeline (0 when the layout does not say).
+        saved_activations: Every byte saved for backward on the GPU under the layout's
+            ``implementation``: its layers for the in-flight micro-batches, the embedding side
+            (token ids, positions, dropout mask), the final norm, the output layer's input and the
+            loss's fp32 logits (``activations + logits``).
     """
 
     stage: int
@@ -643,6 +661,7 @@ class LayoutMemory:
     cpu_offload: int
     in_flight: int
     num_microbatches: int
+    saved_activations: int = 0
 
     @property
     def model_state(self) -> int:
@@ -716,6 +735,9 @@ def _layer_kinds(arch: Architecture, layout: Layout) -> dict[bool, LayerActivati
         cp=layout.cp,
         recompute=layout.recompute,
         flash_attention=layout.flash_attention,
+        implementation=layout.implementation,
+        qk_norm=arch.qk_norm,
+        num_experts=arch.num_experts,
     )
     args = (layout.seq_len, layout.micro_batch, arch.hidden_size, arch.num_heads)
     kinds = {False: layer_activations(*args, ffn_hidden=arch.intermediate_size, **common)}
@@ -817,17 +839,41 @@ def _stage_memory(arch: Architecture, layout: Layout, k: int, kinds: dict[bool, 
         dropout=layout.dropout,
         stage=k,
     )
+    activations = acts.layers + acts.embedding_dropout
+    logits = acts.final_norm_input + acts.output_input + acts.logits
+    if layout.implementation != "megatron":
+        activations, logits = _hf_extras(arch, layout, acts.layers, acts.in_flight, k)
     return LayoutMemory(
         stage=k,
         layers=len(layers),
         params=dense + experts,
         **gpu,
-        activations=acts.layers + acts.embedding_dropout,
-        logits=acts.final_norm_input + acts.output_input + acts.logits,
+        activations=activations,
+        logits=logits,
         cpu_offload=cpu,
         in_flight=acts.in_flight,
         num_microbatches=layout.num_microbatches or 0,
+        saved_activations=activations + logits,
     )
+
+
+def _hf_extras(arch: Architecture, layout: Layout, layer_bytes: int, in_flight: int, k: int) -> tuple[int, int]:
+    """(activations, logits) under a Hugging Face implementation: the layers plus the embedding side on
+    stage 0 (per in-flight micro-batch), the final norm, output input and loss on the last stage
+    (``calc.activation_profiles.hf_model_terms``)."""
+    terms = hf_model_terms(
+        tokens=layout.seq_len * layout.micro_batch,
+        seq_len=layout.seq_len,
+        hidden=arch.hidden_size,
+        head_dim=arch.head_dim,
+        vocab_size=arch.vocab_size,
+        norm=arch.norm,
+        position=arch.position,
+        dropout=layout.dropout,
+    )
+    first = terms["embedding"] * Fraction(in_flight, layout.interleave) if k == 0 else 0
+    last = terms["final_norm"] + terms["output_input"] + terms["loss"] if k == layout.pp - 1 else 0
+    return layer_bytes + math.ceil(first), math.ceil(last)
 
 
 def layout_memory(arch: Architecture, layout: Layout) -> LayoutMemory:

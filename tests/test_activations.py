@@ -362,8 +362,13 @@ def test_gqa_swiglu_no_dropout_accounting() -> None:
     """Llama-2-70B shape: 64 query heads, 8 KV heads of 128, SwiGLU 28672, no dropout."""
     s, b, h, a, g, d, f = 4096, 1, 8192, 64, 8, 128, 28672
     layer = layer_activations(s, b, h, a, kv_heads=g, ffn_hidden=f, mlp="swiglu", dropout=False, norm="rmsnorm")
-    assert layer.query_key == 2 * s * b * (a + g) * d
-    assert layer.value == 2 * s * b * g * d
+    assert layer.query_key == 2 * s * b * (a + a) * d  # unfused core: K expanded to all a heads
+    assert layer.value == 2 * s * b * a * d  # V likewise (the GQA regression below)
+    fused = layer_activations(
+        s, b, h, a, kv_heads=g, ffn_hidden=f, mlp="swiglu", dropout=False, norm="rmsnorm", flash_attention=True
+    )
+    assert fused.query_key == 2 * s * b * (a + g) * d
+    assert fused.value == 2 * s * b * g * d
     assert layer.softmax_output == 2 * a * s * s * b  # read directly by the attention over V
     assert layer.softmax_dropout_mask == layer.softmax_dropout_output == 0
     assert layer.attention_dropout_mask == layer.mlp_dropout_mask == 0
@@ -399,9 +404,109 @@ def test_context_parallel_divides_everything() -> None:
 
 
 def test_full_recompute_keeps_the_layer_input() -> None:
-    layer = layer_activations(2048, 2, 1024, 16, tp=8, sequence_parallel=True, recompute="full")
-    assert layer.layer_input == layer.total == 2 * 2048 * 2 * 1024  # not divided by t (Table 2)
+    layer = layer_activations(2048, 2, 1024, 16, tp=8, recompute="full")
+    assert layer.layer_input == layer.total == 2 * 2048 * 2 * 1024  # not divided by t without SP (Table 2)
     assert layer_activations(2048, 2, 1024, 16, cp=4, recompute="full").total == layer.total // 4
+
+
+# Regression (issue 8): full recomputation with sequence parallelism keeps the sequence-split layer
+# input, 2sbh/t. Megatron-LM's TransformerConfig.__post_init__
+# (megatron/core/transformer/transformer_config.py) raises "distribute_saved_activations ... must be
+# false when sequence parallel is enabled": the checkpointed input is already distributed over t.
+# The engine used to keep 2sbh: 134,217,728 bytes for a Llama-3-70B layer at s=8192, tp=8.
+@pytest.mark.parametrize(
+    ("tp", "sp", "want"),
+    [
+        (8, True, 16_777_216),  # Llama-3-70B, s=8192, tp=8: Megatron keeps 2sbh/t
+        (8, False, 134_217_728),  # without SP the input is replicated: 2sbh (Table 2)
+        (1, True, 134_217_728),  # t=1: nothing to split
+        (4, True, 33_554_432),
+    ],
+)
+def test_full_recompute_with_sequence_parallel_keeps_the_shard(tp, sp, want) -> None:
+    layer = layer_activations(
+        8192,
+        1,
+        8192,
+        64,
+        kv_heads=8,
+        ffn_hidden=28672,
+        mlp="swiglu",
+        dropout=False,
+        norm="rmsnorm",
+        tp=tp,
+        sequence_parallel=sp,
+        recompute="full",
+    )
+    assert layer.total == layer.layer_input == want
+    assert activation_bytes_per_layer(8192, 1, 8192, 64, tp=tp, sequence_parallel=sp, recompute="full") == want
+
+
+# Regression (issue 8): without a fused attention kernel, GQA's K and V are saved after expansion
+# to all query heads. Megatron-LM's unfused DotProductAttention repeat_interleaves key and value
+# before baddbmm (megatron/core/transformer/dot_product_attention.py), and Hugging Face's
+# eager_attention_forward calls repeat_kv before matmul; the matmuls save the expanded copies.
+# Measured (validation/, saved_tensors_hooks, bf16): 2,629,632 bytes; the engine used to give 2,433,024.
+@pytest.mark.parametrize(
+    ("flash", "recompute", "want"),
+    [
+        (False, "none", 2_629_632),  # unfused core: K, V at all 8 heads (2sbad each)
+        (True, "none", 1_916_928),  # FlashAttention reads K, V at the 2 KV heads
+        (False, "selective", 1_908_736),  # the core is recomputed from unexpanded K, V
+    ],
+)
+def test_gqa_without_flash_saves_expanded_kv(flash, recompute, want) -> None:
+    layer = layer_activations(
+        128,
+        2,
+        256,
+        8,
+        kv_heads=2,
+        ffn_hidden=688,
+        mlp="swiglu",
+        dropout=False,
+        norm="rmsnorm",
+        flash_attention=flash,
+        recompute=recompute,
+    )
+    assert layer.total == want
+    s, b, a, g, d = 128, 2, 8, 2, 32
+    heads = a if not flash and recompute == "none" else g
+    assert layer.value == 2 * s * b * heads * d
+    assert layer.query_key == 2 * s * b * (a + heads) * d
+
+
+@pytest.mark.parametrize(
+    ("implementation", "kwargs", "want"),
+    [
+        # transformers 5.24 + PyTorch 2.13 CPU, bf16, measured with saved_tensors_hooks (validation/)
+        ("hf-eager", dict(mlp="swiglu", norm="rmsnorm", dropout=False), 4_556_800),  # Llama
+        ("hf-sdpa", dict(mlp="swiglu", norm="rmsnorm", dropout=False), 2_795_520 + 16),  # + CUDA's RNG scalars
+        ("hf-eager", dict(mlp="swiglu", norm="rmsnorm", dropout=False, qk_norm=True), 5_058_560),  # Qwen3
+    ],
+)
+def test_hf_profiles_match_measurements(implementation, kwargs, want) -> None:
+    layer = layer_activations(
+        128, 2, 256, 8, kv_heads=2, head_dim=32, ffn_hidden=688, implementation=implementation, **kwargs
+    )
+    assert layer.total == want
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        (dict(tp=2), "tp"),
+        (dict(tp=2, sequence_parallel=True), "tp"),
+        (dict(cp=2), "cp"),
+        (dict(recompute="selective"), "recompute"),
+        (dict(implementation="deepspeed"), "implementation"),
+    ],
+)
+def test_hf_profiles_refuse_what_they_do_not_model(kwargs, field) -> None:
+    kwargs = {"implementation": "hf-eager", **kwargs}
+    with pytest.raises(CalcError) as info:
+        layer_activations(128, 2, 256, 8, kv_heads=2, ffn_hidden=688, mlp="swiglu", **kwargs)
+    assert info.value.field == field
 
 
 def test_fractional_inputs_round_up() -> None:
@@ -519,11 +624,11 @@ def test_recomputation_never_raises_activations(kw) -> None:
     assert full <= selective <= none  # holds for t <= 17: 34/t >= 2 (see the next test)
 
 
-def test_full_recompute_can_exceed_sp_selective_at_very_large_tp() -> None:
-    """Table 2 keeps 2sbh under full recomputation whatever t, so with SP and t > 17 (34/t < 2) it costs
-    more than selective recomputation: the paper's note that 2sbh/t is possible is not modelled."""
+def test_full_recompute_never_exceeds_sp_selective_even_at_very_large_tp() -> None:
+    """Under SP full recomputation keeps the 2sbh/t shard (as Megatron-LM does), so even at t > 17, where
+    34/t < 2, it stays below selective recomputation's 34sbh/t (the engine once kept 2sbh and exceeded it)."""
     kw = dict(seq_len=2048, micro_batch=1, hidden=8192, heads=64, tp=32, sequence_parallel=True)
-    assert activation_bytes_per_layer(**kw, recompute="full") > activation_bytes_per_layer(**kw, recompute="selective")
+    assert activation_bytes_per_layer(**kw, recompute="full") < activation_bytes_per_layer(**kw, recompute="selective")
 
 
 @settings(max_examples=200)

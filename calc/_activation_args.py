@@ -1,0 +1,44 @@
+"""Argument parsing and exact rounding shared by the activation modules (private).
+
+Examples:
+    >>> _ceil(Fraction(7, 2)), _count(3, "tp")
+    (4, 3)
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from calc.compute import RECOMPUTE_MODES
+from calc.errors import CalcError
+from calc.units import parse_positive_int
+
+__all__: list[str] = []
+
+
+def _ceil(x: Fraction | int) -> int:
+    """The smallest whole number of bytes that holds ``x`` bytes."""
+    x = Fraction(x)
+    return -(-x.numerator // x.denominator)
+
+
+def _recompute(value: object) -> str:
+    if value not in RECOMPUTE_MODES:
+        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", value, code="unknown-name")
+    return str(value)
+
+
+def _choice(value: object, field: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise CalcError(field, f"must be one of {', '.join(options)}", value, code="unknown-name")
+    return str(value)
+
+
+def _flag(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise CalcError(field, "must be true or false", value)
+    return value
+
+
+def _count(value: object, field: str, minimum: int = 1) -> int:
+    return parse_positive_int(value, field, minimum=minimum)
