@@ -139,6 +139,8 @@ from calc.pipeline import (
     Slot,
     bubble_fraction,
     pipeline_schedule,
+    schedule_bubble,
+    schedule_in_flight,
     schedule_svg,
 )
 from calc.presets import (
@@ -246,6 +248,8 @@ __all__ = [
     "preset",
     "read_hf_config",
     "resolve_convention",
+    "schedule_bubble",
+    "schedule_in_flight",
     "schedule_svg",
     "smallest_fitting_layout",
     "stage_activations",

@@ -1,4 +1,4 @@
-"""Pipeline parallelism: the bubble, the schedule as data, and a drawing of it.
+"""Pipeline parallelism: the bubble and the in-flight activations of five schedules, in closed form.
 
 With ``p`` pipeline stages and ``m`` micro-batches per step, a GPipe or 1F1B
 schedule leaves every stage idle for ``(p-1)`` forward+backward times per step
@@ -11,23 +11,41 @@ into a fraction, and both are in use, so both are named here:
   each GPU's step spent idle.
 
 The interleaved schedule (``v`` model chunks per stage, Sec. 2.2.2) divides the
-bubble by ``v`` and requires ``m`` to be a multiple of ``p``.
+bubble by ``v`` and requires ``m`` to be a multiple of ``p``. Zero-bubble ZB-H1
+(Qi et al. 2023, arXiv:2401.10241) splits each backward into its input-gradient
+and weight-gradient passes and runs the latter in the bubble; DualPipe
+(DeepSeek-V3 report, arXiv:2412.19437, Sec. 3.2.1) feeds micro-batches from both
+ends of the pipeline. Their bubbles depend on how long each kind of pass takes,
+so [`schedule_bubble`][calc.pipeline.schedule_bubble] takes the pass times;
+[`schedule_in_flight`][calc.pipeline.schedule_in_flight] gives the activations the
+busiest stage holds. Both are closed forms, constant time whatever ``p`` and
+``m``: what a step-time model or a layout search calls.
 
-[`pipeline_schedule`][calc.pipeline.pipeline_schedule] builds the schedule
-itself, op by op, by simulating the order each stage runs its passes in; the
-bubble measured from that data equals the formulas exactly (the tests check it).
-Time is in whole units: a forward pass of one stage's model chunk takes 1 unit,
-its backward ``backward_units`` (default 2, backward costing about twice the
-forward's FLOPs, as in Narayanan et al. 2021 Eq. 3's derivation).
+The same schedules are built pass by pass in
+[`calc.pipeline_schedules`][calc.pipeline_schedules] and drawn by
+[`calc.pipeline_svg`][calc.pipeline_svg]; the tests check that the bubble and
+the in-flight count measured from that data equal the closed forms here.
+What is not modelled: communication time (sends are free and instant), passes
+of unequal length across stages, and ZB-H2 or the automatic zero-bubble schedules.
 """
 
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass
 from fractions import Fraction
 
 from calc.errors import CalcError
+from calc.pipeline_schedules import (
+    BUBBLE_CONVENTIONS,
+    MAX_SCHEDULE_OPS,
+    SCHEDULES,
+    SPLIT_BACKWARD,
+    PipelineOp,
+    Schedule,
+    Slot,
+    check_schedule,
+    pipeline_schedule,
+)
+from calc.pipeline_svg import schedule_svg
 from calc.units import parse_positive_int
 
 __all__ = [
@@ -39,41 +57,27 @@ __all__ = [
     "Slot",
     "bubble_fraction",
     "pipeline_schedule",
+    "schedule_bubble",
+    "schedule_in_flight",
     "schedule_svg",
 ]
 
-SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved")
-"""Pipeline schedules: GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush), interleaved 1F1B."""
-
-BUBBLE_CONVENTIONS: tuple[str, ...] = ("ideal", "total")
-"""``ideal``: bubble / ideal time (Narayanan's ``(p-1)/m``); ``total``: bubble / total time (``(p-1)/(m+p-1)``)."""
-
-MAX_SCHEDULE_OPS = 20_000
-"""Most forward+backward passes ``2·p·m·v`` that [`pipeline_schedule`][calc.pipeline.pipeline_schedule] builds.
-
-The bubble formula has no limit; the schedule is data meant to be drawn, and a
-drawing of more passes than this is not readable.
-"""
+_TIME_CONVENTIONS = ("time", *BUBBLE_CONVENTIONS)
 
 
-def _schedule_name(schedule: object) -> str:
-    if schedule not in SCHEDULES:
-        raise CalcError("schedule", f"must be one of {', '.join(SCHEDULES)}", schedule, code="unknown-name")
-    return str(schedule)
+def _time(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        raise CalcError(field, "must be a number", type(value).__name__)
+    number = float(value)
+    if not 0 < number < float("inf"):
+        raise CalcError(field, "must be a positive, finite time", value)
+    return number
 
 
-def _check(p: object, m: object, schedule: object, v: object) -> tuple[int, int, str, int]:
-    stages = parse_positive_int(p, "p")
-    micro = parse_positive_int(m, "m")
-    name = _schedule_name(schedule)
-    chunks = parse_positive_int(v, "v")
-    if name != "interleaved" and chunks != 1:
-        raise CalcError("v", f"must be 1 for the {name} schedule (model chunks need the interleaved schedule)", chunks)
-    if name == "interleaved" and micro % stages:
-        raise CalcError(
-            "m", f"must be a multiple of p (= {stages}) for the interleaved schedule", micro, code="not-divisible"
-        )
-    return stages, micro, name, chunks
+def _convention(convention: object, allowed: tuple[str, ...]) -> str:
+    if convention not in allowed:
+        raise CalcError("convention", f"must be one of {', '.join(allowed)}", convention, code="unknown-name")
+    return str(convention)
 
 
 def bubble_fraction(
@@ -83,29 +87,41 @@ def bubble_fraction(
     schedule: str = "1f1b",
     v: int = 1,
     convention: str = "ideal",
+    forward_units: int = 1,
+    backward_units: int = 2,
+    weight_units: int | None = None,
 ) -> Fraction:
-    """The pipeline bubble as a fraction, in a named convention.
+    """The pipeline bubble as an exact fraction, in a named convention, with the usual pass times.
 
     Narayanan et al. 2021 (arXiv:2104.04473), Sec. 2.2.1: for GPipe and 1F1B the
     bubble time is ``t_pb = (p-1)(t_f + t_b)`` against an ideal ``t_id = m(t_f + t_b)``,
     so ``t_pb / t_id = (p-1)/m``. Sec. 2.2.2: with ``v`` model chunks per device
     (interleaved) the bubble shrinks to ``(1/v)(p-1)/m``; the schedule requires
     ``m`` to be a multiple of ``p``. The ``total`` convention divides the same bubble
-    by the whole step instead: ``(p-1)/(v·m + p-1)``.
+    by the whole step instead: ``(p-1)/(v·m + p-1)``. These three do not depend on the
+    pass times. ZB-H1 and DualPipe do: the whole units default to Qi et al.'s
+    ``T_F = T_B = T_W`` (forward 1, backward 2 of which the weight gradients 1), as
+    [`pipeline_schedule`][calc.pipeline_schedules.pipeline_schedule] takes them, and the
+    formulas are those of [`schedule_bubble`][calc.pipeline.schedule_bubble], exactly.
 
     Args:
         p: Pipeline stages (devices).
         m: Micro-batches per step per pipeline.
-        schedule: One of [`SCHEDULES`][calc.pipeline.SCHEDULES].
+        schedule: One of [`SCHEDULES`][calc.pipeline_schedules.SCHEDULES].
         v: Model chunks per device (only the interleaved schedule takes ``v > 1``).
         convention: ``"ideal"`` (bubble / ideal time) or ``"total"`` (bubble / total time).
+        forward_units: Time units of a forward pass.
+        backward_units: Time units of a whole backward pass.
+        weight_units: ZB-H1 and DualPipe: the weight-gradient part of ``backward_units``
+            (default half of it, at least 1).
 
     Returns:
         The exact fraction.
 
     Raises:
         CalcError: On bad numbers, an unknown schedule or convention, ``v > 1`` without
-            interleaving, or an interleaved ``m`` that is not a multiple of ``p``.
+            interleaving, an interleaved ``m`` that is not a multiple of ``p``, or a DualPipe
+            ``p`` or ``m`` it cannot run.
 
     Examples:
         >>> bubble_fraction(8, 32)
@@ -114,392 +130,148 @@ def bubble_fraction(
         Fraction(7, 39)
         >>> bubble_fraction(8, 32, schedule="interleaved", v=2)
         Fraction(7, 64)
+        >>> bubble_fraction(8, 32, schedule="zb-h1")  # (p-1)(1+2-2) / (3 m): a third of 1F1B's
+        Fraction(7, 96)
         >>> bubble_fraction(8, 12, schedule="interleaved", v=2)
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: m must be a multiple of p (= 8) for the interleaved schedule (got 12)
     """
-    stages, micro, _, chunks = _check(p, m, schedule, v)
-    if convention not in BUBBLE_CONVENTIONS:
-        raise CalcError(
-            "convention", f"must be one of {', '.join(BUBBLE_CONVENTIONS)}", convention, code="unknown-name"
-        )
-    if convention == "ideal":
-        return Fraction(stages - 1, chunks * micro)
-    return Fraction(stages - 1, chunks * micro + stages - 1)
+    stages, micro, name, chunks = check_schedule(p, m, schedule, v)
+    name_convention = _convention(convention, BUBBLE_CONVENTIONS)
+    fwd = parse_positive_int(forward_units, "forward_units")
+    bwd = parse_positive_int(backward_units, "backward_units")
+    wgt = max(1, bwd // 2) if weight_units is None else parse_positive_int(weight_units, "weight_units")
+    if name in SPLIT_BACKWARD and wgt >= bwd:
+        raise CalcError("weight_units", f"must be less than backward_units (= {bwd})", wgt)
+    idle = Fraction(_bubble_time(name, stages, micro, chunks, fwd, bwd, wgt, fwd + bwd))
+    busy = micro * (fwd + bwd)
+    return idle / busy if name_convention == "ideal" else idle / (busy + idle)
 
 
-@dataclass(frozen=True)
-class PipelineOp:
-    """One forward or backward pass of one model chunk on one stage.
-
-    Attributes:
-        stage: Device index, 0-based.
-        start: First time unit it occupies.
-        duration: Time units it takes (1 for ``F``, ``backward_units`` for ``B``).
-        kind: ``"F"`` or ``"B"``.
-        microbatch: Micro-batch index, 0-based.
-        chunk: Model chunk on this device, 0-based (always 0 unless interleaved).
-    """
-
-    stage: int
-    start: int
-    duration: int
-    kind: str
-    microbatch: int
-    chunk: int
+def _bubble_time(name: str, p: int, m: int, v: int, t_f, t_b, t_w, t_fb):
+    if name in ("gpipe", "1f1b", "interleaved"):
+        return Fraction(p - 1, v) * (t_f + t_b) if isinstance(t_f, int) else (p - 1) * (t_f + t_b) / v
+    if name == "zb-h1":
+        return (p - 1) * (t_f + t_b - t_w) - (min(m, p) - 1) * min(t_w, t_f, t_b - t_w)
+    return (p // 2 - 1) * (t_fb + t_b - 3 * t_w)
 
 
-@dataclass(frozen=True)
-class Slot:
-    """One time unit of one stage.
-
-    Attributes:
-        time: The time unit, 0-based.
-        kind: ``"F"``, ``"B"`` or ``"idle"``.
-        microbatch: Micro-batch index (0-based), ``None`` when idle.
-        chunk: Model chunk (0-based), ``None`` when idle.
-    """
-
-    time: int
-    kind: str
-    microbatch: int | None
-    chunk: int | None
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """A pipeline schedule as data.
-
-    Attributes:
-        p: Stages.
-        m: Micro-batches.
-        v: Model chunks per stage.
-        schedule: One of [`SCHEDULES`][calc.pipeline.SCHEDULES].
-        backward_units: Time units of one backward pass (forward = 1).
-        ops: Per stage, its passes in time order.
-        makespan: Time units from the first forward to the last backward.
-    """
-
-    p: int
-    m: int
-    v: int
-    schedule: str
-    backward_units: int
-    ops: tuple[tuple[PipelineOp, ...], ...]
-    makespan: int
-
-    @property
-    def stages(self) -> tuple[tuple[Slot, ...], ...]:
-        """Per stage, one [`Slot`][calc.pipeline.Slot] per time unit from 0 to ``makespan - 1``.
-
-        Examples:
-            >>> [s.kind for s in pipeline_schedule(2, 1, backward_units=1).stages[1]]
-            ['idle', 'F', 'B', 'idle']
-        """
-        out = []
-        for ops in self.ops:
-            row: list[Slot] = [Slot(t, "idle", None, None) for t in range(self.makespan)]
-            for op in ops:
-                for t in range(op.start, op.start + op.duration):
-                    row[t] = Slot(t, op.kind, op.microbatch, op.chunk)
-            out.append(tuple(row))
-        return tuple(out)
-
-    @property
-    def busy_units(self) -> int:
-        """Busy time units of one stage (the same for every stage): ``m·v·(1 + backward_units)``."""
-        return self.m * self.v * (1 + self.backward_units)
-
-    def idle_units(self, stage: int) -> int:
-        """Idle time units of ``stage`` within the makespan.
-
-        Examples:
-            >>> pipeline_schedule(4, 8).idle_units(0)
-            9
-        """
-        return self.makespan - sum(op.duration for op in self.ops[stage])
-
-    def bubble(self, convention: str = "ideal") -> Fraction:
-        """The bubble measured from the schedule: idle / busy (``ideal``) or idle / makespan (``total``).
-
-        Every stage is idle for the same time in these schedules; the largest is used.
-
-        Examples:
-            >>> sched = pipeline_schedule(4, 8)
-            >>> sched.bubble(), sched.bubble("total")
-            (Fraction(3, 8), Fraction(3, 11))
-        """
-        if convention not in BUBBLE_CONVENTIONS:
-            raise CalcError(
-                "convention", f"must be one of {', '.join(BUBBLE_CONVENTIONS)}", convention, code="unknown-name"
-            )
-        idle = max(self.idle_units(i) for i in range(self.p))
-        return Fraction(idle, self.busy_units if convention == "ideal" else self.makespan)
-
-    def peak_in_flight(self, stage: int = 0) -> int:
-        """Most micro-batch chunks whose forward has started and whose backward has not finished.
-
-        This is how many chunks' activations ``stage`` holds at once: ``m`` for GPipe,
-        at most ``p`` for 1F1B on the first stage (Narayanan et al. 2021, Sec. 2.2.1).
-
-        Examples:
-            >>> pipeline_schedule(4, 8, "gpipe").peak_in_flight(), pipeline_schedule(4, 8).peak_in_flight()
-            (8, 4)
-        """
-        live = peak = 0
-        for op in self.ops[stage]:
-            if op.kind == "F":
-                live += 1
-                peak = max(peak, live)
-            else:
-                live -= 1
-        return peak
-
-    def as_dict(self) -> dict[str, object]:
-        """The schedule as plain data: parameters, measured bubbles and ops per stage.
-
-        Examples:
-            >>> pipeline_schedule(2, 2).as_dict()["ops"][0][0]
-            {'start': 0, 'duration': 1, 'kind': 'F', 'microbatch': 0, 'chunk': 0}
-        """
-        return {
-            "p": self.p,
-            "m": self.m,
-            "v": self.v,
-            "schedule": self.schedule,
-            "backward_units": self.backward_units,
-            "makespan": self.makespan,
-            "bubble_ideal": float(self.bubble("ideal")),
-            "bubble_total": float(self.bubble("total")),
-            "ops": [
-                [
-                    {
-                        "start": o.start,
-                        "duration": o.duration,
-                        "kind": o.kind,
-                        "microbatch": o.microbatch,
-                        "chunk": o.chunk,
-                    }
-                    for o in ops
-                ]
-                for ops in self.ops
-            ],
-        }
-
-
-def _stage_order(stage: int, p: int, m: int, name: str, v: int) -> list[tuple[str, int, int]]:
-    """The order in which ``stage`` runs its passes: ``(kind, microbatch, chunk)``."""
-    if name == "gpipe":
-        return [("F", j, 0) for j in range(m)] + [("B", j, 0) for j in range(m)]
-    if name == "1f1b":
-        warmup = min(p - stage - 1, m)
-        order = [("F", j, 0) for j in range(warmup)]
-        for j in range(m - warmup):
-            order += [("F", warmup + j, 0), ("B", j, 0)]
-        return order + [("B", j, 0) for j in range(m - warmup, m)]
-
-    # Interleaved 1F1B, as Megatron-LM's forward_backward_pipelining_with_interleaving:
-    # virtual micro-batch k runs chunk (k // p) % v of micro-batch (k // (p v)) p + k % p;
-    # warm-up is 2 (p - stage - 1) + (v - 1) p forwards; backwards visit the chunks in reverse.
-    total = m * v
-
-    def forward(k: int) -> tuple[str, int, int]:
-        return "F", (k // (p * v)) * p + k % p, (k % (p * v)) // p
-
-    def backward(k: int) -> tuple[str, int, int]:
-        _, mb, chunk = forward(k)
-        return "B", mb, v - 1 - chunk
-
-    warmup = min(2 * (p - stage - 1) + (v - 1) * p, total)
-    order = [forward(k) for k in range(warmup)]
-    for k in range(total - warmup):
-        order += [forward(warmup + k), backward(k)]
-    return order + [backward(k) for k in range(total - warmup, total)]
-
-
-def pipeline_schedule(
+def schedule_bubble(
+    schedule: str,
     p: int,
     m: int,
-    schedule: str = "1f1b",
     v: int = 1,
     *,
-    backward_units: int = 2,
-) -> Schedule:
-    """Build a pipeline schedule, op by op, with unit-time passes.
+    t_f: float = 1.0,
+    t_b: float = 2.0,
+    t_w: float | None = None,
+    t_fb: float | None = None,
+    convention: str = "time",
+) -> float:
+    """The bubble of one step: idle time per stage, or that time as a fraction.
 
-    Each stage runs its passes in a fixed order (GPipe: all forwards, then all
-    backwards, Huang et al. 2019; 1F1B: ``p - stage - 1`` warm-up forwards, then
-    alternating one forward and one backward, Narayanan et al. 2021 Sec. 2.2.1;
-    interleaved: Megatron-LM's order for ``v`` chunks, Sec. 2.2.2). A pass starts
-    as soon as its stage is free and its input is ready: the forward of model chunk
-    ``g`` needs chunk ``g-1``'s forward of that micro-batch, the backward needs chunk
-    ``g+1``'s backward (or, on the last chunk, its own forward). Chunk ``c`` of
-    device ``i`` is model chunk ``g = c·p + i``. Communication takes no time.
+    Times are those of one micro-batch on one stage (``L/p`` layers): ``t_f`` its forward,
+    ``t_b`` its whole backward (input and weight gradients), ``t_w`` the weight-gradient part of
+    ``t_b`` (ZB-H1 and DualPipe run it as a separate pass; default ``t_b/2``), ``t_fb`` DualPipe's
+    overlapped forward-and-backward pair (default ``t_f + t_b``: DeepSeek overlaps the pair's
+    *communication* with computation, not two computations with each other).
+
+    * GPipe, 1F1B: ``(p-1)(t_f + t_b)``; interleaved: divided by ``v`` (Narayanan et al. 2021,
+      arXiv:2104.04473, Sec. 2.2.1-2.2.2).
+    * ZB-H1 (Qi et al. 2023, arXiv:2401.10241, Sec. 3.1): with ``T_B = t_b - t_w`` the input-gradient
+      pass and ``T_W = t_w``, the bubble is ``(p-1)(T_F + T_B - T_W)`` once ``m >= p`` and
+      ``T_W <= min(T_F, T_B)``: DeepSeek-V3's Table 2 writes it ``(PP-1)(F+B-2W)``. In general
+      ``(p-1)(T_F + T_B) - (min(m, p) - 1)·min(T_W, T_F, T_B)``: a ``W`` fills a gap only as far as
+      it is long, and there are ``min(m, p) - 1`` of them to fill each stage's. Exact for the
+      schedule that [`pipeline_schedule`][calc.pipeline_schedules.pipeline_schedule] builds.
+    * DualPipe (DeepSeek-V3 report, arXiv:2412.19437, Sec. 3.2.1, Table 2):
+      ``(p/2 - 1)(F&B + B - 3W)``. The simulated schedule matches it exactly when
+      ``t_f = t_w = t_b/2`` (the report's uniform chunks); for other ratios it is the report's
+      estimate, within a few pass times of the simulation.
+
+    Conventions: ``"time"`` (idle time per stage, in the unit of ``t_f``), ``"ideal"`` (that over
+    the busy time ``m(t_f + t_b)``) and ``"total"`` (over busy + idle).
 
     Args:
-        p: Stages.
+        schedule: One of [`SCHEDULES`][calc.pipeline_schedules.SCHEDULES].
+        p: Pipeline stages.
         m: Micro-batches per step.
-        schedule: One of [`SCHEDULES`][calc.pipeline.SCHEDULES].
         v: Model chunks per stage (interleaved only).
-        backward_units: Time units of a backward pass; a forward takes 1.
+        t_f: Forward time of one micro-batch on one stage.
+        t_b: Whole backward time of one micro-batch on one stage.
+        t_w: Weight-gradient part of ``t_b`` (ZB-H1 and DualPipe only; ``0 < t_w < t_b``).
+        t_fb: DualPipe only: time of an overlapped forward-and-backward pair.
+        convention: ``"time"``, ``"ideal"`` or ``"total"``.
 
     Returns:
-        A [`Schedule`][calc.pipeline.Schedule]; its measured bubble equals
-        [`bubble_fraction`][calc.pipeline.bubble_fraction].
+        Idle time per stage per step, or the fraction.
 
     Raises:
-        CalcError: On the inputs [`bubble_fraction`][calc.pipeline.bubble_fraction] rejects,
-            or more than [`MAX_SCHEDULE_OPS`][calc.pipeline.MAX_SCHEDULE_OPS] passes.
+        CalcError: On the inputs [`check_schedule`][calc.pipeline_schedules.check_schedule] rejects,
+            or a time that is not positive.
 
     Examples:
-        >>> sched = pipeline_schedule(4, 8)
-        >>> sched.makespan, sched.bubble() == bubble_fraction(4, 8)
-        (33, True)
-        >>> "".join(s.kind[0] for s in pipeline_schedule(2, 2, backward_units=1).stages[0])
-        'FFiBiB'
+        >>> schedule_bubble("1f1b", 8, 32), schedule_bubble("zb-h1", 8, 32)
+        (21.0, 7.0)
+        >>> schedule_bubble("dualpipe", 8, 32)  # (8/2 - 1)(3 + 2 - 3)
+        6.0
+        >>> schedule_bubble("zb-h1", 8, 32, convention="ideal")  # 7 / (32 × 3)
+        0.07291666666666667
     """
-    stages, micro, name, chunks = _check(p, m, schedule, v)
-    bwd = parse_positive_int(backward_units, "backward_units")
-    if 2 * stages * micro * chunks > MAX_SCHEDULE_OPS:
-        raise CalcError(
-            "m",
-            f"is too large to draw: 2 × p × m × v must be at most {MAX_SCHEDULE_OPS:,} (p={stages}, v={chunks})",
-            micro,
-        )
-    orders = [_stage_order(i, stages, micro, name, chunks) for i in range(stages)]
-    last = stages * chunks - 1
-    finish: dict[tuple[str, int, int], int] = {}
-    free = [0] * stages
-    position = [0] * stages
-    placed: list[list[PipelineOp]] = [[] for _ in range(stages)]
-    progressed = True
-    while progressed:
-        progressed = False
-        for i in range(stages):
-            while position[i] < len(orders[i]):
-                kind, mb, chunk = orders[i][position[i]]
-                g = chunk * stages + i
-                if kind == "F":
-                    dep = ("F", mb, g - 1) if g > 0 else None
-                else:
-                    dep = ("B", mb, g + 1) if g < last else ("F", mb, g)
-                if dep is not None and dep not in finish:
-                    break
-                start = max(free[i], finish[dep] if dep is not None else 0)
-                duration = 1 if kind == "F" else bwd
-                finish[(kind, mb, g)] = free[i] = start + duration
-                placed[i].append(PipelineOp(i, start, duration, kind, mb, chunk))
-                position[i] += 1
-                progressed = True
-    if any(position[i] < len(orders[i]) for i in range(stages)):  # pragma: no cover - orders are deadlock-free
-        raise RuntimeError("pipeline schedule deadlocked")
-    return Schedule(
-        p=stages,
-        m=micro,
-        v=chunks,
-        schedule=name,
-        backward_units=bwd,
-        ops=tuple(tuple(row) for row in placed),
-        makespan=max(free),
-    )
+    stages, micro, name, chunks = check_schedule(p, m, schedule, v)
+    wanted = _convention(convention, _TIME_CONVENTIONS)
+    forward = _time(t_f, "t_f")
+    backward = _time(t_b, "t_b")
+    weight = backward / 2
+    if t_w is not None:
+        weight = _time(t_w, "t_w")
+        if weight >= backward:
+            raise CalcError("t_w", f"must be less than t_b (= {backward:g}): it is the weight-gradient part", weight)
+    pair = forward + backward if t_fb is None else _time(t_fb, "t_fb")
+    idle = float(_bubble_time(name, stages, micro, chunks, forward, backward, weight, pair))
+    busy = micro * (forward + backward)
+    if wanted == "time":
+        return idle
+    return idle / busy if wanted == "ideal" else idle / (busy + idle)
 
 
-_FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
-_CHUNK_OPACITY = (0.28, 0.55, 0.75, 0.9)
+def schedule_in_flight(schedule: str, p: int, m: int, v: int = 1) -> int:
+    """Micro-batch chunks whose activations the busiest stage holds at its peak.
 
+    A chunk is one micro-batch through ``L/(p·v)`` layers (``v = 1`` except interleaved;
+    DualPipe's two chunks per device are ``L/p`` layers each). Multiply by one such chunk's
+    activations for the stage's peak activation memory. The busiest stage is stage 0:
 
-def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str = "pp") -> str:
-    """Draw a schedule as an SVG timeline: stages as rows, forward and backward passes as boxes.
-
-    The drawing reads in light and dark themes: text and outlines use
-    ``currentColor``; boxes are tinted by CSS classes (``pp-F``, ``pp-B``, ``pp-idle``)
-    whose colours come from ``--pp-forward`` / ``--pp-backward`` custom properties
-    with fallbacks, at partial opacity so the text stays legible on either
-    background. Interleaved chunks are told apart by opacity. Micro-batches are
-    labelled from 1, as in Narayanan et al. 2021 Figs. 3-4. No external fonts; a
-    ``viewBox`` lets it scale; ``<title>`` and ``<desc>`` describe it for screen readers.
+    * GPipe: ``m`` (every micro-batch's forward runs before any backward; Huang et al. 2019);
+    * 1F1B and ZB-H1: ``min(p, m)`` (Narayanan et al. 2021, Sec. 2.2.1; Qi et al. 2023 keep
+      1F1B's ``p·M_B``, the weight-gradient residue ``M_W`` aside);
+    * interleaved: ``min(2(p-1) + (v-1)p + 1, m·v)``, Megatron-LM's warm-up plus one, i.e.
+      Korthikanti et al. 2022's factor ``1 + (p-1)/(p·v)`` on ``p·v`` chunks;
+    * DualPipe: ``p + 1`` (DeepSeek-V3 report, Table 2, "Activation: PP+1").
 
     Args:
-        schedule: From [`pipeline_schedule`][calc.pipeline.pipeline_schedule].
-        title: Accessible title (a default names the schedule and its bubble).
-        id_prefix: Prefix for the element ids, unique per page.
+        schedule: One of [`SCHEDULES`][calc.pipeline_schedules.SCHEDULES].
+        p: Pipeline stages.
+        m: Micro-batches per step.
+        v: Model chunks per stage (interleaved only).
 
     Returns:
-        The SVG document as a string.
+        The count; it equals [`Schedule.max_in_flight`][calc.pipeline_schedules.Schedule.max_in_flight]
+        of the simulated schedule.
+
+    Raises:
+        CalcError: On the inputs [`check_schedule`][calc.pipeline_schedules.check_schedule] rejects.
 
     Examples:
-        >>> svg = schedule_svg(pipeline_schedule(2, 2))
-        >>> svg.startswith("<svg"), "<title" in svg, "currentColor" in svg
-        (True, True, True)
+        >>> [schedule_in_flight(s, 8, 32, 2 if s == "interleaved" else 1) for s in SCHEDULES]
+        [32, 8, 23, 8, 9]
     """
-    s = schedule
-    ideal = s.bubble("ideal")
-    total = s.bubble("total")
-    names = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": f"interleaved 1F1B (v={s.v})"}
-    if title is None:
-        title = f"{names[s.schedule]} pipeline schedule, p={s.p}, m={s.m}"
-    desc = (
-        f"{s.p} stages as rows, time left to right; forward passes take 1 unit, backward passes "
-        f"{s.backward_units}. Bubble: {float(ideal):.1%} of ideal time ((p-1)/(v m) = {ideal}), "
-        f"{float(total):.1%} of total time."
-    )
-    unit = max(12, 7 * len(str(s.m)) + 4)
-    row_h, gap, label_w, top, axis_h = 20, 4, 60, 4, 18
-    width = label_w + s.makespan * unit + 4
-    height = top + s.p * (row_h + gap) + axis_h
-    pid = html.escape(id_prefix, quote=True)
-    parts = [
-        (
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-            f'height="{height}" role="img" aria-labelledby="{pid}-title {pid}-desc" class="pp-schedule">'
-        ),
-        f'<title id="{pid}-title">{html.escape(title)}</title>',
-        f'<desc id="{pid}-desc">{html.escape(desc)}</desc>',
-        (
-            "<style>"
-            f".pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
-            ".pp-op{stroke:currentColor;stroke-opacity:.45;stroke-width:.6}"
-            ".pp-F{fill:var(--pp-forward,#3b82f6)}"
-            ".pp-B{fill:var(--pp-backward,#16a34a)}"
-            ".pp-idle{fill:currentColor;fill-opacity:.07}"
-            ".pp-axis{stroke:currentColor;stroke-opacity:.5}"
-            "</style>"
-        ),
-    ]
-    for i, ops in enumerate(s.ops):
-        y = top + i * (row_h + gap)
-        parts.append(
-            f'<text class="pp-label" x="{label_w - 6}" y="{y + row_h / 2}" text-anchor="end" '
-            f'dominant-baseline="central">Stage {i + 1}</text>'
-        )
-        t = 0
-        for op in ops:
-            if op.start > t:
-                parts.append(
-                    f'<rect class="pp-idle" x="{label_w + t * unit}" y="{y}" width="{(op.start - t) * unit}" '
-                    f'height="{row_h}"/>'
-                )
-            x = label_w + op.start * unit
-            w = op.duration * unit
-            opacity = _CHUNK_OPACITY[op.chunk % len(_CHUNK_OPACITY)]
-            parts.append(
-                f'<rect class="pp-op pp-{op.kind}" x="{x}" y="{y}" width="{w}" height="{row_h}" '
-                f'fill-opacity="{opacity}"><title>{op.kind} micro-batch {op.microbatch + 1}'
-                f"{f', chunk {op.chunk + 1}' if s.v > 1 else ''}</title></rect>"
-            )
-            parts.append(
-                f'<text x="{x + w / 2}" y="{y + row_h / 2}" text-anchor="middle" '
-                f'dominant-baseline="central">{op.microbatch + 1}</text>'
-            )
-            t = op.start + op.duration
-        if t < s.makespan:
-            parts.append(
-                f'<rect class="pp-idle" x="{label_w + t * unit}" y="{y}" width="{(s.makespan - t) * unit}" '
-                f'height="{row_h}"/>'
-            )
-    axis_y = top + s.p * (row_h + gap)
-    parts.append(f'<line class="pp-axis" x1="{label_w}" y1="{axis_y}" x2="{width - 4}" y2="{axis_y}"/>')
-    parts.append(f'<text x="{label_w}" y="{axis_y + 12}">time → ({s.makespan} units; F = forward, B = backward)</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    stages, micro, name, chunks = check_schedule(p, m, schedule, v)
+    if name == "gpipe":
+        return micro
+    if name == "dualpipe":
+        return stages + 1
+    if name == "interleaved" and chunks > 1:
+        return min(2 * (stages - 1) + (chunks - 1) * stages + 1, micro * chunks)
+    return min(stages, micro)

@@ -17,6 +17,8 @@ from calc.pipeline import (
     SCHEDULES,
     bubble_fraction,
     pipeline_schedule,
+    schedule_bubble,
+    schedule_in_flight,
     schedule_svg,
 )
 
@@ -78,7 +80,10 @@ def test_1t_model_bubble_golden():
         ({"p": 8, "m": 12, "schedule": "interleaved", "v": 2}, "m", "not-divisible"),  # Narayanan: m multiple of p
         ({"p": 8, "m": 16, "schedule": "1f1b", "v": 2}, "v", "invalid-value"),
         ({"p": 8, "m": 16, "schedule": "gpipe", "v": 3}, "v", "invalid-value"),
-        ({"p": 8, "m": 16, "schedule": "zb-h1"}, "schedule", "unknown-name"),
+        ({"p": 8, "m": 16, "schedule": "zb-h2"}, "schedule", "unknown-name"),  # ZB-H2 is not modelled
+        ({"p": 7, "m": 16, "schedule": "dualpipe"}, "p", "invalid-value"),  # DualPipe pairs stages from both ends
+        ({"p": 8, "m": 14, "schedule": "dualpipe"}, "m", "invalid-value"),  # needs m >= 2p
+        ({"p": 8, "m": 17, "schedule": "dualpipe"}, "m", "invalid-value"),  # and m even
         ({"p": 8, "m": 16, "convention": "bubble"}, "convention", "unknown-name"),
         ({"p": 0, "m": 16}, "p", "invalid-value"),
         ({"p": 8, "m": 0}, "m", "invalid-value"),
@@ -236,10 +241,11 @@ def test_svg_structure(p, m, schedule, v):
     assert root.get("role") == "img" and root.get("aria-labelledby") == "fig1-title fig1-desc"
     assert root.find(f"{SVG_NS}title").get("id") == "fig1-title"
     assert "bubble" in root.find(f"{SVG_NS}desc").text.lower()
-    rects = root.findall(f"{SVG_NS}rect")
-    forward = [r for r in rects if "pp-F" in r.get("class", "").split()]
-    backward = [r for r in rects if "pp-B" in r.get("class", "").split()]
-    assert len(forward) == len(backward) == p * m * v
+    paths = root.findall(f"{SVG_NS}path")
+    forward = sum(e.get("d").count("M") for e in paths if "pp-F" in e.get("class", "").split())
+    backward = sum(e.get("d").count("M") for e in paths if "pp-B" in e.get("class", "").split())
+    assert forward == backward == p * m * v  # one sub-path per pass
+    assert len(paths) <= p * 2 * v  # ... but one path per stage, kind and chunk
     labels = {t.text for t in root.findall(f"{SVG_NS}text")}
     assert {str(j) for j in range(1, m + 1)} <= labels  # micro-batches numbered from 1, as in the paper's figures
     assert f"Stage {p}" in labels
@@ -315,6 +321,10 @@ def test_widget_garbage_is_an_error_not_a_crash(garbage):
     ("inputs", "drawn", "reason"),
     [
         ({"pp": "1024", "num_microbatches": "9"}, False, "Not drawn: 18,432 passes is more than 512"),  # was 4.8 MB
+        ({"pp": "8", "num_microbatches": "22", "schedule": "zb-h1"}, False, "Not drawn: 528 passes"),  # F, B and W
+        ({"pp": "8", "num_microbatches": "20", "schedule": "zb-h1"}, True, "<svg"),
+        ({"pp": "8", "num_microbatches": "16", "schedule": "dualpipe"}, True, "<svg"),
+        ({"pp": "1024", "num_microbatches": "2048", "schedule": "dualpipe"}, False, "Not drawn"),
         ({"pp": "64", "num_microbatches": "2"}, False, "Not drawn: 64 stages is more than 32"),
         ({"pp": "1024", "num_microbatches": "1000000"}, False, "Not drawn: 2,048,000,000 passes"),
         ({"pp": "32", "num_microbatches": "8"}, True, "<svg"),  # 512 passes, the most drawn
@@ -347,4 +357,166 @@ def test_in_flight_without_drawing_matches_the_schedule(p: int, m: int, schedule
     from calc.activations import in_flight_chunks
 
     live = m if schedule == "gpipe" else in_flight_chunks(p, interleave=v, num_microbatches=m)
-    assert live == pipeline_schedule(p, m, schedule, v).peak_in_flight(0)
+    assert live == pipeline_schedule(p, m, schedule, v).peak_in_flight(0) == schedule_in_flight(schedule, p, m, v)
+
+
+# --- ZB-H1 and DualPipe: the papers' formulas, measured from the simulated schedules ----------------------
+
+
+@pytest.mark.parametrize(
+    ("schedule", "p", "m", "times", "bubble"),
+    [
+        # Qi et al. 2023 Sec. 3.1: with T_F = T_B = T_W (here 1, input-gradient 1, weight 1) ZB-H1's bubble is
+        # (p-1)(T_F + T_B - T_W) = p - 1, a third of 1F1B's (p-1)(T_F + T_B + T_W) = 3 (p - 1).
+        ("zb-h1", 4, 8, (1, 2, 1), 3),
+        ("1f1b", 4, 8, (1, 2, 1), 9),
+        ("zb-h1", 8, 32, (1, 2, 1), 7),
+        # DeepSeek-V3 Table 2, ZB1P: (PP-1)(F + B - 2W), B the whole backward.
+        ("zb-h1", 8, 32, (2, 4, 1), 7 * (2 + 4 - 2)),
+        # DeepSeek-V3 Table 2, DualPipe: (PP/2 - 1)(F&B + B - 3W), F&B = F + B here.
+        ("dualpipe", 8, 16, (1, 2, 1), 3 * (3 + 2 - 3)),
+        ("dualpipe", 16, 64, (1, 2, 1), 7 * 2),
+        ("dualpipe", 2, 4, (1, 2, 1), 0),  # two stages: no bubble at all
+        ("dualpipe", 8, 32, (2, 4, 2), 3 * (6 + 4 - 6)),
+    ],
+)
+def test_papers_bubble_formulas_golden(schedule, p, m, times, bubble):
+    f, b, w = times
+    sched = pipeline_schedule(p, m, schedule, forward_units=f, backward_units=b, weight_units=w)
+    assert sched.bubble_units() == bubble
+    assert schedule_bubble(schedule, p, m, t_f=f, t_b=b, t_w=w) == bubble
+
+
+@pytest.mark.parametrize(
+    ("schedule", "p", "m", "v", "in_flight"),
+    [
+        ("gpipe", 4, 8, 1, 8),  # every micro-batch
+        ("1f1b", 4, 8, 1, 4),  # Narayanan Sec. 2.2.1: p
+        ("zb-h1", 4, 8, 1, 4),  # Qi et al.: ZB-H1 keeps 1F1B's peak, p M_B
+        ("zb-h1", 8, 5, 1, 5),  # fewer micro-batches than stages
+        ("dualpipe", 8, 16, 1, 9),  # DeepSeek-V3 Table 2: PP + 1
+        ("dualpipe", 16, 64, 1, 17),
+        ("interleaved", 4, 8, 2, 11),  # vp + p - 1 chunks of L/(pv) layers
+    ],
+)
+def test_in_flight_golden(schedule, p, m, v, in_flight):
+    assert schedule_in_flight(schedule, p, m, v) == in_flight
+    assert pipeline_schedule(p, m, schedule, v).max_in_flight() == in_flight
+
+
+_times = st.tuples(st.integers(1, 4), st.integers(2, 8)).flatmap(
+    lambda fb: st.tuples(st.just(fb[0]), st.just(fb[1]), st.integers(1, fb[1] - 1))
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(p=st.integers(1, 12), m=st.integers(1, 40), times=_times)
+def test_zb_h1_closed_form_equals_simulation(p, m, times):
+    # The closed form holds for every p, m and split of the backward, not only Qi et al.'s T_F = T_B = T_W.
+    f, b, w = times
+    sched = pipeline_schedule(p, m, "zb-h1", forward_units=f, backward_units=b, weight_units=w)
+    assert sched.bubble_units() == schedule_bubble("zb-h1", p, m, t_f=f, t_b=b, t_w=w)
+    assert sched.bubble() == bubble_fraction(p, m, schedule="zb-h1", forward_units=f, backward_units=b, weight_units=w)
+    assert sched.bubble_units() <= pipeline_schedule(p, m, forward_units=f, backward_units=b).bubble_units()
+    assert sched.max_in_flight() == sched.peak_in_flight(0) == schedule_in_flight("zb-h1", p, m)
+
+
+@settings(max_examples=100, deadline=None)
+@given(half=st.integers(1, 8), extra=st.integers(0, 12), unit=st.integers(1, 3))
+def test_dualpipe_closed_form_equals_simulation(half, extra, unit):
+    # DeepSeek's formula is exact for their uniform chunks, F = W = B/2 (any scale).
+    p, m = 2 * half, 4 * half + 2 * extra
+    sched = pipeline_schedule(p, m, "dualpipe", forward_units=unit, backward_units=2 * unit, weight_units=unit)
+    assert sched.bubble_units() == schedule_bubble("dualpipe", p, m, t_f=unit, t_b=2 * unit, t_w=unit)
+    assert sched.max_in_flight() == schedule_in_flight("dualpipe", p, m) == p + 1
+    zb = pipeline_schedule(p, m, "zb-h1", forward_units=unit, backward_units=2 * unit, weight_units=unit)
+    assert sched.bubble_units() <= zb.bubble_units()  # half the stages' worth of bubble
+
+
+def test_dualpipe_formula_is_an_estimate_for_other_ratios():
+    # Outside F = W = B/2 the report's formula is an estimate; the simulation stays within a few pass times.
+    for f, b, w in ((1, 3, 1), (2, 5, 2), (3, 4, 2)):
+        for p in (4, 8, 16):
+            sched = pipeline_schedule(p, 4 * p, "dualpipe", forward_units=f, backward_units=b, weight_units=w)
+            estimate = schedule_bubble("dualpipe", p, 4 * p, t_f=f, t_b=b, t_w=w)
+            assert abs(sched.bubble_units() - estimate) <= (p // 2 - 1) * (f + b)
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "dualpipe"])
+def test_split_schedules_are_consistent(schedule):
+    p, m = 4, 8
+    sched = pipeline_schedule(p, m, schedule)
+    for ops in sched.ops:
+        done = {}
+        for o in ops:
+            done[(o.kind, o.microbatch)] = o.start + o.duration
+            if o.kind == "W":
+                assert o.start >= done[("B", o.microbatch)]  # weight gradients after the input gradients
+        assert {k for k in done if k[0] != "W"} == {(k, j) for k in "BF" for j in range(m)}
+        assert len(ops) == len({(o.kind, o.microbatch) for o in ops})  # each pass once
+        # A backward is whole, or split into B and W that add up to it (DualPipe splits only some).
+        assert all(o.overlapped or o.duration == 2 or ("W", o.microbatch) in done for o in ops if o.kind == "B")
+    overlapped = [o for ops in sched.ops for o in ops if o.overlapped]
+    assert (len(overlapped) > 0) is (schedule == "dualpipe")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"t_f": 0}, "t_f"),
+        ({"t_b": float("nan")}, "t_b"),
+        ({"t_w": 2.0}, "t_w"),  # must be less than t_b
+        ({"t_fb": float("inf")}, "t_fb"),
+        ({"t_f": "1"}, "t_f"),
+        ({"convention": "half"}, "convention"),
+    ],
+)
+def test_schedule_bubble_errors(kwargs, field):
+    with pytest.raises(CalcError) as err:
+        schedule_bubble("dualpipe", 8, 16, **kwargs)
+    assert err.value.field == field
+
+
+def test_schedule_bubble_conventions():
+    time = schedule_bubble("1f1b", 8, 32, t_f=0.01, t_b=0.02)
+    assert time == pytest.approx(7 * 0.03)
+    assert schedule_bubble("1f1b", 8, 32, convention="ideal") == pytest.approx(7 / 32)
+    assert schedule_bubble("1f1b", 8, 32, convention="total") == pytest.approx(7 / 39)
+    assert schedule_bubble("interleaved", 8, 32, 4, convention="ideal") == pytest.approx(7 / 128)
+
+
+def test_schedule_building_is_linear_in_p():
+    # The same number of passes costs the same work whatever p: count placed passes per wake-up.
+    small = pipeline_schedule(8, 1250)
+    large = pipeline_schedule(1024, 9)
+    assert sum(map(len, small.ops)) == 2 * 8 * 1250 and sum(map(len, large.ops)) == 2 * 1024 * 9
+    assert large.makespan == 3 * (9 + 1024 - 1)
+
+
+def test_schedule_text_alternative():
+    from calc.pipeline_svg import schedule_text
+
+    lines = schedule_text(pipeline_schedule(4, 8, "dualpipe"))
+    assert len(lines) == 4 and lines[0].startswith("Stage 1: F1")
+    assert any("&" in line for line in lines)  # the overlapped pairs
+    assert "W" in lines[0]
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "dualpipe"])
+def test_widget_new_schedules(schedule):
+    fragment = _widget(schedule=schedule)
+    assert 'data-output="schedule"' in fragment and "<svg" in fragment
+    assert 'data-output="schedule_text"' in fragment
+    assert 'data-output="in_flight">' in fragment
+    ideal = bubble_fraction(4, 8, schedule=schedule)
+    assert f'data-output="bubble_ideal">{float(ideal) * 100:.3g}% ({ideal})<' in fragment
+    assert ideal < bubble_fraction(4, 8)  # both beat 1F1B
+
+
+def test_widget_dualpipe_errors_name_the_field():
+    with pytest.raises(CalcError) as err:
+        _widget(schedule="dualpipe", pp="3", num_microbatches="8")
+    assert err.value.field == "pp"
+    with pytest.raises(CalcError) as err:
+        _widget(schedule="dualpipe", num_microbatches="6")
+    assert err.value.field == "num_microbatches"

@@ -1,33 +1,52 @@
-"""The "Pipeline bubble" calculator: bubble fraction in both conventions and the schedule drawn as SVG."""
+"""The "Pipeline bubble" calculator: bubble and in-flight activations of five schedules, and the schedule drawn."""
 
 from __future__ import annotations
 
 from html import escape
 
-from calc.activations import in_flight_chunks
 from calc.errors import CalcError
 from calc.layout import check_parallelism
-from calc.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_svg
+from calc.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_in_flight
+from calc.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, verdict
 
-__all__ = ["CALCULATOR"]
+__all__ = ["CALCULATOR", "MAX_DRAWN_PASSES", "MAX_DRAWN_STAGES"]
 
 _FIELD_NAMES = {"p": "pp", "m": "num_microbatches", "v": "virtual_stages"}
 """Engine argument names -> this calculator's field names, so an error points at the right box."""
 
-_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved 1F1B"}
+_NAMES = {
+    "gpipe": "GPipe",
+    "1f1b": "1F1B",
+    "interleaved": "interleaved 1F1B",
+    "zb-h1": "ZB-H1 (zero bubble)",
+    "dualpipe": "DualPipe",
+}
+
+_FORMULAS = {
+    "gpipe": ("(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
+    "1f1b": ("(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
+    "interleaved": ("(p−1)(F+B)/v", "Narayanan et al. 2021 Sec. 2.2.2"),
+    "zb-h1": ("(p−1)(F+B−2W)", "Qi et al. 2023 Sec. 3.1; DeepSeek-V3 Table 2"),
+    "dualpipe": ("(p/2−1)(F&B+B−3W)", "DeepSeek-V3 report Sec. 3.2.1, Table 2"),
+}
+"""Bubble time per step in the papers' notation (B the whole backward, W its weight-gradient part)."""
 
 MAX_DRAWN_PASSES = 512
-"""Most forward+backward passes ``2·p·m·v`` the calculator draws.
+"""Most passes (forward, backward and weight-gradient) the calculator draws.
 
-Each pass is about 230 bytes of SVG (a box, its tooltip and its label), so 512 passes keep the
-figure near 130 KB and the page light; a timeline of more boxes than that is no longer readable
-at page width anyway (Narayanan et al. 2021 draw 4 stages and 8 micro-batches, 64 to 128 passes)."""
+The drawing is one ``<path>`` per stage and kind of pass (calc.pipeline_svg), so its DOM grows
+with the stages, not the passes: 512 passes at 32 stages is under 300 elements and about 20 KB.
+The cost is building the schedule, linear in the passes (about 6 µs each in CPython, all told):
+512 keep the whole render near 3 ms in CPython, the 10 ms budget in Pyodide. The bubble and
+in-flight numbers above the drawing are closed forms and need no schedule at all; a timeline of
+more boxes than this is no longer readable at page width anyway (Narayanan et al. 2021 draw 4
+stages and 8 micro-batches, 64 to 128 passes)."""
 
 MAX_DRAWN_STAGES = 32
-"""Most stages drawn: building the schedule costs more than linear time in ``p``, and 32 rows fill a page."""
+"""Most stages drawn: 32 rows fill a page; the text alternative lists one line per stage."""
 
 
 def _pct(value) -> str:
@@ -45,9 +64,16 @@ def _compute(v: dict[str, str]) -> str:
         raise CalcError("backward_units", "must be 1 or 2", v["backward_units"])
     backward = int(v["backward_units"])
     check_parallelism(pp=p, virtual_stages=chunks, num_microbatches=m if schedule == "interleaved" else None)
+    # Whole time units: a forward is 1 and a backward 2, or (same as forward) both 2 with the
+    # split schedules' weight-gradient pass 1, so every pass is a whole number of units.
+    split = schedule in ("zb-h1", "dualpipe")
+    units = {"forward_units": 2 if split and backward == 1 else 1, "backward_units": 2 if split else backward}
+    if split:
+        units["weight_units"] = 1
     try:
-        ideal = bubble_fraction(p, m, schedule=schedule, v=chunks)
-        total = bubble_fraction(p, m, schedule=schedule, v=chunks, convention="total")
+        ideal = bubble_fraction(p, m, schedule=schedule, v=chunks, **units)
+        total = bubble_fraction(p, m, schedule=schedule, v=chunks, convention="total", **units)
+        live = schedule_in_flight(schedule, p, m, chunks)
     except CalcError as err:
         raise CalcError(_FIELD_NAMES.get(err.field, err.field), err.rule, err.value, code=err.code) from None
 
@@ -56,65 +82,71 @@ def _compute(v: dict[str, str]) -> str:
         f"{name}, p = {p}, m = {m}: each GPU idles {_pct(total)} of the step; "
         f"the bubble is {_pct(ideal)} of the ideal (bubble-free) time."
     )
-    formula = "(p−1)/m" if chunks == 1 else "(1/v)·(p−1)/m"
-    total_formula = "(p−1)/(m+p−1)" if chunks == 1 else "(p−1)/(v·m+p−1)"
+    formula, source = _FORMULAS[schedule]
     rows = [
         (
             "Bubble / ideal time",
             out("bubble_ideal", f"{_pct(ideal)} ({ideal})", value=ideal),
-            f"{formula}, Narayanan et al. 2021 Sec. 2.2",
+            f"bubble {formula} over m(F+B), {source}",
         ),
         (
             "Bubble / total step time",
             out("bubble_total", f"{_pct(total)} ({total})", value=total),
-            f"{total_formula}: the share of each GPU's step spent idle",
+            "the share of each GPU's step spent idle",
         ),
         ("Step time vs. no bubble", out("slowdown", f"{float(1 + ideal):.3g}×", value=1 + ideal), "1 + bubble/ideal"),
     ]
-    passes = 2 * p * m * chunks
-    if passes <= MAX_DRAWN_PASSES and p <= MAX_DRAWN_STAGES:
-        sched = pipeline_schedule(p, m, schedule, chunks, backward_units=backward)
-        in_flight = sched.peak_in_flight(0) / chunks
-        tag = f"pp-{p}-{m}-{schedule}-{chunks}-{backward}"
-        figure = (
-            f'<figure class="lc-figure" data-output="schedule">{schedule_svg(sched, id_prefix=tag)}'
-            f"<figcaption>Stages as rows, time left to right; forward passes 1 unit, backward "
-            f"{backward}; numbers are micro-batches"
-            f"{', darker boxes are later model chunks' if chunks > 1 else ''}; shaded gaps are the bubble."
-            f"</figcaption></figure>"
-        )
-    else:
-        # Narayanan et al. 2021 Sec. 2.2: GPipe keeps every micro-batch; 1F1B and interleaving follow
-        # Megatron-LM's warm-up (calc.activations.in_flight_chunks), which the drawn schedules match.
-        live = m if schedule == "gpipe" else in_flight_chunks(p, interleave=chunks, num_microbatches=m)
-        in_flight = live / chunks
+    in_flight = live / chunks
+    note = "activations the busiest stage holds at its peak, in micro-batches of its layers"
+    if split:
+        note += "; the W passes keep a smaller residue (layer inputs, output gradients) a while longer"
+    if schedule == "dualpipe":
+        note += "; each device holds two stages' parameters"
+    rows.append(("Micro-batches in flight, busiest stage", out("in_flight", f"{in_flight:.3g}", value=in_flight), note))
+    body = "".join(
+        f'<p class="lc-kv"><span>{escape(k)}</span> {value} <small>{escape(note)}</small></p>'
+        for k, value, note in rows
+    )
+    return verdict(True, line) + body + _figure(p, m, schedule, chunks, units)
+
+
+def _figure(p: int, m: int, schedule: str, chunks: int, units: dict[str, int]) -> str:
+    passes = (3 if schedule in ("zb-h1", "dualpipe") else 2) * p * m * chunks
+    if passes > MAX_DRAWN_PASSES or p > MAX_DRAWN_STAGES:
         why = (
             f"{passes:,} passes is more than {MAX_DRAWN_PASSES:,}"
             if passes > MAX_DRAWN_PASSES
             else f"{p:,} stages is more than {MAX_DRAWN_STAGES}"
         )
-        figure = (
+        return (
             f'<p class="lc-kv" data-output="schedule">Not drawn: {why}, too many to read; '
-            f"the fractions above are exact.</p>"
+            f"the numbers above are closed forms, exact for any size.</p>"
         )
-    rows.append(
-        (
-            "Micro-batches in flight on stage 1",
-            out("in_flight", f"{in_flight:.3g}", value=in_flight),
-            "activations stage 1 holds at its peak, in whole-stage micro-batches",
-        )
+    sched = pipeline_schedule(p, m, schedule, chunks, **units)
+    tag = f"pp-{p}-{m}-{schedule}-{chunks}-{units['forward_units']}-{units['backward_units']}"
+    f, b, w = sched.forward_units, sched.backward_units - sched.weight_units, sched.weight_units
+    kinds = f"forward passes {f} unit{'s' if f > 1 else ''}, backward {b}" + (f", weight-gradient {w}" if w else "")
+    notes = []
+    if chunks > 1:
+        notes.append("darker boxes are later model chunks")
+    if schedule == "dualpipe":
+        notes.append("darker boxes entered from the last stage; split boxes are a forward and a backward overlapped")
+    if sum(len(ops) for ops in sched.ops) <= MAX_LABELLED_PASSES:
+        notes.append("numbers are micro-batches")
+    lines = "".join(f"<li>{escape(text)}</li>" for text in schedule_text(sched))
+    return (
+        f'<figure class="lc-figure" data-output="schedule">{schedule_svg(sched, id_prefix=tag)}'
+        f"<figcaption>Stages as rows, time left to right; {kinds}"
+        f"{'; ' + '; '.join(notes) if notes else ''}; shaded gaps are the bubble.</figcaption></figure>"
+        f'<details class="lc-details" data-output="schedule_text"><summary>The schedule as text</summary>'
+        f"<ol>{lines}</ol></details>"
     )
-    body = "".join(
-        f'<p class="lc-kv"><span>{escape(k)}</span> {value} <small>{escape(note)}</small></p>'
-        for k, value, note in rows
-    )
-    return verdict(True, line) + body + figure
 
 
 CALCULATOR = Calculator(
     name="pipeline-bubble",
     title="Pipeline bubble",
-    description="Idle time of a pipeline-parallel step, in both conventions, with the schedule drawn.",
+    description="Idle time and in-flight activations of a pipeline-parallel step, with the schedule drawn.",
     fields=(
         Field("pp", "Pipeline stages (p)", "4", kind="number"),
         Field(
@@ -133,6 +165,8 @@ CALCULATOR = Calculator(
                 ("1f1b", "1F1B (PipeDream-Flush)"),
                 ("gpipe", "GPipe (all forwards, then all backwards)"),
                 ("interleaved", "Interleaved 1F1B (needs m a multiple of p)"),
+                ("zb-h1", "ZB-H1 zero bubble (weight gradients fill the bubble)"),
+                ("dualpipe", "DualPipe (both ends; needs p even, m even and ≥ 2p)"),
             ),
         ),
         Field(
@@ -144,7 +178,7 @@ CALCULATOR = Calculator(
             "2",
             kind="select",
             options=(("2", "2 × forward"), ("1", "same as forward")),
-            help="changes the drawing, not the bubble fraction",
+            help="GPipe, 1F1B, interleaved: changes the drawing, not the bubble fraction",
         ),
     ),
     compute=_compute,
