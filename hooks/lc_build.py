@@ -13,9 +13,10 @@ build serves each as two files, ``NAME.svg`` (light rules only) and ``NAME-dark.
 and rewrites every Markdown image of one into the pair, tagged ``#only-light`` / ``#only-dark`` so Material
 shows the one that matches the reader's palette.
 
-After the build, ``assets/pyodide/`` (the pinned npm ``pyodide``), ``assets/katex/`` (the pinned npm
-``katex``) and ``assets/calc/calc.zip`` (this checkout's ``calc`` package) are written into the site,
-so a page never needs another host. Then ``lc_csp`` writes a Content-Security-Policy into every page.
+After the build, ``assets/runtime/<hash>/`` (the pinned npm ``pyodide`` plus its stdlib precompiled to ``.pyc``),
+``assets/katex/`` (the pinned npm ``katex``) and ``assets/calc/calc.zip`` (this checkout's ``calc`` package with
+its ``.pyc``) are written into the site by ``tools/build_runtime.py``, so a page never needs another host.
+Then ``lc_csp`` writes a Content-Security-Policy into every page.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import re
 import shlex
 import shutil
 import sys
-import zipfile
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -35,6 +35,9 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hooks"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import build_runtime
 
 import lc_csp
 from calc.errors import CalcError
@@ -42,7 +45,6 @@ from calc.widgets import calculators, render_calculator
 from figures import FIGURES
 from numbers_registry import NUMBERS
 
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
 _CALC_LINE = re.compile(r"^\[\[calc (?P<args>[^\]]*)\]\]\s*$", re.MULTILINE)
 _NUM = re.compile(r"\[\[num (?P<name>[A-Za-z0-9_.\-]+)\]\]")
@@ -165,26 +167,13 @@ def on_page_content(content: str, page, config, files) -> str:
     return content
 
 
-def _engine_zip(dest: Path) -> None:
-    """Write calc/ as a zip with fixed timestamps, byte-identical for identical sources.
-
-    The worker fetches it with ``cache: "no-cache"``, so a rebuilt engine is picked up on the next load.
-    """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    sources = sorted(p for p in (ROOT / "calc").rglob("*.py"))
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sources:
-            info = zipfile.ZipInfo(str(path.relative_to(ROOT)), date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, path.read_bytes())
-
-
 def on_post_build(config) -> None:
     site = Path(config["site_dir"])
     pyo, katex = _npm_package("pyodide"), _npm_package("katex")
-    (site / "assets" / "pyodide").mkdir(parents=True, exist_ok=True)
-    for name in PYODIDE_FILES:
-        shutil.copy2(pyo / name, site / "assets" / "pyodide" / name)
+    try:
+        build_runtime.write_runtime(site, pyo)
+    except RuntimeError as err:
+        raise PluginError(str(err)) from None
     for name in KATEX_FILES:
         src, dst = katex / "dist" / name, site / "assets" / "katex" / name
         if src.is_dir():
@@ -192,7 +181,6 @@ def on_post_build(config) -> None:
         else:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    _engine_zip(site / "assets" / "calc" / "calc.zip")
     # Last, once every page and style sheet is in place: self-host the CSS's data: icons and write the
     # Content-Security-Policy (hashes of the inline scripts and styles just built) into every page.
     lc_csp.apply(site)

@@ -13,17 +13,55 @@
 //   {type: "dead", id, key, seq, message}             the runtime failed fatally (a Pyodide fatal error,
 //                                                    not a CalcError): this worker is useless now
 //
+// Boot: the runtime, the precompiled stdlib and the engine are fetched at once (see below); a missing
+// precompiled stdlib falls back to Pyodide's stock one.
+//
 // Requests are queued, not computed on arrival: after each render the worker yields to its event
 // loop so messages sent meanwhile arrive, and only the newest request per calculator is computed.
 // Engine errors (CalcError) come back as data from calc.widgets.render; an unexpected Python
 // exception is reported as data too ("internal"); only a broken runtime is "dead".
-import { loadPyodide } from "../pyodide/pyodide.mjs";
+
+// Filled in by the build (tools/build_runtime.py): the content-hashed runtime folder under assets/, and the
+// pinned lock file's `info` (this worker loads no packages, so the lock file is inlined, empty, not fetched).
+const RUNTIME = "__LC_RUNTIME__";
+const LOCK_INFO = "__LC_LOCK_INFO__";
 
 const assets = new URL("../", import.meta.url);
+const runtimeURL = new URL(RUNTIME, assets);
+const compiledStdlib = new URL("python_stdlib.pyc.zip", runtimeURL).href;
+const stockStdlib = new URL("python_stdlib.zip", runtimeURL).href;
+const realFetch = globalThis.fetch.bind(globalThis);
+
+// Everything the boot needs is requested now, in parallel, before Pyodide's own module has loaded:
+// the engine archive and the standard library (precompiled .pyc; the stock sources if that is missing).
+const engineArchive = realFetch(new URL("calc/calc.zip", assets), { cache: "no-cache" });
+const stdlibResponse = (async () => {
+  try {
+    const response = await realFetch(compiledStdlib);
+    if (response.ok) return response;
+  } catch {
+    // unreachable or refused: the stock stdlib below still boots, only slower
+  }
+  return realFetch(stockStdlib);
+})();
+const pyodideModule = import(new URL("pyodide.mjs", runtimeURL).href);
+for (const pending of [engineArchive, stdlibResponse, pyodideModule]) pending.catch(() => {}); // boot() reports it
 
 async function boot() {
-  const pyodide = await loadPyodide({ indexURL: new URL("pyodide/", assets).href });
-  const response = await fetch(new URL("calc/calc.zip", assets), { cache: "no-cache" });
+  const { loadPyodide } = await pyodideModule;
+  // Pyodide fetches `stdLibURL` itself; hand it the response chosen above instead (one download either way).
+  globalThis.fetch = (input, init) => (String(input) === compiledStdlib ? stdlibResponse : realFetch(input, init));
+  let pyodide;
+  try {
+    pyodide = await loadPyodide({
+      indexURL: runtimeURL.href,
+      stdLibURL: compiledStdlib,
+      lockFileContents: { info: LOCK_INFO, packages: {} },
+    });
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+  const response = await engineArchive;
   if (!response.ok) throw new Error(`engine archive: HTTP ${response.status}`);
   pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/home/pyodide/engine" });
   const sys = pyodide.pyimport("sys");
