@@ -1,0 +1,68 @@
+"""calc.planner: the layout search."""
+
+from __future__ import annotations
+
+import pytest
+
+from calc.errors import CalcError
+from calc.planner import plan, plan_from_fields
+
+_KEYS = {"dp", "tp", "pp", "cp", "ep", "zero_stage", "micro_batch", "recompute", "interleave", "memory_bytes"}
+_KEYS |= {"step_time_s", "tflops_per_gpu", "mfu", "memory", "time"}
+
+
+def test_layouts_have_the_issue_keys_and_are_ranked():
+    r = plan("llama3-8b", gpus=64, seq_len=8192, global_batch=512)
+    assert r["layouts"]
+    times = [x["step_time_s"] for x in r["layouts"]]
+    assert times == sorted(times)
+    for x in r["layouts"]:
+        assert _KEYS <= set(x)
+        assert x["dp"] * x["tp"] * x["pp"] * x["cp"] == 64
+        assert isinstance(x["memory_bytes"], int) and x["memory_bytes"] <= x["memory"]["capacity_bytes"]
+        assert all(isinstance(x[k], int) for k in ("dp", "tp", "pp", "cp", "ep"))
+        assert x["tp"] <= 8  # TP stays inside the NVLink domain
+
+
+def test_pinned_fields_restrict_the_search():
+    r = plan("llama3-8b", gpus=64, seq_len=8192, global_batch=512, tp=2, pp=2)
+    assert {(x["tp"], x["pp"]) for x in r["layouts"]} == {(2, 2)}
+
+
+def test_rejected_say_why_in_words():
+    a100 = {"gpu": "a100-40", "intra": "nvlink3", "inter": "ib-hdr"}
+    r = plan("narayanan-145.6b", gpus=128, seq_len=2048, global_batch=128, **a100)
+    reasons = [x["reason"] for x in r["rejected"]]
+    assert reasons and all(x.startswith("does not fit: stage") and "of 40 GB" in x for x in reasons)
+
+
+def test_narayanan_145b_published_layout_is_found():
+    r = plan("narayanan-145.6b", gpus=1536, seq_len=2048, global_batch=2304, gpu="a100-80", intra="nvlink3",
+             inter="ib-hdr", top=50)  # fmt: skip
+    assert any(x["tp"] == 8 and x["pp"] == 8 for x in r["layouts"])
+    # The 3D page's warning, from the model: TP doubled past the node is slower, and says by how much.
+    assert any(x["reason"].startswith("TP=16 spans 2 nodes: its all-gathers run over") for x in r["rejected"])
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"gpus": "64", "seq_len": "4096"}, "global_batch"),
+        ({"gpus": "64", "seq_len": "4096", "global_batch": "256", "tp": "3"}, "tp"),
+        ({"gpus": "x", "seq_len": "4096", "global_batch": "256"}, "gpus"),
+        ({"gpus": "64", "seq_len": "4096", "global_batch": "256", "bogus": "1"}, "bogus"),
+    ],
+)
+def test_bad_fields_name_the_field(fields, field):
+    with pytest.raises(CalcError) as err:
+        plan_from_fields("llama3-8b", fields)
+    assert err.value.field == field
+
+
+def test_pasted_config_is_accepted():
+    config = (
+        '{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,'
+        ' "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}'
+    )
+    r = plan(config, gpus=8, seq_len=4096, global_batch=64)
+    assert r["layouts"]
