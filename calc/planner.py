@@ -50,7 +50,7 @@ from calc.presets import PRESETS, preset
 from calc.steptime import MATMUL_EFFICIENCY, step_time
 from calc.units import parse_positive_int
 
-__all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields"]
+__all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
 
 SAFETY_MARGIN: float = 0.1
 """Default share of GPU memory left free: a layout fits when its peak is at most 90% of the memory."""
@@ -488,3 +488,55 @@ def plan_from_fields(model: str, fields: dict[str, str]) -> dict[str, Any]:
     if "matmul_efficiency" in kw and kw["matmul_efficiency"] <= 0:
         raise CalcError("matmul_efficiency", "must be above 0", fields["matmul_efficiency"])
     return plan(model, **kw)
+
+
+def run_cli(argv: list[str]) -> int:
+    """``python -m calc plan model-or-config field=value … [--json]``: print the plan; 2 on bad input.
+
+    ``model-or-config`` is a preset name, a path to a ``config.json`` or the JSON text itself. With
+    ``--json`` it prints ``{"layouts": [...], "rejected": [...]}`` (best first); otherwise one line per
+    layout. Bad input prints one line naming the field to stderr and returns 2.
+
+    Examples:
+        >>> run_cli(["llama3-8b", "gpus=8", "seq_len=4096"])
+        error: global_batch is required (got '')
+        2
+    """
+    import json
+    import sys
+    from pathlib import Path
+
+    want_json = "--json" in argv
+    args = [a for a in argv if a != "--json"]
+    try:
+        if not args or "=" in args[0]:
+            raise CalcError("model", "must come first: a preset name or a config.json", args[0] if args else "")
+        model = args[0]
+        if not model.lstrip().startswith("{") and model.endswith(".json"):
+            try:
+                model = Path(model).read_text(encoding="utf-8")
+            except OSError:
+                raise CalcError("model", "is not a readable config.json file", args[0]) from None
+        fields: dict[str, str] = {}
+        for item in args[1:]:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise CalcError("inputs", "are field=value pairs", item)
+            fields[key] = value
+        result = plan_from_fields(model, fields)
+    except CalcError as err:
+        print(f"error: {err}", file=sys.stdout)  # one line; the CLI entry may send it to stderr
+        return 2
+    if want_json:
+        print(json.dumps({"layouts": result["layouts"], "rejected": result["rejected"]}, indent=2))
+        return 0
+    for i, x in enumerate(result["layouts"], 1):
+        print(
+            f"{i}. dp={x['dp']} tp={x['tp']} pp={x['pp']} cp={x['cp']} ep={x['ep']} zero={x['zero_stage']} "
+            f"mb={x['micro_batch']} recompute={x['recompute']} v={x['interleave']}: {x['step_time_s']:.3g} s/step, "
+            f"{x['tflops_per_gpu']:.0f} TFLOP/s per GPU, MFU {x['mfu']:.1%}, {x['memory_bytes'] / 1e9:.1f} GB"
+            + (f" ({x['flip']})" if x.get("flip") else "")
+        )
+    for x in result["rejected"]:
+        print(f"rejected: dp={x['dp']} tp={x['tp']} pp={x['pp']}: {x['reason']}")
+    return 0
