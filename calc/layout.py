@@ -44,7 +44,7 @@ from calc.activations import IMPLEMENTATIONS, LayerActivations, layer_activation
 from calc.architecture import Architecture
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
-from calc.model_state import COMPONENTS, CONVENTIONS, Convention, resolve_convention
+from calc.model_state import COMPONENTS, CONVENTIONS, SHARD_MODES, Convention, busiest_shard, resolve_convention
 from calc.units import parse_positive_int
 
 __all__ = [
@@ -281,6 +281,10 @@ class Layout:
         decoder_last_pipeline_num_layers: Layers on the last stage, likewise. With none of the three,
             a ``pp`` that divides the layers + 2 (not the layers) puts one layer fewer on the first and
             last stages, as Llama 3 405B trains (126 layers on 16 stages: 7 + 14 × 8 + 7).
+        shard: How ZeRO-sharded states split over the ranks, for the busiest rank
+            ([`busiest_shard`][calc.model_state.busiest_shard]): ``"even"`` (``ceil(Ψ/N)``, the ZeRO
+            paper's lower bound, the default), ``"fsdp2"`` (every tensor chunked on dim 0 and padded) or
+            ``"whole-tensor"`` (ZeroRedundancyOptimizer's greedy assignment of whole tensors).
         implementation: Whose kernels save the activations, a key of
             [`IMPLEMENTATIONS`][calc.activations.IMPLEMENTATIONS]: ``"megatron"`` (the paper's fused
             accounting, the default), ``"hf-eager"`` or ``"hf-sdpa"`` (stock Hugging Face transformers).
@@ -319,6 +323,7 @@ class Layout:
     decoder_first_pipeline_num_layers: int | None = None
     decoder_last_pipeline_num_layers: int | None = None
     implementation: str = "megatron"
+    shard: str = "even"
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -349,6 +354,8 @@ class Layout:
                 code="unknown-name",
             )
         put(self, "convention", resolve_convention(self.convention).name)  # an old name gives the current one
+        if self.shard not in SHARD_MODES:
+            raise CalcError("shard", f"must be one of {', '.join(SHARD_MODES)}", self.shard, code="unknown-name")
         model = self.tp * self.pp * self.cp
         if self.gpus is not None:
             gpus = parse_positive_int(self.gpus, "gpus")
@@ -752,9 +759,63 @@ def _layer_kinds(arch: Architecture, layout: Layout) -> dict[bool, LayerActivati
     return kinds
 
 
-def _state(params: int, ranks: int, stage: int, conv: Convention) -> dict[str, int]:
-    """Bytes of each component for ``params`` parameters, sharded over ``ranks`` from ZeRO ``stage`` on."""
-    shard = _ceil_div(params, ranks)
+def _stage_tensors(arch: Architecture, layout: Layout, layers: list[int], stage: int) -> tuple[list, list]:
+    """``(dim0, numel)`` of each tensor one GPU of ``stage`` holds after TP and EP: (dense, routed experts).
+
+    Hugging Face module shapes: ``q/k/v_proj`` ``(heads × head_dim / tp, hidden)``, ``o_proj`` ``(hidden,
+    heads × v_head_dim / tp)``, gate/up ``(ffn / tp, hidden)``, down ``(hidden, ffn / tp)``, one set per
+    expert, the router ``(experts, hidden)``, the embedding and head ``(vocab / tp, hidden)``. What these
+    shapes do not cover (biases, norms, latent attention, position tables, rounding) is added as 1-D
+    tensors, so the totals equal [`stage_memory`][calc.layout.stage_memory]'s parameter counts exactly.
+    """
+    t, h = layout.tp, arch.hidden_size
+    dense: list[tuple[int, int]] = []
+    experts: list[tuple[int, int]] = []
+
+    def mlp(width: int, into: list[tuple[int, int]]) -> None:
+        w = width // t
+        if arch.mlp != "gelu":
+            into.append((w, w * h))
+        into.extend([(w, w * h), (h, h * w)])
+
+    for i in layers:
+        if arch.uses_mla:  # latent projections: one (hidden, ·) matrix per layer stands for them
+            cols = arch.attention_params_per_layer // t // h
+            dense.append((h, h * cols))
+        else:
+            q, kv = arch.num_heads * arch.head_dim // t, arch.num_kv_heads * arch.head_dim // t
+            v = arch.num_kv_heads * arch.v_head_dim // t
+            o = arch.num_heads * arch.v_head_dim // t
+            dense.extend([(q, q * h), (kv, kv * h), (v, v * h), (h, h * o)])
+        if arch.is_moe_layer(i):
+            dense.append((arch.num_experts, arch.num_experts * h))
+            for _ in range(arch.num_shared_experts):
+                mlp(arch.moe_intermediate_size, dense)
+            for _ in range(arch.num_experts // layout.ep):
+                mlp(arch.moe_intermediate_size, experts)
+        else:
+            mlp(arch.intermediate_size, dense)
+    rows = arch.vocab_size // t
+    if stage == 0:
+        dense.append((rows, rows * h))  # the embedding
+    if stage == layout.pp - 1 and (layout.pp > 1 or not arch.tied_embeddings):
+        dense.append((rows, rows * h))  # the output layer (its own copy when tied across stages)
+    want_dense, want_experts = _stage_params(arch, layout, layers, stage)
+    for want, got in ((want_dense, dense), (want_experts, experts)):
+        rest = want - sum(n for _, n in got)
+        if rest < 0:  # shapes this sketch does not know: one flat tensor keeps the total exact
+            got[:] = [(want, want)] if want else []
+        elif rest:
+            got.append((rest, rest))
+    return dense, experts
+
+
+def _state(params: int, ranks: int, stage: int, conv: Convention, shard: int | None = None) -> dict[str, int]:
+    """Bytes of each component for ``params`` parameters, sharded over ``ranks`` from ZeRO ``stage`` on.
+
+    ``shard`` is the busiest rank's element count when it is not the even ``ceil(params / ranks)``.
+    """
+    shard = _ceil_div(params, ranks) if shard is None else shard
     sharded_from = {"master": 1, "momentum": 1, "variance": 1, "gradients": 2, "weights": 3}
     return {name: (shard if stage >= sharded_from[name] else params) * getattr(conv, name) for name in COMPONENTS}
 
@@ -810,9 +871,15 @@ def _stage_memory(arch: Architecture, layout: Layout, k: int, kinds: dict[bool, 
     conv = CONVENTIONS[layout.convention]
     zstage = layout.effective_zero_stage
     ranks = layout.zero_ranks
-    gpu = _state(dense, ranks, zstage, conv)
+    expert_ranks = max(1, ranks // layout.ep)
+    dense_shard = expert_shard = None
+    if layout.shard != "even" and zstage >= 1:
+        dense_tensors, expert_tensors = _stage_tensors(arch, layout, layers, k)
+        dense_shard = busiest_shard(dense_tensors, ranks, layout.shard)
+        expert_shard = busiest_shard(expert_tensors, expert_ranks, layout.shard)
+    gpu = _state(dense, ranks, zstage, conv, dense_shard)
     if experts:
-        for name, value in _state(experts, max(1, ranks // layout.ep), zstage, conv).items():
+        for name, value in _state(experts, expert_ranks, zstage, conv, expert_shard).items():
             gpu[name] += value
     offloaded = set()
     if layout.offload_optimizer:

@@ -11,6 +11,8 @@ stage 3 also the weights.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from calc.errors import CalcError
@@ -22,7 +24,9 @@ __all__ = [
     "CONVENTION_ALIASES",
     "Convention",
     "ModelState",
+    "SHARD_MODES",
     "Split",
+    "busiest_shard",
     "convention_options",
     "model_state_bytes",
     "resolve_convention",
@@ -360,6 +364,53 @@ class ModelState:
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+SHARD_MODES: tuple[str, ...] = ("even", "fsdp2", "whole-tensor")
+"""How sharded states are split over ranks, for the busiest rank's share
+([`busiest_shard`][calc.model_state.busiest_shard])."""
+
+
+def busiest_shard(tensors: Sequence[tuple[int, int]], ranks: int, mode: str = "even") -> int:
+    """Elements the busiest of ``ranks`` ranks holds when ``tensors`` are sharded as ``mode`` does.
+
+    * ``"even"``: the ZeRO paper's ``ceil(Ψ / N_d)`` (Rajbhandari et al. 2020, Sec. 5), a lower bound.
+    * ``"fsdp2"``: PyTorch FSDP2 (``fully_shard``) chunks every tensor on dim 0 with
+      ``torch.chunk`` and pads each rank's chunk to the first one's size
+      (``torch/distributed/fsdp/_fully_shard/_fsdp_param.py``: ``padded_sharded_param_size =
+      chunks[0].size()``), so the busiest rank holds ``Σ ceil(d0 / N) × numel / d0``.
+    * ``"whole-tensor"``: ``torch.distributed.optim.ZeroRedundancyOptimizer`` keeps whole
+      tensors: sorted by size, largest first, each goes to the rank with the smallest total so far
+      (``_partition_parameters``, ties to the lowest rank); the busiest rank's total.
+
+    Args:
+        tensors: ``(dim0, numel)`` of each tensor.
+        ranks: The ranks sharing them.
+        mode: One of [`SHARD_MODES`][calc.model_state.SHARD_MODES].
+
+    Raises:
+        CalcError: On an unknown mode (field ``shard``) or a bad rank count.
+
+    Examples:
+        >>> t = [(10, 100), (3, 3), (1, 7)]  # 110 elements
+        >>> busiest_shard(t, 4), busiest_shard(t, 4, "fsdp2"), busiest_shard(t, 4, "whole-tensor")
+        (28, 38, 100)
+    """
+    n = parse_positive_int(ranks, "ranks")
+    if mode not in SHARD_MODES:
+        raise CalcError("shard", f"must be one of {', '.join(SHARD_MODES)}", mode, code="unknown-name")
+    if mode == "even" or n == 1:
+        return _ceil_div(sum(numel for _, numel in tensors), n)
+    if mode == "fsdp2":
+        return sum(_ceil_div(d0, n) * (numel // d0) for d0, numel in tensors if d0)
+    sizes = sorted((numel for _, numel in tensors), reverse=True)
+    if n >= len(sizes):
+        return sizes[0] if sizes else 0
+    heap = [(0, r) for r in range(n)]
+    for size in sizes:
+        total, rank = heapq.heappop(heap)
+        heapq.heappush(heap, (total + size, rank))
+    return max(total for total, _ in heap)
 
 
 def model_state_bytes(

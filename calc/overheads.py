@@ -94,9 +94,9 @@ NCCL ``src/init.cc``: ``NCCL_LL128_ELEMS_PER_THREAD × NCCL_LL128_MAX_NTHREADS �
 sizeof(uint64_t)`` = 120 × 640 × 8 × 8 bytes.
 """
 
-ALLOCATOR_FRAGMENTATION = {False: (1, 10), True: (1, 50)}
+ALLOCATOR_FRAGMENTATION = {False: (1, 20), True: (1, 100)}
 """The caching allocator's reserve as a fraction of the allocated peak (ESTIMATED), without and with
-``expandable_segments``: 1/10 and 1/50.
+``expandable_segments``: 1/20 and 1/100.
 
 PyTorch's CUDA-semantics documentation ("Memory management", ``PYTORCH_CUDA_ALLOC_CONF``): the
 caching allocator keeps freed blocks reserved, rounds requests up (to 512 bytes, large blocks
@@ -467,7 +467,7 @@ def peak_memory(
         >>> p = peak_memory(preset("llama3-8b"), Layout(dp=8, zero_stage=1, seq_len=8192,
         ...                 flash_attention=True, dropout=False, recompute="selective"))
         >>> format_bytes(p.memory.total), format_bytes(p.allocated_bytes), format_bytes(p.nvidia_smi_bytes)
-        ('85.0 GB', '87.1 GB', '96.5 GB')
+        ('85.0 GB', '87.1 GB', '92.2 GB')
     """
     if optimizer not in ("foreach", "fused"):
         raise CalcError("optimizer", "must be one of foreach, fused", optimizer, code="unknown-name")

@@ -686,3 +686,68 @@ def test_same_layout_same_error_in_every_calculator(
 )
 def test_possible_layouts_render(calculator: str, inputs: dict) -> None:
     assert render(calculator, inputs)["ok"], render(calculator, inputs)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama3-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-8b"])
+@pytest.mark.parametrize("pp", [1, 2])
+def test_stage_tensors_add_up_to_the_stage(model: str, pp: int) -> None:
+    from calc.layout import _stage_params, _stage_tensors
+
+    arch = preset(model)
+    layout = Layout(pp=pp, tp=2 if model != "gpt2" else 1)
+    counts = layout.stage_layer_counts(arch.num_layers)
+    for k in range(pp):
+        layers = stage_layers(arch.num_layers, pp, 1, k, counts)
+        dense, experts = _stage_tensors(arch, layout, layers, k)
+        assert (sum(n for _, n in dense), sum(n for _, n in experts)) == _stage_params(arch, layout, layers, k)
+        assert all(d0 > 0 and n % d0 == 0 for d0, n in dense + experts)
+
+
+@pytest.mark.parametrize(
+    ("model", "kw"),
+    [
+        ("llama3-8b", dict(dp=64, zero_stage=3)),
+        ("gpt2", dict(dp=7, zero_stage=3)),  # 7 divides few dims: FSDP2 pads
+        ("mixtral-8x7b", dict(dp=8, ep=8, zero_stage=1)),
+        ("qwen3-8b", dict(dp=6, zero_stage=2, tp=2)),
+    ],
+)
+def test_shard_modes_bound_the_busiest_rank_from_below(model: str, kw: dict) -> None:
+    """The even split is a lower bound: FSDP2's padding and whole-tensor assignment only add."""
+    arch = preset(model)
+    even = layout_memory(arch, Layout(seq_len=1024, **kw))
+    fsdp2 = layout_memory(arch, Layout(seq_len=1024, shard="fsdp2", **kw))
+    whole = layout_memory(arch, Layout(seq_len=1024, shard="whole-tensor", **kw))
+    assert even.model_state <= fsdp2.model_state and even.model_state <= whole.model_state
+    assert fsdp2.activations == even.activations == whole.activations
+
+
+def test_fsdp2_padding_of_gpt2_over_7_ranks() -> None:
+    """GPT-2's 50,257-row embedding over 7 ranks: rank 0 holds ceil(50257 / 7) = 7,180 rows, 3 more than even."""
+    from calc.layout import _stage_tensors
+    from calc.model_state import busiest_shard
+
+    arch = preset("gpt2")
+    layout = Layout(dp=7, zero_stage=3, shard="fsdp2", seq_len=1024)
+    dense, _ = _stage_tensors(arch, layout, list(range(12)), 0)
+    m = layout_memory(arch, layout)
+    assert m.weights == busiest_shard(dense, 7, "fsdp2") * 2
+    assert (50257, 50257 * 768) in dense and -(-50257 // 7) == 7180
+
+
+def test_unknown_shard_mode_names_the_field() -> None:
+    with pytest.raises(CalcError) as err:
+        Layout(shard="round-robin")
+    assert str(err.value) == "shard must be one of even, fsdp2, whole-tensor (got 'round-robin')"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    model=st.sampled_from(["gpt2", "llama3-8b", "mixtral-8x7b"]),
+    shard=st.sampled_from(["even", "fsdp2", "whole-tensor"]),
+    dp=st.sampled_from([2, 3, 4, 8]),
+)
+def test_more_zero_sharding_never_raises_model_state_in_any_mode(model: str, shard: str, dp: int) -> None:
+    arch = preset(model)
+    states = [layout_memory(arch, Layout(dp=dp, zero_stage=z, shard=shard, seq_len=256)).model_state for z in range(4)]
+    assert states == sorted(states, reverse=True)

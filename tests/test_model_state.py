@@ -5,13 +5,15 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc import (
     CONVENTION_ALIASES,
     CONVENTIONS,
+    SHARD_MODES,
     CalcError,
+    busiest_shard,
     convention_options,
     format_bytes,
     model_state_bytes,
@@ -218,3 +220,43 @@ def test_unknown_split_names_the_field() -> None:
         model_state_bytes(1000, convention="mixed-adam-18", split="fsdp2")
     assert err.value.field == "split"
     assert "fsdp2" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("tensors", "ranks", "mode", "expected"),
+    [
+        ([(10, 100), (3, 3), (1, 7)], 4, "even", 28),  # ceil(110 / 4)
+        ([(10, 100), (3, 3), (1, 7)], 4, "fsdp2", 30 + 1 + 7),  # each tensor's rank-0 chunk: ceil(d0 / 4) rows
+        ([(10, 100), (3, 3), (1, 7)], 4, "whole-tensor", 100),  # one rank gets the big tensor whole
+        ([(8, 64), (8, 64)], 4, "fsdp2", 32),  # dim 0 divides: no padding, the even split
+        # Greedy, largest first, to the emptiest rank: {5, 3} and {4, 3, 3}, so 10 (the best split is 9).
+        ([(5, 5), (4, 4), (3, 3), (3, 3), (3, 3)], 2, "whole-tensor", 10),
+        ([(4, 4)] * 3, 2, "whole-tensor", 8),  # ties go to the lowest rank: rank 0 gets two
+        ([(7, 7)], 1, "whole-tensor", 7),
+        ([], 4, "fsdp2", 0),
+    ],
+)
+def test_busiest_shard(tensors: list, ranks: int, mode: str, expected: int) -> None:
+    assert busiest_shard(tensors, ranks, mode) == expected
+
+
+def test_busiest_shard_rejects_an_unknown_mode() -> None:
+    with pytest.raises(CalcError) as err:
+        busiest_shard([(1, 1)], 2, "round-robin")
+    assert err.value.field == "shard"
+    assert SHARD_MODES == ("even", "fsdp2", "whole-tensor")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    tensors=st.lists(st.tuples(st.integers(1, 64), st.integers(1, 8)).map(lambda t: (t[0], t[0] * t[1])), max_size=30),
+    ranks=st.integers(1, 16),
+)
+def test_even_is_a_lower_bound_of_every_shard(tensors: list, ranks: int) -> None:
+    even = busiest_shard(tensors, ranks)
+    total = sum(n for _, n in tensors)
+    for mode in SHARD_MODES:
+        got = busiest_shard(tensors, ranks, mode)
+        assert even <= got <= total or (total == 0 and got == 0), mode
+    # FSDP2's padded chunk never grows with more ranks.
+    assert busiest_shard(tensors, ranks * 2, "fsdp2") <= busiest_shard(tensors, ranks, "fsdp2")

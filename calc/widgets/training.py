@@ -73,6 +73,7 @@ def _layout(v: dict[str, str]) -> Layout:
         global_batch=global_batch,
         recompute=v["recompute"],
         convention=v["convention"],
+        shard=v["shard"],
         **{name: checked(v[name]) for name in _FLAGS},
     )
 
@@ -241,6 +242,17 @@ CALCULATOR = Calculator(
             "mixed-adam-16",
             kind="select",
             options=convention_options(),
+        ),
+        Field(
+            "shard",
+            "ZeRO shard of the busiest rank",
+            "even",
+            kind="select",
+            options=(
+                ("even", "Even split (ZeRO paper, lower bound)"),
+                ("fsdp2", "FSDP2: dim-0 chunks, padded"),
+                ("whole-tensor", "Whole tensors (ZeroRedundancyOptimizer)"),
+            ),
         ),
         Field("distributed_optimizer", "Megatron distributed optimizer", "0", kind="checkbox"),
         Field("offload_optimizer", "Offload optimizer to CPU", "0", kind="checkbox"),
