@@ -98,6 +98,7 @@ _INT_MINIMUM: dict[str, int] = {
     "qk_nope_head_dim": 0,
     "v_head_dim": 0,
     "sliding_window": 0,
+    "global_attention_layers": 0,
 }
 
 
@@ -131,7 +132,7 @@ class Architecture:
         qkv_bias: Bias on the query, key and value projections (under latent attention: on the
             down-projections ``q_a_proj`` and ``kv_a_proj_with_mqa``).
         attn_out_bias: Bias on the attention output projection.
-        mlp_bias: Biases on the dense MLP's matrices (expert MLPs never have biases here).
+        mlp_bias: Biases on the dense MLP's matrices (see ``expert_bias`` for the experts).
         num_experts: Routed experts per MoE layer (0 = dense model).
         experts_per_token: Routed experts each token uses (top-k).
         num_shared_experts: Always-active experts per MoE layer, each of ``moe_intermediate_size``.
@@ -148,8 +149,18 @@ class Architecture:
             of such an architecture with ``dataclasses.replace``, pass ``v_head_dim=0`` too.
         qk_norm: Per-head RMSNorm on queries and keys (Qwen3): ``2 x head_dim`` weights per layer.
         router_bias: A learned bias per expert on the router (counted as a parameter).
+        expert_bias: Biases on each expert's matrices (GPT-OSS: ``gate_up_proj_bias`` of ``2 x moe_intermediate_size``
+            and ``down_proj_bias`` of ``h`` per expert).
+        attention_sinks: A learned sink logit per query head in every layer (GPT-OSS ``sinks``: ``num_heads``
+            parameters per layer).
+        sandwich_norm: Norms after as well as before attention and the MLP (Gemma 2 and 3: ``input_layernorm``,
+            ``post_attention_layernorm``, ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``), four
+            per layer instead of two.
         mlp_only_layers: Layer indices forced dense (Qwen3-MoE ``mlp_only_layers``).
         sliding_window: Attention window in tokens (0 = full attention); it caps the KV cache, not the weights.
+        global_attention_layers: Of the ``num_layers``, how many attend to the whole context although
+            ``sliding_window`` is set (Gemma 3: every sixth layer; gpt-oss: every other); 0 = every layer uses
+            the window (Mistral 7B).
         hidden_act: The activation function's name as configured (informative only).
     """
 
@@ -186,6 +197,10 @@ class Architecture:
     mlp_only_layers: tuple[int, ...] = ()
     sliding_window: int = 0
     hidden_act: str = ""
+    expert_bias: bool = False
+    attention_sinks: bool = False
+    sandwich_norm: bool = False
+    global_attention_layers: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -227,6 +242,12 @@ class Architecture:
                 )
             if self.v_head_dim == 0:
                 object.__setattr__(self, "v_head_dim", self.head_dim)
+        if self.global_attention_layers > self.num_layers:
+            raise CalcError(
+                "global_attention_layers",
+                f"must be at most the number of layers ({self.num_layers})",
+                self.global_attention_layers,
+            )
         if self.num_experts:
             if not 1 <= self.experts_per_token <= self.num_experts:
                 raise CalcError(
@@ -349,7 +370,7 @@ class Architecture:
 
     @property
     def attention_params_per_layer(self) -> int:
-        """Attention projection parameters of one layer, biases included, norms excluded.
+        """Attention projection parameters of one layer, biases (and GPT-OSS's per-head sinks) included, norms excluded.
 
         Standard / grouped-query attention: ``h(n_h d) + 2h(n_kv d) + (n_h d)h`` plus biases
         (Ainslie et al. 2023, arXiv:2305.13245). Latent attention (DeepSeek-V2, arXiv:2405.04434,
@@ -380,11 +401,12 @@ class Architecture:
         kv_width = self.num_kv_heads * (self.head_dim + self.v_head_dim)
         weights = h * q_width + h * kv_width + nh * self.v_head_dim * h
         biases = (q_width + kv_width if self.qkv_bias else 0) + (h if self.attn_out_bias else 0)
-        return weights + biases
+        return weights + biases + (nh if self.attention_sinks else 0)
 
     @property
     def norm_params_per_layer(self) -> int:
-        """Norm parameters inside one layer: the two pre-norms, q/k norms and latent norms.
+        """Norm parameters inside one layer: the two pre-norms (four under Gemma's sandwich norm), q/k norms and
+        latent norms.
 
         Examples:
             >>> from calc.presets import preset
@@ -393,7 +415,7 @@ class Architecture:
             >>> preset("qwen3-8b").norm_params_per_layer  # 2 x 4096 + q_norm and k_norm of 128
             8448
         """
-        total = 2 * self._norm(self.hidden_size)
+        total = (4 if self.sandwich_norm else 2) * self._norm(self.hidden_size)
         if self.qk_norm:
             total += 2 * self._norm(self.head_dim)
         if self.uses_mla:
@@ -420,7 +442,7 @@ class Architecture:
             >>> preset("mixtral-8x7b").params_per_expert  # 3 x 4096 x 14336
             176160768
         """
-        return self._mlp(self.moe_intermediate_size, False) if self.num_experts else 0
+        return self._mlp(self.moe_intermediate_size, self.expert_bias) if self.num_experts else 0
 
     @property
     def expert_params_per_layer(self) -> int:
@@ -628,6 +650,10 @@ class Architecture:
         * qwen2 always has a QKV bias (no output bias); llama, qwen3, qwen3_moe, gemma and
           deepseek_v3 have ``attention_bias`` (default ``false``) on every attention projection;
           llama has ``mlp_bias``; gpt2 has all biases, its MLP is ``n_inner`` wide (default 4h).
+        * gemma3_text (Gemma 3's language model): 4 KV heads, ``head_dim`` 256 and a tied head by default, per-head
+          ``q_norm``/``k_norm`` and four norms per layer; ``hidden_size`` must be a multiple of the heads.
+        * gpt_oss: every layer is MoE (128 experts, top-4 by default) with a biased router, biased experts and
+          ``attention_bias`` defaulting to ``true``; one learned sink logit per head and layer.
         * qwen3 and qwen3_moe have per-head ``q_norm``/``k_norm``; phi3's fused ``qkv_proj`` and
           ``gate_up_proj`` count the same as separate matrices.
         * qwen3_moe: layer i is sparse unless listed in ``mlp_only_layers`` or ``(i + 1) % decoder_sparse_step != 0``.
@@ -659,7 +685,7 @@ class Architecture:
             >>> Architecture.from_hf_config({"model_type": "bert"})  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            calc.errors.CalcError: model_type must be one of deepseek_v3, gemma, gpt2, ..., qwen3_moe (got 'bert')
+            calc.errors.CalcError: model_type must be one of deepseek_v3, gemma, ..., qwen3_moe (got 'bert')
         """
         model_type, kwargs = read_hf_config(config)
         label = name or config.get("_name_or_path") or model_type

@@ -125,7 +125,9 @@ def parse_config_json(text: str, field: str = "config") -> dict[str, Any]:
 HF_MODEL_TYPES: tuple[str, ...] = (
     "deepseek_v3",
     "gemma",
+    "gemma3_text",
     "gpt2",
+    "gpt_oss",
     "llama",
     "mistral",
     "mixtral",
@@ -159,7 +161,7 @@ def read_hf_config(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         >>> read_hf_config({"model_type": "bert"})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: model_type must be one of deepseek_v3, gemma, gpt2, ..., qwen3_moe (got 'bert')
+        calc.errors.CalcError: model_type must be one of deepseek_v3, gemma, ..., qwen3_moe (got 'bert')
     """
     if not isinstance(config, dict):
         raise CalcError("config", "must be a JSON object (a config.json)", type(config).__name__)
@@ -398,6 +400,77 @@ def _read_gemma(r: _HFReader) -> dict[str, Any]:
     return out
 
 
+def _global_layers(r: _HFReader, layers: int, pattern: int) -> int:
+    """Layers of full attention among sliding-window ones: ``layer_types`` when given, else every
+    ``pattern``-th layer (layer i is global when ``(i + 1) % pattern == 0``, as the config classes default)."""
+    types = r.config.get("layer_types")
+    if types is None:
+        return layers // pattern
+    if not isinstance(types, list) or len(types) != layers or any(not isinstance(t, str) for t in types):
+        raise CalcError("layer_types", f"must list one attention type per layer ({layers})", types)
+    return sum(1 for t in types if t == "full_attention")
+
+
+def _read_gemma3_text(r: _HFReader) -> dict[str, Any]:
+    """Gemma 3's language model (``Gemma3TextConfig``; Gemma Team 2025, arXiv:2503.19786, Sec. 2).
+
+    GQA with per-head q/k RMSNorm, four RMSNorms per layer (pre- and post-norm around attention and the
+    MLP), a GeGLU MLP and a tied embedding; local sliding-window layers cap the KV cache, not the weights.
+    """
+    out = _common(
+        r,
+        kv_default=4,
+        head_dim_default=256,
+        tie_default=True,
+        max_pos_default=131072,
+        act_default="gelu_pytorch_tanh",
+    )
+    if out["hidden_size"] % out["num_heads"]:  # Gemma3TextConfig.validate_architecture refuses it too
+        raise CalcError(
+            "num_attention_heads",
+            f"must divide hidden_size ({out['hidden_size']}) in a gemma3_text config",
+            out["num_heads"],
+            code="not-divisible",
+        )
+    out["hidden_act"] = r.get_str("hidden_activation", "hidden_act", default="gelu_pytorch_tanh")
+    bias = r.get_bool("attention_bias", False)
+    out.update(
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        qk_norm=True,
+        sandwich_norm=True,
+        sliding_window=r.sliding_window(default=4096),
+    )
+    if out["sliding_window"]:
+        pattern = r.get_int("sliding_window_pattern", default=6)
+        out["global_attention_layers"] = _global_layers(r, out["num_layers"], pattern)
+    return out
+
+
+def _read_gpt_oss(r: _HFReader) -> dict[str, Any]:
+    """OpenAI's gpt-oss (``GptOssConfig``; OpenAI 2025, "gpt-oss-120b & gpt-oss-20b Model Card", Sec. 2).
+
+    Every layer is MoE: a biased router over ``num_local_experts`` experts of width ``intermediate_size``,
+    each with biased gate/up and down projections; attention has biases and one learned sink per head.
+    """
+    out = _common(r, kv_default=8, head_dim_default=64, tie_default=False, max_pos_default=131072)
+    bias = r.get_bool("attention_bias", True)
+    out.update(
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        attention_sinks=True,
+        num_experts=r.get_int("num_local_experts", "num_experts", default=128),
+        experts_per_token=r.get_int("num_experts_per_tok", "experts_per_token", default=4),
+        moe_intermediate_size=out["intermediate_size"],
+        router_bias=True,
+        expert_bias=True,
+        sliding_window=r.sliding_window(default=128),
+    )
+    if out["sliding_window"]:
+        out["global_attention_layers"] = _global_layers(r, out["num_layers"], 2)
+    return out
+
+
 def _read_phi3(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=None, head_dim_default=None, tie_default=False, max_pos_default=4096)
     out["sliding_window"] = r.sliding_window()
@@ -445,7 +518,9 @@ def _read_deepseek_v3(r: _HFReader) -> dict[str, Any]:
 _READERS = {
     "deepseek_v3": _read_deepseek_v3,
     "gemma": _read_gemma,
+    "gemma3_text": _read_gemma3_text,
     "gpt2": _read_gpt2,
+    "gpt_oss": _read_gpt_oss,
     "llama": _read_llama,
     "mistral": _read_mistral,
     "mixtral": _read_mixtral,

@@ -534,8 +534,9 @@ def inference_memory(
             ``gpu_memory_utilization=0.9``); ``"0.1"`` is read exactly.
         reserved_bytes: Further bytes per GPU held back (activation workspace, CUDA graphs).
         sliding_window: Attention window in tokens; ``None`` takes the architecture's
-            ``sliding_window`` (0 if it has none), 0 forces full attention. Models mixing local and
-            global layers are not modelled.
+            ``sliding_window`` (0 if it has none) and its ``global_attention_layers``, which cache every
+            token (Gemma 3, gpt-oss: Gemma Team 2025, arXiv:2503.19786, Sec. 2.1); 0 forces full attention;
+            a number given here windows every layer.
         block_size: Tokens per KV-cache block (16 in vLLM); 1 = exact.
         group_size: Weights per quantization scale; 0 = scales not counted.
         scale_bits: Bits per quantization scale.
@@ -566,6 +567,11 @@ def inference_memory(
         memory = _gpu(gpu).memory_bytes
     window = (getattr(arch, "sliding_window", 0) or 0) if sliding_window is None else sliding_window
     tokens = cached_tokens(seq_len, sliding_window=window, block_size=block_size)
+    full_tokens = cached_tokens(seq_len, block_size=block_size)
+    layers = parse_positive_int(arch.num_layers, "num_layers")
+    global_layers = getattr(arch, "global_attention_layers", 0) if sliding_window is None and window else 0
+    # Layer-tokens cached per sequence: windowed layers keep `tokens`, global layers every token.
+    layer_tokens = (layers - global_layers) * tokens + global_layers * full_tokens
 
     weights = weight_bytes(arch.param_count, precision, group_size=group_size, scale_bits=scale_bits)
     weights_gpu = weight_bytes_per_gpu(arch.param_count, precision, t, group_size=group_size, scale_bits=scale_bits)
@@ -580,8 +586,8 @@ def inference_memory(
         dims_gpu = per_gpu_heads * _dims_per_kv_head(arch)
         per_token_gpu = _ceil_div(arch.num_layers * dims_gpu * _bits(kv_dtype, "kv_dtype"), 8)
         replicas = per_gpu_heads * t // kv_heads
-    per_seq = per_token * tokens
-    per_seq_gpu = per_token_gpu * tokens
+    per_seq = _ceil_div(per_token * layer_tokens, layers)
+    per_seq_gpu = _ceil_div(per_token_gpu * layer_tokens, layers)
 
     reserved = math.ceil(memory * _fraction(reserved_fraction, "reserved_fraction")) + _non_negative_int(
         reserved_bytes, "reserved_bytes"

@@ -93,6 +93,37 @@ def test_moe_active(slug: str, total: int, active: int) -> None:
     assert (arch.param_count, arch.active_param_count) == (total, active)
 
 
+def _without_embedding(a: Architecture) -> int:
+    return a.param_count - a.embedding_params - a.lm_head_params
+
+
+# Presets whose sources print only rounded sizes: (slug, what is counted, printed value, its last digit's unit).
+# Each must round to what the source prints, to half a unit of its last printed digit.
+PRINTED_SIZES = [
+    # Llama 3.2 model card "1.23B": truncated, not rounded (1.2358B), so the count lies in [1.23B, 1.24B).
+    ("llama3.2-1b", lambda a: a.param_count, 1.235e9, 0.01e9),
+    ("llama3.2-3b", lambda a: a.param_count, 3.21e9, 0.01e9),
+    ("mixtral-8x22b", lambda a: a.param_count, 141e9, 1e9),  # Mistral AI: "141B total, 39B active"
+    ("mixtral-8x22b", lambda a: a.active_param_count, 39e9, 1e9),
+    ("qwen3-32b", lambda a: a.param_count, 32.8e9, 0.1e9),  # Qwen3 report, Table 1
+    ("qwen3-235b-a22b", lambda a: a.param_count, 235e9, 1e9),  # Qwen3 report, Table 2
+    ("qwen3-235b-a22b", lambda a: a.active_param_count, 22e9, 1e9),
+    ("gemma3-1b", lambda a: a.embedding_params, 302e6, 1e6),  # Gemma 3 report, Table 1
+    ("gemma3-1b", _without_embedding, 698e6, 1e6),
+    ("gemma3-27b", _without_embedding, 25_600e6, 1e6),  # the language model; Table 1's vision encoder is apart
+    ("gpt-oss-20b", lambda a: a.param_count, 20.91e9, 0.01e9),  # gpt-oss model card, Table 1
+    ("gpt-oss-120b", lambda a: a.param_count, 116.83e9, 0.01e9),
+    # The model card's "active" counts the unembedding but not the embedding table.
+    ("gpt-oss-20b", lambda a: a.active_param_count - a.embedding_params, 3.61e9, 0.01e9),
+    ("gpt-oss-120b", lambda a: a.active_param_count - a.embedding_params, 5.13e9, 0.01e9),
+]
+
+
+@pytest.mark.parametrize(("slug", "count", "printed", "unit"), PRINTED_SIZES)
+def test_printed_sizes_of_recent_models(slug: str, count, printed: float, unit: float) -> None:
+    assert abs(count(preset(slug)) - printed) <= unit / 2
+
+
 # DeepSeek-V3: the reference doc's formula (from inference/configs/config_671B.json) counts the router's
 # e_score_correction_bias (256 per MoE layer, stored in the checkpoint). transformers 5.24 keeps it as a
 # buffer, so model.parameters() - and this preset - leave it out: 58 x 256 = 14,848 fewer. The sources also
@@ -357,7 +388,8 @@ def test_unsupported_lists_supported() -> None:
     with pytest.raises(CalcError) as info:
         Architecture.from_hf_config({"model_type": "falcon"})
     assert info.value.code == "unsupported"
-    assert "deepseek_v3, gemma, gpt2, llama, mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe" in info.value.message
+    assert ", ".join(HF_MODEL_TYPES) in info.value.message
+    assert "gemma3_text" in HF_MODEL_TYPES and "gpt_oss" in HF_MODEL_TYPES
 
 
 # --------------------------------------------------------------------------- presets and helpers
@@ -736,3 +768,47 @@ def test_calculator_long_name_is_cut() -> None:
 
 def test_calculator_brackets_inside_strings_do_not_count() -> None:
     assert "data-output" in _render(config=_cfg(note='"[{' * 2000 + "\\" * 100))
+
+
+_GEMMA3_TINY = {
+    "model_type": "gemma3_text",
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 7,
+    "num_attention_heads": 4,
+}
+
+
+@pytest.mark.parametrize(
+    ("extra", "global_layers"),
+    [
+        ({}, 1),  # sliding_window_pattern 6 by default: layer 5 of 0..6 is global
+        ({"sliding_window_pattern": 2}, 3),  # layers 1, 3, 5
+        ({"layer_types": ["full_attention"] * 7}, 7),  # listed types win over the pattern
+        ({"layer_types": ["sliding_attention"] * 6 + ["full_attention"]}, 1),
+        ({"sliding_window": None}, 0),  # no window: nothing is local, nothing to count
+    ],
+)
+def test_gemma3_global_layers(extra: dict, global_layers: int) -> None:
+    assert Architecture.from_hf_config({**_GEMMA3_TINY, **extra}).global_attention_layers == global_layers
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({**_GEMMA3_TINY, "layer_types": ["full_attention"] * 6}, "layer_types"),  # one type per layer
+        ({**_GEMMA3_TINY, "layer_types": "full_attention"}, "layer_types"),
+        ({**_GEMMA3_TINY, "hidden_size": 66}, "num_attention_heads"),  # Gemma3TextConfig refuses it too
+    ],
+)
+def test_gemma3_bad_configs_name_the_key(config: dict, field: str) -> None:
+    with pytest.raises(CalcError) as info:
+        Architecture.from_hf_config(config)
+    assert info.value.field == field
+
+
+def test_global_layers_at_most_the_layers() -> None:
+    with pytest.raises(CalcError) as info:
+        dataclasses.replace(preset("gemma3-1b"), global_attention_layers=27)
+    assert info.value.field == "global_attention_layers"

@@ -549,3 +549,35 @@ def test_widget_garbage_is_a_calc_error_or_a_result(garbage):
             assert "<script>" not in CALCULATOR.compute(inputs)
         except CalcError as err:
             assert err.field and err.message
+
+
+# Local and global layers (Gemma 3 report, arXiv:2503.19786, Sec. 2.1: five local layers per global one;
+# gpt-oss model card: alternating banded-window and dense layers). Global layers cache every token.
+@pytest.mark.parametrize(
+    ("slug", "window", "global_layers"),
+    [
+        ("gemma3-1b", 512, 4),  # 26 layers, every sixth global: layers 5, 11, 17, 23
+        ("gemma3-27b", 1024, 10),  # 62 layers
+        ("gpt-oss-20b", 128, 12),  # 24 layers, every other global
+        ("gpt-oss-120b", 128, 18),
+    ],
+)
+@pytest.mark.parametrize("seq_len", [100, 4096, 131072])
+def test_global_layers_cache_every_token(slug: str, window: int, global_layers: int, seq_len: int) -> None:
+    from calc.presets import preset
+
+    arch = preset(slug)
+    assert (arch.sliding_window, arch.global_attention_layers) == (window, global_layers)
+    per_layer_token = arch.num_kv_heads * (arch.head_dim + arch.v_head_dim) * 2  # bf16
+    local = arch.num_layers - global_layers
+    expected = per_layer_token * (local * min(seq_len, window) + global_layers * seq_len)
+    m = inference_memory(arch, seq_len=seq_len, batch=1, gpu="h200")
+    assert m.kv_per_sequence_bytes == expected
+    assert m.cached_tokens == min(seq_len, window)
+    # Forcing the window onto every layer, or switching it off, recovers the uniform cases.
+    assert inference_memory(arch, seq_len=seq_len, sliding_window=0, gpu="h200").kv_per_sequence_bytes == (
+        per_layer_token * arch.num_layers * seq_len
+    )
+    assert inference_memory(arch, seq_len=seq_len, sliding_window=window, gpu="h200").kv_per_sequence_bytes == (
+        per_layer_token * arch.num_layers * min(seq_len, window)
+    )

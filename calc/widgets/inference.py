@@ -107,7 +107,9 @@ def _compute(v: dict[str, str]) -> str:
             ),
         ),
         (
-            f"KV cache per sequence ({m.cached_tokens:,} tokens)",
+            f"KV cache per sequence ({m.cached_tokens:,} tokens)"
+            if m.cached_tokens == seq_len or not arch.global_attention_layers
+            else f"KV cache per sequence ({m.cached_tokens:,} or {seq_len:,} tokens a layer)",
             out("kv_per_sequence", fmt(m.kv_per_sequence_bytes)),
             out("kv_per_sequence_per_gpu", fmt(m.kv_per_sequence_per_gpu_bytes)),
         ),
@@ -120,7 +122,14 @@ def _compute(v: dict[str, str]) -> str:
         ("<strong>Total</strong>", "", out("total_per_gpu", fmt(m.total_per_gpu_bytes), "strong")),
     ]
     notes = []
-    if m.cached_tokens < seq_len:
+    if m.cached_tokens < seq_len and arch.global_attention_layers:
+        local = arch.num_layers - arch.global_attention_layers
+        notes.append(
+            f"The {arch.sliding_window:,}-token sliding window caps the cache at {m.cached_tokens:,} tokens "
+            f"in {local:,} of the {arch.num_layers:,} layers; the other {arch.global_attention_layers:,} attend "
+            "to the whole sequence and cache every token."
+        )
+    elif m.cached_tokens < seq_len:
         notes.append(
             f"The {arch.sliding_window:,}-token sliding window caps the cache at {m.cached_tokens:,} tokens "
             "per sequence."
