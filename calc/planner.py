@@ -70,7 +70,7 @@ def _model(model: str | Architecture) -> Architecture:
     if text.startswith("{"):
         return Architecture.from_hf_config(parse_config_json(text, "model"))
     if text not in PRESETS:
-        raise CalcError("model", f"must be a preset ({', '.join(sorted(PRESETS))}) or a config.json", text)
+        raise CalcError("model", "must be a preset name (python -m calc list) or a pasted config.json", text)
     return preset(text)
 
 
