@@ -1,0 +1,343 @@
+"""The command line, ``trainmem`` (also ``python -m calc``): every calculator of the site, same inputs.
+
+Examples (shell)::
+
+    trainmem list
+    trainmem will-it-fit params=70B zero_stage=3 dp=64
+    trainmem will-it-fit params=70B --json | jq .outputs.total_bytes
+    trainmem training-memory --help
+
+Each calculator of [`calc.widgets`][calc.widgets] is a subcommand of the same name with the
+same fields; a missing field takes the calculator's default. The command computes the
+fragment the page shows and reads it back (``data-value``/``data-unit``), so the numbers are
+one computation. ``--json`` prints them with the unit in each key (bytes as integers, seconds
+as floats); without it the result is printed as aligned tables.
+
+Exit status: 0 for a result (whether or not it fits), 2 for bad input (one line on standard
+error naming the field), 1 for a fault in the engine itself (one line, never a traceback).
+
+To add a subcommand that is not a calculator, append a factory to
+[`EXTRA_COMMANDS`][calc.cli.EXTRA_COMMANDS]: one entry, a function returning a
+[`Command`][calc.cli.Command] (or ``None`` when what it needs is not there).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from calc.cli._args import bind, parse
+from calc.cli._fragment import json_key, read_fragment
+from calc.cli._text import render_blocks, table
+from calc.errors import CalcError
+from calc.widgets import Calculator, Field, calculators
+
+__all__ = [
+    "DISTRIBUTION",
+    "EXTRA_COMMANDS",
+    "PROG",
+    "Command",
+    "calculator_command",
+    "commands",
+    "main",
+    "version",
+]
+
+DISTRIBUTION = "llm-train-memory"
+"""The distribution's name on an index (``pip install llm-train-memory``); ``calc`` alone is taken."""
+
+PROG = "trainmem"
+"""The console command's name."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand.
+
+    Attributes:
+        name: What is typed after the program's name.
+        title: One line for ``list`` and ``--help``.
+        fields: The inputs (their names, defaults, options and help), as calculators declare them.
+        text: Maps every field's value (defaults filled in) to the result for a terminal; raises
+            [`CalcError`][calc.errors.CalcError] on bad input.
+        data: The same to plain data for ``--json``: numbers as numbers, units in the keys.
+        description: A sentence for ``--help``.
+    """
+
+    name: str
+    title: str
+    fields: tuple[Field, ...]
+    text: Callable[[dict[str, str]], str]
+    data: Callable[[dict[str, str]], dict[str, object]]
+    description: str = ""
+
+
+def _calculator_data(calc: Calculator, values: dict[str, str]) -> dict[str, object]:
+    verdict = None
+    outputs: dict[str, int | float] = {}
+    units: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for out in read_fragment(calc.compute(values)).outputs:
+        if out.name == "verdict" and out.ok is not None:
+            verdict = {"ok": out.ok, "text": out.text}
+        elif out.value is None:
+            texts[out.name] = out.text
+        else:
+            key = json_key(out.name, out.unit)
+            if key in outputs and outputs[key] != out.value:
+                raise RuntimeError(f"{calc.name}: outputs {key!r} disagree ({outputs[key]!r}, {out.value!r})")
+            outputs[key], units[key] = out.value, out.unit
+    data = {"command": calc.name, "inputs": values, "verdict": verdict}
+    return {**data, "outputs": outputs, "units": units, "text": texts}
+
+
+def calculator_command(calc: Calculator) -> Command:
+    """The subcommand of a calculator: its name, fields and computation, read back from its fragment.
+
+    Examples:
+        >>> from calc.widgets import calculators
+        >>> cmd = calculator_command(calculators()["will-it-fit"])
+        >>> data = cmd.data({**calculators()["will-it-fit"].defaults, "params": "70B"})
+        >>> data["outputs"]["weights_bytes"], data["verdict"]["ok"]
+        (140000000000, False)
+    """
+    return Command(
+        calc.name,
+        calc.title,
+        calc.fields,
+        lambda values: render_blocks(read_fragment(calc.compute(values)).blocks),
+        lambda values: _calculator_data(calc, values),
+        calc.description,
+    )
+
+
+EXTRA_COMMANDS: list[Callable[[], Command | None]] = []
+"""Factories of subcommands, one entry each; a command an entry returns replaces a calculator of its name.
+
+A factory returns ``None`` when what it needs is absent, so the table never breaks an import."""
+
+
+def commands() -> dict[str, Command]:
+    """Every subcommand but ``list``, by name: the calculators, then [`EXTRA_COMMANDS`][calc.cli.EXTRA_COMMANDS].
+
+    Examples:
+        >>> {"will-it-fit", "training-memory"} <= set(commands())
+        True
+    """
+    table_ = {name: calculator_command(calc) for name, calc in calculators().items()}
+    for factory in EXTRA_COMMANDS:
+        cmd = factory()
+        if cmd is not None:
+            table_[cmd.name] = cmd
+    return table_
+
+
+def version() -> str:
+    """This package's version: from ``pyproject.toml`` in a checkout, else from the installed metadata.
+
+    ``pyproject.toml``'s ``[project] version`` is the one source; a wheel carries it in its metadata.
+
+    Examples:
+        >>> version().count(".") >= 1
+        True
+    """
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    if pyproject.is_file():
+        import tomllib
+
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+        if project.get("name") == DISTRIBUTION and "version" in project:
+            return str(project["version"])
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _field_help(f: Field) -> str:
+    parts = [f.label + (f": {f.help}" if f.help else "")]
+    if f.kind == "select":
+        parts.append("one of " + ", ".join(v for v, _ in f.options))
+    elif f.kind == "checkbox":
+        parts.append("on or off (1/0); --" + f.name + " alone turns it on")
+    elif f.kind == "textarea":
+        parts.append(f"text, or {f.name}=@FILE to read a file (@- for standard input)")
+    if f.enabled_when is not None:
+        parts.append(f"used when {f.enabled_when[0]}={f.enabled_when[1]}")
+    return "; ".join(parts)
+
+
+def _wrap(left: str, right: str, width: int = 28) -> list[str]:
+    body = textwrap.wrap(right, 100 - width) or [""]
+    if len(left) + 2 > width:
+        lines = [f"  {left}", *(" " * width + line for line in body)]
+    else:
+        lines = [f"  {left}".ljust(width) + body[0], *(" " * width + line for line in body[1:])]
+    return lines
+
+
+_FLAG_HELP = (
+    ("--json", "print plain data: numbers as numbers, the unit in each key (total_bytes, step_time_s)"),
+    ("-h, --help", "show this help"),
+    ("--version", "print the version"),
+)
+
+
+def _command_help(prog: str, cmd: Command) -> str:
+    lines = [f"usage: {prog} {cmd.name} [FIELD=VALUE ...] [--json]", "", cmd.title + "."]
+    if cmd.description:
+        lines[-1] = f"{cmd.title}: {cmd.description}"
+    lines += ["", "fields (FIELD=VALUE, --FIELD=VALUE or --FIELD VALUE; a field not given takes its default):"]
+    for f in cmd.fields:
+        default = f.default if f.kind != "textarea" else (f.default[:20] + "…" if len(f.default) > 20 else f.default)
+        lines += _wrap(f"{f.name}={default}" if default else f"{f.name}=", _field_help(f))
+    lines += ["", "options:"]
+    for flag, text in _FLAG_HELP:
+        lines += _wrap(flag, text)
+    lines += [
+        "",
+        "--json prints {command, inputs, verdict: {ok, text}, outputs, units, text}: outputs are numbers whose",
+        "key ends in their unit (_bytes, _s, ...), units maps each key to its unit, text holds worded results.",
+    ]
+    return "\n".join(lines)
+
+
+def _main_help(prog: str) -> str:
+    rows = [["list", "every command and its fields"]] + [[c.name, c.title] for c in commands().values()]
+    lines = [
+        f"usage: {prog} COMMAND [FIELD=VALUE ...] [--json]",
+        "",
+        "LLM training memory and parallelism: the calculators of the site, on the command line.",
+        "",
+        "commands:",
+        textwrap.indent(table(rows, header=False), "  "),
+        "",
+        "options:",
+    ]
+    for flag, text in _FLAG_HELP:
+        lines += _wrap(flag, text)
+    lines += [
+        "",
+        f"`{prog} COMMAND --help` lists a command's fields with their defaults. Exit status: 0 with a result,",
+        "2 for bad input (one line naming the field), 1 for a fault in the engine.",
+        "",
+        f"example: {prog} will-it-fit params=70B zero_stage=3 dp=64",
+    ]
+    return "\n".join(lines)
+
+
+def _list_data() -> dict[str, object]:
+    return {
+        "commands": [
+            {
+                "name": c.name,
+                "title": c.title,
+                "description": c.description,
+                "fields": [
+                    {
+                        "name": f.name,
+                        "label": f.label,
+                        "default": f.default,
+                        "kind": f.kind,
+                        "options": [v for v, _ in f.options],
+                        "help": f.help,
+                    }
+                    for f in c.fields
+                ],
+            }
+            for c in commands().values()
+        ]
+    }
+
+
+def _list_text() -> str:
+    rows = [["Command", "What it computes"], *[[c.name, c.title] for c in commands().values()]]
+    return table(rows) + "\n\n`COMMAND --help` lists a command's fields with their defaults."
+
+
+def _prog() -> str:
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return "python -m calc" if getattr(spec, "name", "") == "calc.__main__" else PROG
+
+
+def _say(text: str, stream) -> None:
+    try:
+        print(text, file=stream)
+        stream.flush()
+    except BrokenPipeError:  # `trainmem list | head -1`: the reader left; nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 result, 2 bad input, 1 engine fault).
+
+    Args:
+        argv: The arguments after the program's name (``sys.argv[1:]`` when ``None``).
+
+    Examples:
+        >>> main(["will-it-fit", "params=7B", "--json"]) == 0  # doctest: +ELLIPSIS
+        {...
+        True
+        >>> main(["will-it-fit", "--dp", "0"])  # the error goes to standard error
+        2
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    prog = _prog()
+    try:
+        inv = parse(args)
+        if inv.version:
+            _say(f"{prog} {version()} ({DISTRIBUTION})", sys.stdout)
+            return 0
+        if inv.command is None:
+            if inv.help or not inv.pairs:
+                _say(_main_help(prog), sys.stdout)
+                return 0
+            raise CalcError("command", "is missing: name one (see `list`), then the inputs")
+        if inv.command == "list":
+            if inv.pairs:
+                raise CalcError(inv.pairs[0][0], "is not an input of list (it takes none)", inv.pairs[0][1])
+            answer = json.dumps(_list_data(), indent=2, ensure_ascii=False) if inv.json else _list_text()
+        else:
+            cmds = commands()
+            cmd = cmds.get(inv.command)
+            if cmd is None:
+                names = ", ".join(["list", *cmds])
+                raise CalcError("command", f"must be one of {names}", inv.command, code="unknown-name")
+            if inv.help:
+                _say(_command_help(prog, cmd), sys.stdout)
+                return 0
+            values = bind(cmd.name, cmd.fields, inv.pairs)
+            answer = json.dumps(cmd.data(values), indent=2, ensure_ascii=False) if inv.json else cmd.text(values)
+    except CalcError as err:
+        _say(f"error: {_one_line(str(err))}", sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - a fault in the engine, not the input: one line, and say so
+        _say(f"error: internal fault ({type(err).__name__}: {_one_line(str(err))}); please report it", sys.stderr)
+        return 1
+    _say(answer, sys.stdout)
+    return 0
+
+
+def _plan_command() -> Command | None:
+    """``plan``: the planner's calculator (``calc.widgets.planner``), as a command even before it is registered.
+
+    Once ``calc.widgets`` registers it, this entry gives the same command; ``None`` while it is absent.
+    """
+    try:
+        return calculator_command(importlib.import_module("calc.widgets.planner").CALCULATOR)
+    except (ImportError, AttributeError):
+        return None
+
+
+EXTRA_COMMANDS.append(_plan_command)
