@@ -751,3 +751,81 @@ def test_more_zero_sharding_never_raises_model_state_in_any_mode(model: str, sha
     arch = preset(model)
     states = [layout_memory(arch, Layout(dp=dp, zero_stage=z, shard=shard, seq_len=256)).model_state for z in range(4)]
     assert states == sorted(states, reverse=True)
+
+
+# --- MoE routing imbalance (calc.moe_routing) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "balanced", "worst"),
+    [
+        ((4096, 8, 2), dict(ep=8), 8192, 4096 * 8 * 1),  # dropless: every token of the group, one local expert
+        ((4096, 8, 2), dict(ep=1), 8192, 8192),  # one rank holds every expert: nothing to imbalance
+        ((4096, 8, 2), dict(ep=4), 8192, 4096 * 4 * 2),  # two local experts: a token can pick both
+        ((4096, 8, 2), dict(ep=8, capacity_factor=1.25), 8192, 10240),  # Switch: capacity = C x balanced
+        ((4096, 8, 2), dict(ep=8, capacity_factor="1"), 8192, 8192),
+        ((1000, 64, 6), dict(ep=8, capacity_factor=2), 6000, 12000),  # 8 local experts x ceil(2 x 8000 x 6 / 64)
+        ((10, 8, 2), dict(ep=8, capacity_factor=100), 20, 80),  # capacity above dropless: dropless bounds it
+    ],
+)
+def test_expert_tokens(args: tuple, kw: dict, balanced: int, worst: int) -> None:
+    from calc.moe_routing import expert_tokens
+
+    r = expert_tokens(*args, **kw)
+    assert (r.balanced, r.worst) == (balanced, worst)
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        (dict(capacity_factor=0.5), "capacity_factor"),
+        (dict(capacity_factor="lots"), "capacity_factor"),
+        (dict(ep=3), "ep"),
+    ],
+)
+def test_expert_tokens_errors(kw: dict, field: str) -> None:
+    from calc.moe_routing import expert_tokens
+
+    with pytest.raises(CalcError) as err:
+        expert_tokens(4096, 8, 2, **kw)
+    assert err.value.field == field
+
+
+def test_activation_range_of_mixtral() -> None:
+    from calc.moe_routing import activation_range
+
+    arch = preset("mixtral-8x7b")
+    layout = Layout(dp=8, ep=8, seq_len=4096, flash_attention=True, dropout=False, recompute="selective")
+    dropless = activation_range(arch, layout)
+    capped = activation_range(arch, layout, capacity_factor=1.25)
+    even = activation_range(arch, layout, capacity_factor=1)
+    m = layout_memory(arch, layout)
+    assert dropless.balanced == capped.balanced == even.balanced == even.worst == m.activations
+    assert m.activations < capped.worst < dropless.worst
+    assert dropless.tokens.ratio == 4 and capped.tokens.ratio == Fraction(5, 4)
+
+
+def test_activation_range_collapses_under_full_recompute_and_for_dense_models() -> None:
+    from calc.moe_routing import activation_range
+
+    full = activation_range(preset("mixtral-8x7b"), Layout(dp=8, ep=8, seq_len=2048, recompute="full"))
+    assert full.balanced == full.worst  # only layer inputs are kept
+    dense = activation_range(preset("llama3-8b"), Layout(seq_len=2048))
+    assert dense.balanced == dense.worst
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    c=st.sampled_from([1, 1.25, 1.5, 2, 4]),
+    ep=st.sampled_from([1, 2, 4, 8]),
+    seq=st.sampled_from([512, 2048]),
+)
+def test_more_capacity_never_lowers_the_worst_case(c: float, ep: int, seq: int) -> None:
+    from calc.moe_routing import activation_range
+
+    arch = preset("mixtral-8x7b")
+    layout = Layout(dp=8, ep=ep, seq_len=seq, flash_attention=True, dropout=False)
+    lo = activation_range(arch, layout, capacity_factor=c)
+    hi = activation_range(arch, layout, capacity_factor=c * 2)
+    dropless = activation_range(arch, layout)
+    assert lo.balanced <= lo.worst <= hi.worst <= dropless.worst

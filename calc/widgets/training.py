@@ -8,6 +8,7 @@ from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
 from calc.layout import Layout
 from calc.model_state import convention_options
+from calc.moe_routing import activation_range
 from calc.overheads import PeakMemory, peak_memory
 from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_positive_int
@@ -148,7 +149,13 @@ def _compute(v: dict[str, str]) -> str:
             "the model is configured for."
         )
     if arch.is_moe:
-        notes.append("MoE layers: balanced routing assumed (calc.moe_routing gives the imbalanced range).")
+        r = activation_range(arch, layout)
+        notes.append(
+            f"MoE layers: the activations above assume balanced routing. Routing is decided at run time: "
+            f"dropless, a rank's experts can receive {float(r.tokens.ratio):.3g}× their balanced tokens, which "
+            f"would make this stage's activations {fmt(r.balanced)} to {fmt(r.worst)} (a capacity factor "
+            "caps it; calc.moe_routing). Router and all-to-all buffers are not counted."
+        )
     notes.append(
         "ESTIMATED items come from documented defaults and framework source, not from a measurement; how far "
         "the engine is from measured runs is on the accuracy page (How accurate is this?). Still not modelled: "
