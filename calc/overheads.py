@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 from calc.architecture import Architecture
 from calc.errors import CalcError
+from calc.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.layout import Layout, LayoutMemory, _layer_kinds, _stage_params, layout_stages
 from calc.model_state import CONVENTIONS
 from calc.units import parse_positive_int
@@ -206,7 +207,7 @@ NOT_MODELLED: tuple[str, ...] = (
     "cuBLAS, cuDNN and FlashAttention workspaces",
     "communication buckets beyond NCCL's own buffers (DDP bucket copies, Megatron overlap buffers)",
     "MoE all-to-all and router buffers",
-    "FP8 scaling state and transposed copies (calc.fp8 counts the weight copies)",
+    "FP8 per-tensor scaling state, and FP8 activations (saved in 8 bits; counted here in 16)",
     "CUDA-graph and torch.compile memory pools",
     "selective recomputation's transient attention tensors",
 )
@@ -375,6 +376,37 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
     return items
 
 
+def _gemm_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> int:
+    """Parameters of the GEMMs (linear layers) of the stage's layers on one GPU: no norms, routers or embeddings."""
+    start = sum(layout.stage_layer_counts(arch.num_layers)[: memory.stage])
+    layers = list(range(start, start + memory.layers))
+    dense, experts = _stage_params(arch, layout, layers, -1)  # -1: neither first nor last stage
+    replicated = sum(
+        arch.norm_params_per_layer + (arch.router_params_per_layer if arch.is_moe_layer(i) else 0) for i in layers
+    )
+    return dense - replicated + experts
+
+
+def _low_precision_item(arch: Architecture, layout: Layout, memory: LayoutMemory, recipe: str) -> Overhead:
+    r = LOW_PRECISION_RECIPES[recipe]
+    params = _gemm_params(arch, layout, memory)
+    scope = "all GEMM weights of the stage's layers"
+    if layout.effective_zero_stage == 3 and layout.zero_ranks > 1 and memory.layers:
+        params = -(-2 * params // memory.layers)  # only the gathered units: the current and the prefetched layer
+        scope = "the GEMM weights of the two gathered layers (ZeRO-3)"
+    w = low_precision_weights(params, recipe)
+    return Overhead(
+        "low_precision_weights",
+        f"Quantized weight copies ({r.name})",
+        w.total,
+        "allocated",
+        "always",
+        ESTIMATED,
+        f"{r.bytes_per_param} B × {params:,} params: {r.copies} cop{'ies' if r.copies > 1 else 'y'} of {scope}",
+        r.source,
+    )
+
+
 def _step_items(layout: Layout, memory: LayoutMemory, optimizer: str) -> list[Overhead]:
     if optimizer == "fused" or not memory.momentum:
         return []
@@ -403,6 +435,7 @@ def overheads(
     p2p_channels: int = _DEFAULT_P2P_CHANNELS,
     expandable_segments: bool = False,
     optimizer: str = "foreach",
+    low_precision: str | None = None,
 ) -> tuple[Overhead, ...]:
     """The named overheads of one GPU: the busiest stage's, or ``stage``'s.
 
@@ -422,6 +455,7 @@ def overheads(
         p2p_channels=p2p_channels,
         expandable_segments=expandable_segments,
         optimizer=optimizer,
+        low_precision=low_precision,
     ).overheads
 
 
@@ -434,13 +468,15 @@ def peak_memory(
     p2p_channels: int = _DEFAULT_P2P_CHANNELS,
     expandable_segments: bool = False,
     optimizer: str = "foreach",
+    low_precision: str | None = None,
 ) -> PeakMemory:
     """The full per-GPU peak: tensors plus every named overhead, as allocated, reserved and ``nvidia-smi``.
 
     Without ``stage``, every pipeline stage is evaluated and the one with the largest
     ``nvidia-smi`` total is returned (ties to the earlier stage).
 
-    ``allocated = model states + max(activations + logits + backward-phase items, step-phase items)``;
+    ``allocated = model states + always-alive items + max(activations + logits + backward-phase items,
+    step-phase items)``;
     ``reserved = allocated + allocator reserve``, the reserve being ``allocated × f`` rounded up to
     2 MiB (``f`` from [`ALLOCATOR_FRAGMENTATION`][calc.overheads.ALLOCATOR_FRAGMENTATION]);
     ``nvidia-smi = reserved + CUDA context + NCCL buffers``.
@@ -454,6 +490,8 @@ def peak_memory(
         expandable_segments: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``.
         optimizer: ``"foreach"`` (PyTorch's default on CUDA) or ``"fused"`` (``fused=True``, apex /
             Transformer Engine FusedAdam, Megatron-LM's default).
+        low_precision: A key of [`LOW_PRECISION_RECIPES`][calc.fp8.LOW_PRECISION_RECIPES] to add the
+            quantized weight copies of FP8 / MXFP8 / NVFP4 training; ``None`` for bf16 GEMMs.
 
     Returns:
         The [`PeakMemory`][calc.overheads.PeakMemory].
@@ -473,15 +511,17 @@ def peak_memory(
         raise CalcError("optimizer", "must be one of foreach, fused", optimizer, code="unknown-name")
     if not isinstance(expandable_segments, bool):
         raise CalcError("expandable_segments", "must be true or false", expandable_segments)
+    if low_precision is not None and low_precision not in LOW_PRECISION_RECIPES:
+        low_precision_weights(1, low_precision)  # raises, naming the field
     ch = parse_positive_int(channels, "channels", maximum=1024)
     p2p = parse_positive_int(p2p_channels, "p2p_channels", maximum=1024)
     stages = layout_stages(arch, layout)
     if stage is not None:
         k = parse_positive_int(stage, "stage", minimum=0, maximum=layout.pp - 1)
-        return _peak(arch, layout, stages[k], ch, p2p, expandable_segments, optimizer)
+        return _peak(arch, layout, stages[k], ch, p2p, expandable_segments, optimizer, low_precision)
     best = None
     for m in stages:
-        p = _peak(arch, layout, m, ch, p2p, expandable_segments, optimizer)
+        p = _peak(arch, layout, m, ch, p2p, expandable_segments, optimizer, low_precision)
         if best is None or p.nvidia_smi_bytes > best.nvidia_smi_bytes:
             best = p
     assert best is not None  # pp >= 1
@@ -496,6 +536,7 @@ def _peak(
     p2p_channels: int,
     expandable: bool,
     optimizer: str,
+    low_precision: str | None,
 ) -> PeakMemory:
     context = Overhead(
         "cuda_context",
@@ -510,8 +551,11 @@ def _peak(
     )
     backward = _backward_items(arch, layout, m)
     step = _step_items(layout, m, optimizer)
-    allocated = m.model_state + max(
-        m.activations + m.logits + sum(o.bytes for o in backward), sum(o.bytes for o in step)
+    always = [_low_precision_item(arch, layout, m, low_precision)] if low_precision and m.layers else []
+    allocated = (
+        m.model_state
+        + sum(o.bytes for o in always)
+        + max(m.activations + m.logits + sum(o.bytes for o in backward), sum(o.bytes for o in step))
     )
     num, den = ALLOCATOR_FRAGMENTATION[expandable]
     reserve = -(-allocated * num // (den * 2 * _MIB)) * 2 * _MIB
@@ -526,7 +570,7 @@ def _peak(
         "PyTorch CUDA semantics, Memory management and PYTORCH_CUDA_ALLOC_CONF (expandable_segments)",
     )
     nccl = _nccl(layout, m.stage, channels, p2p_channels)
-    items = (context, *nccl, *backward, *step, allocator)
+    items = (context, *nccl, *always, *backward, *step, allocator)
     reserved = allocated + reserve
     outside = context.bytes + sum(o.bytes for o in nccl)
     return PeakMemory(

@@ -287,3 +287,61 @@ def test_training_calculator_options() -> None:
     assert 'data-output="overhead_optimizer_step"' not in fused
     assert 'data-output="overhead_optimizer_step"' in _widget()
     assert "expandable_segments" in _widget(expandable_segments="1")
+
+
+# --- FP8 and lower-precision recipes (calc.fp8) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("recipe", "params", "values", "scales"),
+    [
+        ("fp8-hopper", 10**6, 2 * 10**6, 0),  # FP8 copy + its physical transpose (Hopper)
+        ("fp8-blackwell", 10**6, 10**6, 0),  # one FP8 copy serves both usages
+        ("mxfp8-blackwell", 10**6, 2 * 10**6, 2 * 31250),  # rowwise + columnwise, one E8M0 byte per 32
+        ("nvfp4-blackwell", 10**6, 10**6, 2 * 62500),  # two 4-bit copies, one E4M3 byte per 16
+        ("mxfp8-blackwell", 33, 66, 2 * 2),  # a partial block still has its scale
+    ],
+)
+def test_low_precision_weights(recipe: str, params: int, values: int, scales: int) -> None:
+    from calc.fp8 import low_precision_weights
+
+    w = low_precision_weights(params, recipe)
+    assert (w.values_bytes, w.scale_bytes, w.total) == (values, scales, values + scales)
+    assert "fp32 master" in " ".join(w.kept_high_precision)
+
+
+def test_hopper_vs_blackwell_per_param() -> None:
+    from fractions import Fraction
+
+    from calc.fp8 import LOW_PRECISION_RECIPES
+
+    per = {n: r.bytes_per_param for n, r in LOW_PRECISION_RECIPES.items()}
+    assert per == {
+        "fp8-hopper": 2,
+        "fp8-blackwell": 1,
+        "mxfp8-blackwell": Fraction(33, 16),
+        "nvfp4-blackwell": Fraction(9, 8),
+    }
+    for r in LOW_PRECISION_RECIPES.values():
+        assert r.source and "Transformer Engine" in r.source
+
+
+def test_low_precision_copies_join_the_peak() -> None:
+    arch = preset("llama3-8b")
+    layout = Layout(dp=8, zero_stage=1, seq_len=4096, flash_attention=True, dropout=False)
+    base = peak_memory(arch, layout)
+    fp8 = peak_memory(arch, layout, low_precision="fp8-hopper")
+    item = next(o for o in fp8.overheads if o.name == "low_precision_weights")
+    gemm = arch.param_count - 2 * arch.vocab_size * arch.hidden_size - arch.num_layers * arch.norm_params_per_layer
+    assert item.bytes == 2 * (gemm - arch.final_norm_params)  # every linear layer's weight, twice, 1 byte each
+    assert item.phase == "always" and item.counted_in == "allocated"
+    assert fp8.allocated_bytes == base.allocated_bytes + item.bytes  # alive in both phases
+    zero3 = peak_memory(arch, Layout(dp=8, zero_stage=3, seq_len=4096), low_precision="fp8-blackwell")
+    small = next(o for o in zero3.overheads if o.name == "low_precision_weights")
+    assert small.bytes == 2 * arch.layer_param_counts()[1] - 2 * arch.norm_params_per_layer  # two gathered layers
+
+
+def test_unknown_low_precision_recipe_names_the_field() -> None:
+    with pytest.raises(CalcError) as err:
+        peak_memory(preset("gpt2"), Layout(seq_len=1024), low_precision="fp4")
+    assert err.value.field == "low_precision"

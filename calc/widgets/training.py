@@ -6,6 +6,7 @@ from html import escape
 
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
+from calc.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.layout import Layout
 from calc.model_state import convention_options
 from calc.moe_routing import activation_range
@@ -102,7 +103,14 @@ def _compute(v: dict[str, str]) -> str:
     memory, gpu_label = gpu_memory(v)
     if v["optimizer"] not in _OPTIMIZERS:
         raise CalcError("optimizer", f"must be one of {', '.join(_OPTIMIZERS)}", v["optimizer"], code="unknown-name")
-    p = peak_memory(arch, layout, optimizer=v["optimizer"], expandable_segments=checked(v["expandable_segments"]))
+    low = None if v["low_precision"] == "none" else v["low_precision"]
+    p = peak_memory(
+        arch,
+        layout,
+        optimizer=v["optimizer"],
+        expandable_segments=checked(v["expandable_segments"]),
+        low_precision=low,
+    )
     m = p.memory
     total = m.total
     shown = p.nvidia_smi_bytes
@@ -147,6 +155,11 @@ def _compute(v: dict[str, str]) -> str:
         notes.append(
             f"{layout.seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions "
             "the model is configured for."
+        )
+    if low:
+        notes.append(
+            f"{LOW_PRECISION_RECIPES[low].label}: the quantized weight copies are one line above; kept in high "
+            "precision: " + "; ".join(HIGH_PRECISION) + "."
         )
     if arch.is_moe:
         r = activation_range(arch, layout)
@@ -272,6 +285,13 @@ CALCULATOR = Calculator(
             options=(("foreach", "PyTorch foreach (default)"), ("fused", "Fused (fused=True, apex, TE)")),
         ),
         Field("expandable_segments", "expandable_segments allocator", "0", kind="checkbox"),
+        Field(
+            "low_precision",
+            "Low-precision GEMMs",
+            "none",
+            kind="select",
+            options=(("none", "None (bf16 GEMMs)"), *((r.name, r.label) for r in LOW_PRECISION_RECIPES.values())),
+        ),
         Field(
             "gpu",
             "GPU",
