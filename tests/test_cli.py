@@ -294,8 +294,8 @@ def test_docs_examples_print_what_the_page_shows(capsys: pytest.CaptureFixture[s
     assert len(examples) >= 4, "the page shows the command at work"
     if os.environ.get("TRAINMEM_UPDATE_DOCS"):
         for cmd, shown in examples:
-            old = "\n".join([f"$ {cmd}", *shown])
-            text = text.replace(old, "\n".join([f"$ {cmd}", *_shown(capsys, cmd)]), 1)
+            old = "\n".join([f"$ {cmd}", *shown]) + "\n"
+            text = text.replace(old, "\n".join([f"$ {cmd}", *_shown(capsys, cmd)]) + "\n", 1)
         DOCS.write_text(text, encoding="utf-8")
         examples = [(cmd, shown) for cmd, shown in _transcripts(text) if cmd.startswith("trainmem")]
     for cmd, shown in examples:

@@ -191,9 +191,8 @@ _FLAG_HELP = (
 
 
 def _command_help(prog: str, cmd: Command) -> str:
-    lines = [f"usage: {prog} {cmd.name} [FIELD=VALUE ...] [--json]", "", cmd.title + "."]
-    if cmd.description:
-        lines[-1] = f"{cmd.title}: {cmd.description}"
+    lines = [f"usage: {prog} {cmd.name} [FIELD=VALUE ...] [--json]", "", cmd.title]
+    lines += textwrap.wrap(cmd.description, 100)
     lines += ["", "fields (FIELD=VALUE, --FIELD=VALUE or --FIELD VALUE; a field not given takes its default):"]
     for f in cmd.fields:
         default = f.default if f.kind != "textarea" else (f.default[:20] + "…" if len(f.default) > 20 else f.default)
