@@ -3,7 +3,8 @@
 // (hooks/lc_charts.py), so a chart is there at first paint and with JavaScript off; this module
 // replaces them with a live rendering, and renders again when:
 //   - a calculator shows new results (its fragment arrives without SVG: Pyodide cannot run
-//     vl-convert), seen by a MutationObserver, so calc.mjs needs no hook;
+//     vl-convert), written anew or patched in place: a MutationObserver sees either, so calc.mjs
+//     needs no hook. A chart that comes back unchanged gets its finished SVG back before the next paint;
 //   - the reader switches palette (Material's data-md-color-scheme on <body>).
 //
 // The site's policy forbids eval: specs are parsed to an AST and run by vega-interpreter
@@ -12,7 +13,8 @@
 // Signals on each [data-chart] (tests wait on these, never on time):
 //   data-chart-state   prerendered (build) | pending (no SVG yet) | live | error
 //   data-chart-scheme  the palette of the live rendering ("default" or "slate")
-//   data-chart-renders how many live renderings this element has had
+//   data-chart-rendered  a fingerprint of the palette and spec the live rendering shows
+//   data-chart-renders how many live renderings this element has had (a reused one counts)
 
 const VEGA = new URL("../vega/", import.meta.url);
 
@@ -34,29 +36,58 @@ function loadRuntime() {
 }
 
 const scheme = () => (document.body.getAttribute("data-md-color-scheme") === "slate" ? "slate" : "default");
-const views = new WeakMap(); // figure -> the vega-embed result shown
-const tokens = new WeakMap(); // figure -> number of its latest render request
-const wanted = new WeakMap(); // figure -> palette + spec of its latest render request
 
-async function render(figure) {
-  const key = `${scheme()} ${figure.dataset.chartSpec}`;
-  if (wanted.get(figure) === key) return; // already shown, or on its way
-  wanted.set(figure, key);
-  const token = (tokens.get(figure) || 0) + 1;
-  tokens.set(figure, token);
+/** A short fingerprint of a palette + spec (FNV-1a, 32 bits): what a live rendering shows. */
+function fingerprint(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(36);
+}
+
+const keyOf = (figure) => fingerprint(`${scheme()} ${figure.dataset.chartSpec || ""}`);
+const inFlight = new WeakMap(); // figure -> key of the rendering on its way
+const views = new WeakMap(); // figure -> the vega-embed result shown
+const made = new Map(); // key -> a rendered .lc-chart__live, reused when the same chart comes back
+const MADE_MAX = 24;
+
+/** Whether the figure shows a live rendering of its current spec in the current palette. */
+function current(figure) {
+  return (
+    figure.dataset.chartState === "live" &&
+    figure.dataset.chartRendered === keyOf(figure) &&
+    Boolean(figure.querySelector(".lc-chart__view > .lc-chart__live svg"))
+  );
+}
+
+function show(figure, holder, key) {
   const target = figure.querySelector(".lc-chart__view");
   if (!target) return;
-  if (!target.querySelector("svg")) figure.dataset.chartState = "pending";
-  let spec;
-  try {
-    spec = JSON.parse(figure.dataset.chartSpec);
-  } catch {
-    figure.dataset.chartState = "error";
-    wanted.delete(figure);
+  target.replaceChildren(holder);
+  figure.dataset.chartScheme = scheme();
+  figure.dataset.chartRendered = key;
+  figure.dataset.chartRenders = String(Number(figure.dataset.chartRenders || 0) + 1);
+  figure.dataset.chartState = "live";
+  delete figure.dataset.chartError;
+}
+
+async function render(figure) {
+  if (!figure.isConnected || current(figure)) return;
+  const key = keyOf(figure);
+  if (figure.dataset.chartFailed === key) return; // tried: the pre-rendered SVG or the table stays
+  const cached = made.get(key);
+  if (cached) {
+    // The same chart again (a calculator re-rendered the same numbers, or its results were patched in
+    // place): put the finished SVG back at once, before the next paint, instead of a blank view.
+    show(figure, cached.cloneNode(true), key);
     return;
   }
+  if (inFlight.get(figure) === key) return;
+  inFlight.set(figure, key);
   const palette = scheme();
+  const target = figure.querySelector(".lc-chart__view");
+  if (target && !target.querySelector("svg")) figure.dataset.chartState = "pending";
   try {
+    const spec = JSON.parse(figure.dataset.chartSpec);
     const { embed, expr, themes } = await loadRuntime();
     const holder = document.createElement("div");
     holder.className = "lc-chart__live";
@@ -71,59 +102,72 @@ async function render(figure) {
       tooltip: false,
       logLevel: 0,
     });
-    if (tokens.get(figure) !== token || !figure.isConnected) {
-      result.finalize();
-      return;
-    }
     const svg = holder.querySelector("svg");
     if (svg) {
       svg.setAttribute("aria-hidden", "true");
       svg.setAttribute("focusable", "false");
       svg.dataset.scheme = palette;
     }
+    made.set(key, holder.cloneNode(true));
+    if (made.size > MADE_MAX) made.delete(made.keys().next().value);
+    if (inFlight.get(figure) !== key) {
+      result.finalize(); // a newer spec or palette took over while this one rendered
+      return;
+    }
+    inFlight.delete(figure);
+    if (!figure.isConnected || keyOf(figure) !== key) {
+      result.finalize();
+      render(figure);
+      return;
+    }
     const previous = views.get(figure);
     if (previous) previous.finalize();
     views.set(figure, result);
-    target.replaceChildren(holder);
-    figure.dataset.chartScheme = palette;
-    figure.dataset.chartRenders = String(Number(figure.dataset.chartRenders || 0) + 1);
-    figure.dataset.chartState = "live";
+    show(figure, holder, key);
   } catch (err) {
-    if (tokens.get(figure) !== token) return;
-    wanted.delete(figure);
+    if (inFlight.get(figure) !== key) return;
+    inFlight.delete(figure);
     // The pre-rendered SVGs (if any) stay; the table beside the chart still has every number.
+    figure.dataset.chartFailed = key;
     figure.dataset.chartState = "error";
     figure.dataset.chartError = String(err && err.message ? err.message : err).slice(0, 200);
   }
 }
 
-function scan(root) {
-  if (root.matches && root.matches("[data-chart]")) render(root);
-  if (root.querySelectorAll) for (const figure of root.querySelectorAll("[data-chart]")) render(figure);
+function renderAll() {
+  for (const figure of document.querySelectorAll("[data-chart]")) render(figure);
 }
 
-// New results (a calculator's live fragment) bring new [data-chart] elements.
-const added = new MutationObserver((records) => {
-  for (const record of records) for (const node of record.addedNodes) if (node.nodeType === 1) scan(node);
-});
-
-// A palette switch renders every chart on the page again in the other theme.
-let lastScheme = null;
-const palette = new MutationObserver(() => {
-  if (scheme() === lastScheme) return;
-  lastScheme = scheme();
-  for (const figure of document.querySelectorAll("[data-chart]")) render(figure);
+// Anything that touches a chart (new results written or patched in place, the spec attribute changed,
+// the view emptied) or the palette: check the charts concerned, and render those not current.
+const observer = new MutationObserver((records) => {
+  const touched = new Set();
+  let all = false;
+  for (const record of records) {
+    if (record.target === document.body && record.attributeName === "data-md-color-scheme") all = true;
+    const owner = record.target.closest ? record.target.closest("[data-chart]") : null;
+    if (owner) touched.add(owner);
+    for (const node of record.addedNodes) {
+      if (node.nodeType !== 1) continue;
+      if (node.matches("[data-chart]")) touched.add(node);
+      for (const figure of node.querySelectorAll("[data-chart]")) touched.add(figure);
+    }
+  }
+  if (all) renderAll();
+  else for (const figure of touched) render(figure);
 });
 
 function start() {
-  lastScheme = scheme();
-  added.observe(document.body, { childList: true, subtree: true });
-  palette.observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+  observer.observe(document.body, {
+    childList: true,
+    subtree: true,
+    attributes: true,
+    attributeFilter: ["data-md-color-scheme", "data-chart-spec", "data-chart-state", "data-chart-rendered"],
+  });
+  renderAll();
 }
 
 if (document.body) start();
 else document.addEventListener("DOMContentLoaded", start, { once: true });
 
-document$.subscribe(() => {
-  for (const figure of document.querySelectorAll("[data-chart]")) render(figure);
-});
+document$.subscribe(renderAll);

@@ -1,0 +1,281 @@
+"""Charts: engine specs (plain data, valid Vega-Lite), the calculators' [data-chart] elements, and the build's
+pre-rendered SVGs (one per palette, from the very spec the page carries) with the pinned Vega bundle."""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from calc import charts
+from calc.errors import CalcError
+from calc.model_state import model_state_bytes
+from calc.widgets import calculators, render
+
+ROOT = Path(__file__).resolve().parent.parent
+GB = 10**9
+
+SPECS = {
+    "memory_breakdown": lambda: charts.memory_breakdown(
+        [("Weights", 14 * GB), ("Gradients", 14 * GB), ("Adam", 56 * GB)], 80 * GB, "H100 SXM 80 GB"
+    ),
+    "memory_breakdown_gib": lambda: charts.memory_breakdown([("Weights", 2**30)], 2**34, "16 GiB", unit="GiB"),
+    "zero_scaling": lambda: charts.zero_scaling(
+        {"ZeRO-0": [(1, 16 * GB), (2, 16 * GB)], "ZeRO-3": [(1, 16 * GB), (2, 8 * GB)]},
+        (2, 8 * GB, "you"),
+        capacity=(80 * GB, "H100"),
+    ),
+    "activations_by_sequence": lambda: charts.activations_by_sequence(
+        {"None": [(512, GB), (1024, 4 * GB)], "Full": [(512, GB // 8), (1024, GB // 4)]}, (1024, 4 * GB, "you")
+    ),
+    "exposed_time": lambda: charts.exposed_time([("TP all-reduce", 0.4, 0.1), ("Pipeline bubble", 0.2, 0.2)]),
+    "layout_comparison": lambda: charts.layout_comparison(
+        [
+            {"label": "tp 8 × pp 4 × dp 8", "memory_bytes": 61 * GB, "step_s": 9.5},
+            {"label": "tp 4 × pp 8 × dp 8", "memory_bytes": 66 * GB, "step_s": 10.25},
+        ],
+        capacity=(80 * GB, "H100 SXM 80 GB"),
+    ),
+    "layout_comparison_memory_only": lambda: charts.layout_comparison(
+        [{"label": "dp 64", "memory_bytes": 17 * GB, "step_s": None}]
+    ),
+}
+
+CALCULATOR_CHARTS = [
+    # calculator, inputs, the charts its results carry
+    ("will-it-fit", {}, ["memory-breakdown", "zero-scaling"]),
+    (
+        "will-it-fit",
+        {"params": "70B", "zero_stage": "3", "dp": "64", "unit": "GiB"},
+        ["memory-breakdown", "zero-scaling"],
+    ),
+    ("training-memory", {}, ["memory-breakdown"]),
+    ("training-memory", {"preset": "llama3-70b", "tp": "8", "pp": "4", "dp": "16"}, ["memory-breakdown"]),
+    ("serving-memory", {}, ["memory-breakdown"]),
+    ("activations", {}, ["activations-by-sequence"]),
+    ("activations", {"sequence_parallel": "1", "recompute": "selective"}, ["activations-by-sequence"]),
+    ("communication", {}, ["exposed-time"]),
+]
+
+_CHART = re.compile(r'<figure class="lc-chart" data-chart="([^"]+)" data-chart-spec="([^"]*)"')
+
+
+def _charts_in(fragment: str) -> list[tuple[str, dict]]:
+    return [(name, json.loads(html.unescape(spec))) for name, spec in _CHART.findall(fragment)]
+
+
+def _walk(value):
+    yield value
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _walk(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v)
+
+
+# --- the specs: plain data, valid Vega-Lite ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_spec_is_plain_data(name: str) -> None:
+    spec = SPECS[name]()
+    assert json.loads(charts.spec_json(spec)) == spec  # round-trips: only dicts, lists, str, numbers, None
+    assert spec["title"] and spec["description"]  # a visible title and a text description
+    assert {"mark", "layer", "hconcat"} & set(spec)
+    strings = [v for v in _walk(spec) if isinstance(v, str)]
+    assert not [s for s in strings if "://" in s], "a spec never names another host (no $schema URL, no data URL)"
+    assert not [v for v in _walk(spec) if isinstance(v, dict) and "url" in v], "data is inline, never fetched"
+    assert not [v for v in _walk(spec) if isinstance(v, dict) and ("expr" in v or "calculate" in v)]
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_spec_compiles_with_pinned_vega_lite(name: str) -> None:
+    vl_convert = pytest.importorskip("vl_convert")  # build-time only: absent under Pyodide
+    vega = vl_convert.vegalite_to_vega(SPECS[name](), vl_version="6.4")
+    assert vega["marks"], "the compiled Vega spec draws something"
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda: charts.memory_breakdown([("w", 1)], 2, "x", unit="MB"), "unit"),
+        (lambda: charts.zero_scaling({"ZeRO-0": [(0, 1)]}, (1, 1, "you")), "series"),  # log axis: no zero GPUs
+        (lambda: charts.activations_by_sequence({"Full": [(512, 0)]}, (512, 1, "you")), "series"),  # no 0 B
+        (lambda: charts.exposed_time([("x", 1.0, 1.5)]), "exposed"),  # exposed above the total
+        (lambda: charts.exposed_time([("x", 1.0, -0.1)]), "exposed"),
+        (lambda: charts.layout_comparison([]), "layouts"),
+    ],
+)
+def test_bad_chart_input_is_a_calc_error(call, field: str) -> None:
+    with pytest.raises(CalcError) as err:
+        call()
+    assert err.value.to_dict()["field"] == field
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10**13), min_size=1, max_size=8), st.integers(1, 10**13))
+def test_memory_breakdown_stacks_every_nonzero_segment(sizes: list[int], capacity: int) -> None:
+    spec = charts.memory_breakdown([(f"part {i}", n) for i, n in enumerate(sizes)], capacity, "GPU")
+    bars = spec["layer"][0]["data"]["values"]
+    assert [b["component"] for b in bars] == [f"part {i}" for i, n in enumerate(sizes) if n > 0]
+    assert sum(b["amount"] for b in bars) == pytest.approx(sum(sizes) / GB, rel=1e-6, abs=1e-5)
+    assert spec["layer"][1]["data"]["values"][0]["amount"] == pytest.approx(capacity / GB, abs=1e-6)
+
+
+@given(st.integers(10**6, 10**13), st.sampled_from([0, 1, 2, 3]), st.integers(1, 1 << 20))
+def test_zero_chart_lines_never_rise_and_mark_the_reader(params: int, stage: int, dp: int) -> None:
+    (name, spec), *_ = _charts_in(
+        charts.zero_chart(
+            params, convention="mixed-adam-16", zero_stage=stage, dp=dp, capacity=80 * GB, gpu_label="H100", unit="GB"
+        )
+    )
+    assert name == "zero-scaling"
+    lines = spec["layer"][0]["data"]["values"]
+    for k in range(4):
+        amounts = [r["amount"] for r in lines if r["series"] == f"ZeRO-{k}"]
+        assert amounts == sorted(amounts, reverse=True), f"ZeRO-{k} rises with more GPUs"
+    reader = spec["layer"][1]["data"]["values"][0]
+    assert reader["gpus"] == dp
+    assert reader["amount"] == round(model_state_bytes(params, zero_stage=stage, dp=dp).total / GB, 6)
+    assert max(r["gpus"] for r in lines) >= min(dp, charts.MAX_CHART_GPUS)
+
+
+def test_activations_chart_grows_with_sequence_and_parts_the_modes() -> None:
+    html_ = charts.activations_chart(
+        4096, 1, 4096, 32, tp=1, sequence_parallel=False, recompute="none", flash_attention=False, unit="GB"
+    )
+    (_, spec), *_ = _charts_in(html_)
+    rows = spec["layer"][0]["data"]["values"]
+    for mode in ("None", "Selective", "Full"):
+        amounts = [r["amount"] for r in rows if r["series"] == mode]
+        assert amounts == sorted(amounts) and len(amounts) >= 7, mode
+    at = {r["series"]: r["amount"] for r in rows if r["seq"] == 32768}
+    assert at["None"] > at["Selective"] > at["Full"]
+
+
+def test_charts_module_is_standard_library_only() -> None:
+    tree = ast.parse((ROOT / "calc" / "charts.py").read_text())
+    roots = {
+        (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0
+    } | {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert roots - {"__future__", "calc"} <= set(sys.stdlib_module_names)
+
+
+def test_themes_cover_both_palettes_with_the_same_keys() -> None:
+    assert set(charts.THEMES) == set(charts.SCHEMES) == {"default", "slate"}
+    light, dark = charts.THEMES["default"], charts.THEMES["slate"]
+    assert light.keys() == dark.keys() and light != dark
+    assert light["background"] == dark["background"] == "transparent"  # the page's own background shows
+
+
+# --- the calculators' charts ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "inputs", "expected"), CALCULATOR_CHARTS)
+def test_calculator_results_carry_their_charts(name: str, inputs: dict, expected: list[str]) -> None:
+    reply = render(name, inputs)
+    assert reply["ok"], reply
+    found = _charts_in(reply["html"])
+    assert [n for n, _ in found] == expected
+    for _, spec in found:
+        assert json.loads(charts.spec_json(spec)) == spec
+    assert "<svg" not in reply["html"], "the engine draws nothing itself: the build or vega-embed renders"
+    assert 'role="img" aria-label="' in reply["html"]
+    assert "<table" in reply["html"], "the breakdown table stays as the text alternative"
+
+
+def test_memory_chart_draws_the_table_numbers() -> None:
+    reply = render("training-memory", {"preset": "llama3-8b", "dp": "8", "zero_stage": "1"})
+    (_, spec), *_ = _charts_in(reply["html"])
+    total = re.search(r'data-output="total"[^>]*data-value="(\d+)"', reply["html"])
+    bars = spec["layer"][0]["data"]["values"]
+    if total:  # the raw data-value attribute, where the calculator carries one
+        assert sum(b["amount"] for b in bars) == pytest.approx(int(total[1]) / GB, abs=1e-5)
+    label = spec["layer"][2]["data"]["values"][0]["label"]
+    assert label == "GPU memory: H100 SXM 80 GB"
+
+
+def test_no_calculator_uses_a_hand_drawn_bar() -> None:
+    for name in calculators():
+        reply = render(name)
+        assert reply["ok"] and "lc-bar" not in reply["html"], name
+
+
+# --- the build ----------------------------------------------------------------------------------------
+
+_FIGURE = re.compile(
+    r'<figure class="lc-chart" data-chart="(?P<name>[^"]+)" data-chart-spec="(?P<spec>[^"]*)"(?P<rest>[^>]*)>'
+    r'<div class="lc-chart__view"[^>]*>(?P<view>.*?)</div></figure>',
+    re.DOTALL,
+)
+_CALC_ROOT = re.compile(
+    r'data-calc="(?P<name>[^"]+)" data-calc-id="[^"]*" data-state="prerendered" data-defaults="(?P<v>[^"]*)"'
+)
+
+
+def test_every_chart_is_prerendered_as_svg_per_palette(site_pages: dict[str, str]) -> None:
+    seen = set()
+    for path, page in site_pages.items():
+        for m in _FIGURE.finditer(page):
+            seen.add(m["name"])
+            assert 'data-chart-state="prerendered"' in m["rest"], (path, m["name"])
+            schemes = re.findall(r'<svg data-scheme="(\w+)" aria-hidden="true"', m["view"])
+            assert schemes == ["default", "slate"], (path, m["name"])
+            assert "style=" not in m["view"] and "<script" not in m["view"]
+    assert seen >= {"memory-breakdown", "zero-scaling", "activations-by-sequence", "exposed-time"}
+
+
+def test_prerendered_charts_match_the_calculators_defaults(site_pages: dict[str, str]) -> None:
+    """Each pre-rendered chart is the spec the engine gives for that calculator's build-time values."""
+    for path, page in site_pages.items():
+        for block in page.split('<div class="lc-calc" ')[1:]:
+            root = _CALC_ROOT.search(block)
+            if not root:
+                continue
+            values = json.loads(html.unescape(root["v"]))
+            expected = _charts_in(render(root["name"], values)["html"])
+            got = [(m["name"], json.loads(html.unescape(m["spec"]))) for m in _FIGURE.finditer(block)]
+            assert got == expected, (path, root["name"])
+
+
+def test_prerendered_svg_is_the_spec_rendered_in_the_palette(site_pages: dict[str, str]) -> None:
+    sys.path.insert(0, str(ROOT / "hooks"))
+    import lc_charts
+
+    m = _FIGURE.search(site_pages["parallelism/zero/"])
+    assert m and m["name"] == "memory-breakdown"
+    spec = html.unescape(m["spec"])
+    for scheme in charts.SCHEMES:
+        assert lc_charts.render_svg(spec, scheme) in m["view"]
+
+
+def test_vega_bundle_is_shipped_without_bare_imports(built_site: Path) -> None:
+    out = built_site / "assets" / "vega"
+    for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "vega-interpreter.js", "vega-util/index.js"):
+        assert (out / name).is_file(), name
+    interpreter = (out / "vega-interpreter.js").read_text()
+    assert "from './vega-util/index.js'" in interpreter and "'vega-util'" not in interpreter
+    for module in (out / "vega-util").glob("*.js"):
+        assert not re.search(r"""from\s+['"][^./]""", module.read_text()), module.name
+    assert json.loads((out / "themes.json").read_text()) == json.loads(json.dumps(charts.THEMES))
+
+
+def test_hook_fails_loudly_on_a_broken_spec() -> None:
+    sys.path.insert(0, str(ROOT / "hooks"))
+    from mkdocs.exceptions import PluginError
+
+    import lc_charts
+
+    good = charts.chart("demo", charts.exposed_time([("x", 1.0, 0.5)]), "demo")
+    filled, count = lc_charts.prerender(good)
+    assert count == 1 and filled.count("<svg") == 2
+    broken = charts.chart("demo", {"mark": "bar", "encoding": {"x": {"field": "a", "type": "nope"}}}, "demo")
+    with pytest.raises(PluginError, match="chart 'demo' cannot be rendered"):
+        lc_charts.prerender(broken, "page.md")
