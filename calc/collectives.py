@@ -10,7 +10,7 @@ algbw vs busbw (nccl-tests ``doc/PERFORMANCE.md``): the *algorithm bandwidth* is
 the *bus bandwidth* is ``algbw × factor`` and is what can be compared with a link's peak,
 independent of ``n``. So the time of a collective is ``t = S · factor / busbw``, which is also
 ``bytes sent per rank / busbw``. These functions leave latency out (large messages);
-[`calc.network`][calc.network] adds it per link level. Names are re-exported by
+`calc.network` adds it per link level. Names are re-exported by
 [`calc.comm`][calc.comm].
 """
 
@@ -57,7 +57,7 @@ def bus_factor(collective: str, n: int) -> Fraction:
     For a ring it is also the bytes each rank sends per byte of message.
 
     Args:
-        collective: One of [`COLLECTIVES`][calc.collectives.COLLECTIVES].
+        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
         n: Ranks in the group.
 
     Returns:
@@ -97,7 +97,7 @@ def collective_bytes_sent(collective: str, size_bytes: int, n: int) -> int:
     per-rank bytes times ranks never undercount the traffic.
 
     Args:
-        collective: One of [`COLLECTIVES`][calc.collectives.COLLECTIVES].
+        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
         size_bytes: ``S``, the message size in bytes (an ``int`` ≥ 0).
         n: Ranks in the group.
 
@@ -165,11 +165,11 @@ def collective_time_s(
     nccl-tests ``doc/PERFORMANCE.md``: with per-rank bandwidth ``B`` an all-reduce
     takes ``(S/B) · 2(n-1)/n``, reduce-scatter and all-gather ``(S/B) · (n-1)/n``,
     broadcast and reduce ``S/B``. ``bus_bytes_per_s`` is that ``B``: for one link
-    type, the per-GPU, per-direction peak of [`Interconnect`][calc.interconnects.Interconnect].
+    type, the per-GPU, per-direction peak of [`Interconnect`][calc.comm.Interconnect].
     The constant per-call latency is ignored (large-message regime).
 
     Args:
-        collective: One of [`COLLECTIVES`][calc.collectives.COLLECTIVES].
+        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
         size_bytes: ``S`` in bytes.
         n: Ranks in the group.
         bus_bytes_per_s: Bus bandwidth ``B`` in bytes/s (10^9 B/s = 1 GB/s, as nccl-tests prints).
@@ -203,7 +203,7 @@ def algorithm_bandwidth(collective: str, n: int, bus_bytes_per_s: float) -> floa
     ``n`` grows while busbw stays comparable with the link peak.
 
     Args:
-        collective: One of [`COLLECTIVES`][calc.collectives.COLLECTIVES].
+        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
         n: Ranks in the group (at least 2).
         bus_bytes_per_s: The bus bandwidth in bytes/s.
 

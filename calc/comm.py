@@ -2,11 +2,11 @@
 
 [`step_communication`][calc.comm.step_communication] lists every collective a
 data/tensor/pipeline/context/expert-parallel layout implies, with its group, bytes per GPU
-per step, and its α–β time where the group lives ([`calc.network`][calc.network]: placement in
+per step, and its α–β time where the group lives (`calc.network`: placement in
 closed form, latency per hop, bandwidth per link level, hierarchical collectives across nodes).
 The building blocks live in their own modules and are re-exported here:
-[`calc.collectives`][calc.collectives] (nccl-tests' bus-bandwidth factors and ring times),
-[`calc.interconnects`][calc.interconnects] (link presets) and [`calc.network`][calc.network].
+`calc.collectives` (nccl-tests' bus-bandwidth factors and ring times),
+`calc.interconnects` (link presets) and `calc.network`.
 """
 
 from __future__ import annotations
@@ -24,22 +24,38 @@ from calc.collectives import (
 )
 from calc.errors import CalcError
 from calc.interconnects import INTERCONNECTS, SCALE_UP_FOR_GPU, Interconnect, interconnect
-from calc.network import Network, collective_cost, group_bus_bandwidth, group_placement
+from calc.network import (
+    ACHIEVED_SHARE,
+    LATENCY,
+    CollectiveCost,
+    Network,
+    Placement,
+    collective_cost,
+    group_bus_bandwidth,
+    group_placement,
+)
 from calc.units import parse_count, parse_positive_int
 
 __all__ = [
+    "ACHIEVED_SHARE",
     "COLLECTIVES",
     "GROUP_ORDER",
     "INTERCONNECTS",
+    "LATENCY",
     "SCALE_UP_FOR_GPU",
+    "CollectiveCost",
     "CommTerm",
     "Interconnect",
+    "Network",
+    "Placement",
     "StepComm",
     "algorithm_bandwidth",
     "bus_factor",
     "collective_bytes_sent",
+    "collective_cost",
     "collective_time_s",
     "group_bus_bandwidth",
+    "group_placement",
     "interconnect",
     "step_communication",
 ]
@@ -70,7 +86,7 @@ class CommTerm:
         label: Human description.
         group: The process group it runs on: ``tp``, ``cp``, ``dp-cp`` (dense gradients),
             ``ep``, ``expert-dp`` or ``pp``.
-        collective: One of [`COLLECTIVES`][calc.collectives.COLLECTIVES].
+        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
         group_size: Ranks in the group (``2`` for point-to-point).
         message_bytes: ``S`` of one call (the full, gathered size for all-gather/reduce-scatter).
         calls: Calls per optimizer step on the busiest GPU.
@@ -78,7 +94,7 @@ class CommTerm:
         intra_node: ``True`` when the group fits in one node.
         bus_bytes_per_s: Effective bus bandwidth of one call, bandwidth part only, bytes/s (rounded down).
         time_s: Seconds per step if nothing overlaps: ``calls ×`` the α–β time of one call
-            ([`collective_cost`][calc.network.collective_cost]).
+            ([`collective_cost`][calc.comm.collective_cost]).
         source: Where the volume comes from.
         latency_s: Of ``time_s``, the latency (α) part.
     """
@@ -221,7 +237,7 @@ def step_communication(
     Notation: ``b`` micro-batch, ``s`` sequence, ``h`` hidden, ``m`` micro-batches per
     step, ``t`` = tp, ``e`` bytes per element, ``T = b·s/cp`` tokens per GPU per
     micro-batch. Each term's per-call bytes follow
-    [`collective_bytes_sent`][calc.collectives.collective_bytes_sent] (ring algorithms).
+    [`collective_bytes_sent`][calc.comm.collective_bytes_sent] (ring algorithms).
 
     * **Data parallel** (group ``dp-cp``, Megatron reduces gradients over DP and CP
       together). Per GPU ``Ψ_g = ceil(dense stage params / t)`` parameters.
@@ -263,8 +279,8 @@ def step_communication(
     ([`GROUP_ORDER`][calc.comm.GROUP_ORDER]), and node ``i`` holds ranks ``i·g`` to
     ``(i+1)·g - 1`` for ``g = gpus_per_node``. A group whose members are ``stride`` ranks
     apart (1 for TP; ``tp`` for CP, DP and EP; ``tp·ep`` for expert DP; ``tp·cp·dp`` for PP) is placed
-    in closed form by [`group_placement`][calc.network.group_placement] and priced call by call by
-    [`collective_cost`][calc.network.collective_cost]: a ring inside a node, the hierarchical
+    in closed form by [`group_placement`][calc.comm.group_placement] and priced call by call by
+    [`collective_cost`][calc.comm.collective_cost]: a ring inside a node, the hierarchical
     algorithm across nodes with each member on its own share of the node's NICs, plus NCCL's
     latency per call and per hop.
 
@@ -295,13 +311,13 @@ def step_communication(
         grad_bytes_per_element: Bytes per gradient element reduced (default ``bytes_per_element``;
             4 when gradients are reduced in fp32).
         gpus_per_node: GPUs per scale-up node.
-        intra: Scale-up link preset (see [`INTERCONNECTS`][calc.interconnects.INTERCONNECTS]).
+        intra: Scale-up link preset (see [`INTERCONNECTS`][calc.comm.INTERCONNECTS]).
         inter: Scale-out link preset (per GPU).
         intra_efficiency: Achieved fraction of the scale-up peak (default
-            [`ACHIEVED_SHARE`][calc.network.ACHIEVED_SHARE]).
+            [`ACHIEVED_SHARE`][calc.comm.ACHIEVED_SHARE]).
         inter_efficiency: Achieved fraction of the network peak (default likewise).
         nics_per_node: NICs per node (default one per GPU).
-        latency: Add NCCL's per-call and per-hop latency ([`LATENCY`][calc.network.LATENCY]).
+        latency: Add NCCL's per-call and per-hop latency ([`LATENCY`][calc.comm.LATENCY]).
 
     Returns:
         A [`StepComm`][calc.comm.StepComm].

@@ -197,7 +197,7 @@ SCALE_UP_FOR_GPU: dict[str, str] = {
 
 
 def interconnect(name: str | Interconnect) -> Interconnect:
-    """Look up a link preset by name (an [`Interconnect`][calc.interconnects.Interconnect] passes through).
+    """Look up a link preset by name (an [`Interconnect`][calc.comm.Interconnect] passes through).
 
     Raises:
         CalcError: For an unknown name, listing the known ones.

@@ -8,7 +8,7 @@ Infinity Fabric, PCIe), each node with ``nics`` network ports (InfiniBand or RoC
 ([`GROUP_ORDER`][calc.comm.GROUP_ORDER]); node ``j`` holds ranks ``j·g`` to ``(j+1)·g - 1``.
 A group of ``n`` ranks ``stride`` apart therefore spans ``N = ⌊(n-1)·stride/g⌋ + 1``
 nodes with ``k = ⌈g/stride⌉`` members on each (``k = 1`` once ``stride ≥ g``):
-[`group_placement`][calc.network.group_placement] is O(1), whatever the number of ranks.
+[`group_placement`][calc.comm.group_placement] is O(1), whatever the number of ranks.
 
 **Time, α–β per level** (Hockney's model, as NCCL's own tuner uses it, NVIDIA/nccl
 ``src/graph/tuning.cc``): ``t = α + bytes/β``.
@@ -16,7 +16,7 @@ nodes with ``k = ⌈g/stride⌉`` members on each (``k = 1`` once ``stride ≥ g
 * **α.** NCCL's ring latency: a base of 8.4 µs per call plus, per ring step, 3.4 µs on
   NVLink and 9.6 µs on the network (``baseLat`` and ``hwLat``, Simple protocol): an
   all-reduce takes ``2(n-1)`` steps of which ``2(N-1)`` cross nodes, all-gather and
-  reduce-scatter ``n-1`` and ``N-1`` ([`LATENCY`][calc.network.LATENCY]).
+  reduce-scatter ``n-1`` and ``N-1`` ([`LATENCY`][calc.comm.LATENCY]).
 * **β, per level.** A group inside one node runs a ring on the scale-up link at its
   nccl-tests bus bandwidth (``t = S·factor/busbw``, ``doc/PERFORMANCE.md``). A group that
   spans nodes runs **hierarchically** (Jia et al. 2018, arXiv:1807.11205, Sec. 4.3;
@@ -122,7 +122,7 @@ def group_placement(stride: int, size: int, gpus_per_node: int) -> Placement:
         gpus_per_node: GPUs per node.
 
     Returns:
-        A [`Placement`][calc.network.Placement].
+        A [`Placement`][calc.comm.Placement].
 
     Raises:
         CalcError: When a number is not a positive whole number.
@@ -168,13 +168,13 @@ class Network:
     """A cluster's links: the scale-up domain, the NICs, achieved shares and latencies.
 
     Attributes:
-        intra: Scale-up link (an [`Interconnect`][calc.interconnects.Interconnect] or preset name).
+        intra: Scale-up link (an [`Interconnect`][calc.comm.Interconnect] or preset name).
         inter: Network link per NIC.
         gpus_per_node: GPUs per scale-up node (the NVLink / NVSwitch domain).
         nics_per_node: NICs per node (default ``gpus_per_node``: one per GPU, rail-optimized).
-        intra_efficiency: Achieved share of the scale-up peak (default [`ACHIEVED_SHARE`][calc.network.ACHIEVED_SHARE]).
+        intra_efficiency: Achieved share of the scale-up peak (default [`ACHIEVED_SHARE`][calc.comm.ACHIEVED_SHARE]).
         inter_efficiency: Achieved share of the NIC peak (default likewise).
-        latency: ``True`` to add [`LATENCY`][calc.network.LATENCY]; ``False`` for bandwidth only.
+        latency: ``True`` to add [`LATENCY`][calc.comm.LATENCY]; ``False`` for bandwidth only.
 
     Examples:
         >>> n = Network("nvlink3", "ib-hdr")
@@ -265,11 +265,11 @@ def collective_cost(collective: str, size_bytes: int, where: Placement, network:
         collective: ``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
             ``broadcast``, ``reduce`` or ``p2p``.
         size_bytes: ``S``: the full (gathered) size, or one rank's send buffer for all-to-all.
-        where: The group's [`Placement`][calc.network.Placement].
-        network: The [`Network`][calc.network.Network].
+        where: The group's [`Placement`][calc.comm.Placement].
+        network: The [`Network`][calc.comm.Network].
 
     Returns:
-        A [`CollectiveCost`][calc.network.CollectiveCost].
+        A [`CollectiveCost`][calc.comm.CollectiveCost].
 
     Examples:
         >>> net = Network("nvlink4", "ib-ndr", latency=False)
@@ -328,7 +328,7 @@ def group_bus_bandwidth(
 ) -> Fraction:
     """Peak ring bus bandwidth (bytes/s) of a collective on a group, given where it lives (no latency).
 
-    The flat-ring, bandwidth-only view that [`collective_cost`][calc.network.collective_cost] refines.
+    The flat-ring, bandwidth-only view that [`collective_cost`][calc.comm.collective_cost] refines.
 
     Inside one node, every collective runs at the scale-up link's per-direction
     peak, except a point-to-point send, which gets the bandwidth to one peer.
@@ -353,11 +353,11 @@ def group_bus_bandwidth(
     the model is the ring, which is what larger jobs see.
 
     Args:
-        collective: One of [`COLLECTIVES`][calc.collectives.COLLECTIVES].
+        collective: One of [`COLLECTIVES`][calc.comm.COLLECTIVES].
         n: Ranks in the group.
         intra_node: ``True`` when the whole group sits in one node.
         members_per_node: ``k``, the group's members on each node it spans.
-        intra: Scale-up link (preset name or [`Interconnect`][calc.interconnects.Interconnect]).
+        intra: Scale-up link (preset name or [`Interconnect`][calc.comm.Interconnect]).
         inter: Scale-out link per GPU.
         intra_efficiency: Achieved fraction of the scale-up peak.
         inter_efficiency: Achieved fraction of the network peak.

@@ -21,7 +21,7 @@ micro-batch and interleaving is either pinned or searched (``None``).
 4. Fit: the full per-GPU peak of [`calc.overheads.peak_memory`][calc.overheads.peak_memory] (as
    ``nvidia-smi`` shows it: tensors, allocator reserve, CUDA context, NCCL buffers) on the first and
    last stages, within ``1 - safety_margin`` of the GPU's memory.
-5. Time: [`step_time`][calc.steptime.step_time] ([`calc.network`][calc.network] for the links).
+5. Time: [`step_time`][calc.steptime.step_time] (`calc.network` for the links).
 
 Sequence parallelism is on whenever ``tp > 1``, FlashAttention is assumed, and dropout off (as in
 current LLM training); ZeRO stages 1 and 3 are searched (2 is never faster than 1 here and 0 never

@@ -1,7 +1,7 @@
 """Step time of a training layout: compute, exposed communication and the pipeline bubble.
 
 For an [`Architecture`][calc.architecture.Architecture], a [`Layout`][calc.layout.Layout], a GPU
-([`calc.hardware`][calc.hardware]) and a [`Network`][calc.network.Network],
+([`calc.hardware`][calc.hardware]) and a [`Network`][calc.comm.Network],
 [`step_time`][calc.steptime.step_time] predicts one optimizer step of the slowest pipeline stage:
 
 * **Compute.** Forward FLOPs per layer are ``2 × (matmul weights a token uses) × tokens`` plus the

@@ -49,6 +49,7 @@ CALCULATOR_MODULES: tuple[str, ...] = (
     "comm",
     "activations",
     "training",
+    "planner",
 )
 """Modules of ``calc.widgets`` that each define a ``CALCULATOR``; their names are the registry keys."""
 

@@ -2,25 +2,63 @@
 
 from __future__ import annotations
 
+import math
 from html import escape
 
+from calc.errors import CalcError
 from calc.hardware import GPUS
-from calc.presets import PRESET_LABELS
+from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, table, verdict
 
 __all__ = ["CALCULATOR"]
 
-_SEARCHED = ("dp", "tp", "pp", "cp", "ep", "zero_stage", "recompute", "micro_batch", "interleave")
+_SEARCHED = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")
+
+
+_ANY = "any"
+_RECOMPUTE = (_ANY, "none", "selective", "full")
+
+_MAXIMA = {"gpus": 1 << 20, "gpus_per_node": 1024, "seq_len": 1 << 24, "global_batch": 1 << 24}
+"""Upper bounds of the whole-number fields: a million GPUs, 16M-token sequences and 16M-sequence batches are
+far beyond any published run (Llama 3 405B: 16,384 GPUs, 16M tokens per batch)."""
+
+
+def _searched(v: dict[str, str], name: str) -> str:
+    """A degree field: ``any`` searches it (returned as blank), anything else is passed on to be checked."""
+    text = v[name].strip()
+    if text == "":
+        raise CalcError(name, f"must be a whole number, or {_ANY} to search it", v[name])
+    return "" if text.lower() == _ANY else text
+
+
+def _share(v: dict[str, str], name: str, low: float, high: float) -> str:
+    rule = f"must be a number from {low:g} to {high:g}"
+    try:
+        value = float(v[name].strip()) if len(v[name]) <= 64 else math.nan
+    except ValueError:
+        raise CalcError(name, rule, v[name]) from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise CalcError(name, rule, v[name])
+    return repr(value)
 
 
 def _compute(v: dict[str, str]) -> str:
     from calc.planner import plan_from_fields  # imported here: the planner pulls in the whole engine
 
-    model = v["config"].strip() or v["model"]
-    fields = {k: v[k] for k in ("gpus", "gpu", "gpus_per_node", "seq_len", "global_batch", "safety_margin")}
-    fields.update({k: v[k] for k in _SEARCHED})
-    fields["matmul_efficiency"] = v["matmul_efficiency"]
+    model = v["model"].strip()
+    if not model:
+        raise CalcError("model", "must be a preset name or a pasted config.json", v["model"])
+    fields = {k: str(parse_positive_int(v[k], k, maximum=m)) for k, m in _MAXIMA.items()}
+    for name, known in (("gpu", tuple(GPUS)), ("zero_stage", (_ANY, "1", "2", "3")), ("recompute", _RECOMPUTE)):
+        if v[name] not in known:
+            raise CalcError(name, f"must be one of {', '.join(known)}", v[name], code="unknown-name")
+    fields["gpu"] = v["gpu"]
+    fields.update({k: _searched(v, k) for k in _SEARCHED})
+    fields["safety_margin"] = _share(v, "safety_margin", 0.01, 0.9)
+    fields["matmul_efficiency"] = _share(v, "matmul_efficiency", 0.05, 1)
+    fields["zero_stage"] = "" if v["zero_stage"] == _ANY else v["zero_stage"]
+    fields["recompute"] = "" if v["recompute"] == _ANY else v["recompute"]
     r = plan_from_fields(model, fields)
     best = r["layouts"][0]
     line = (
@@ -36,33 +74,43 @@ def _compute(v: dict[str, str]) -> str:
                 str(i),
                 escape(f"dp {x['dp']} · tp {x['tp']} · pp {x['pp']} · cp {x['cp']} · ep {x['ep']}"),
                 escape(f"ZeRO-{x['zero_stage']}, {x['recompute']}, mb {x['micro_batch']}, v {x['interleave']}"),
-                out(f"memory-{i}", f"{x['memory_bytes'] / 1e9:.1f} GB"),
-                out(f"step-{i}", f"{x['step_time_s']:.3g} s"),
-                out(f"mfu-{i}", f"{x['mfu']:.1%}"),
+                out(f"memory-{i}", f"{x['memory_bytes'] / 1e9:.1f} GB", value=x["memory_bytes"], unit="B"),
+                out(f"step-{i}", f"{x['step_time_s']:.3g} s", value=x["step_time_s"], unit="s"),
+                out(f"mfu-{i}", f"{x['mfu']:.1%}", value=x["mfu"]),
                 escape(x.get("flip", "")),
             )
         )
-    parts = "".join(
-        f"<li>{escape(p['part'])}: {p['seconds'] * 1e3:,.4g} ms <small>({escape(p['why'])})</small></li>"
-        for p in best["time"]
+    parts = [
+        (
+            escape(p["part"]),
+            out(f"time-{i}", f"{p['seconds'] * 1e3:,.4g} ms", value=p["seconds"], unit="s"),
+            escape(p["why"]),
+        )
+        for i, p in enumerate(best["time"])
         if p["seconds"] > 0
-    )
-    rejected = "".join(
-        f"<li>dp {x['dp']} · tp {x['tp']} · pp {x['pp']}: {escape(x['reason'])}</li>" for x in r["rejected"]
-    )
+    ]
+    rejected = [
+        (escape(f"dp {x['dp']} · tp {x['tp']} · pp {x['pp']} · cp {x['cp']}"), escape(x["reason"]))
+        for x in r["rejected"]
+    ]
     return (
         verdict(True, line)
-        + out("step_time", f"{best['step_time_s']:.3g} s", "strong")
+        + '<p class="lc-kv"><span>Best step time</span> '
+        + out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
+        + "</p>"
         + table(("#", "Degrees", "State", "Peak memory", "Step", "MFU", ""), rows, raw_cells=True)
-        + f"<p><strong>Where the best step's time goes</strong></p><ul>{parts}</ul>"
-        + (f"<p><strong>Best rejected</strong></p><ul>{rejected}</ul>" if rejected else "")
+        + "<p><strong>Where the best layout's step goes</strong></p>"
+        + table(("Part", "Time", "Why"), parts, raw_cells=True)
+        + (
+            "<p><strong>Best rejected</strong></p>" + table(("Layout", "Why not"), rejected, raw_cells=True)
+            if rejected
+            else ""
+        )
         + '<p class="lc-kv"><small>Analytical ranking: '
         + escape("; ".join(r["assumptions"]))
         + ".</small></p>"
     )
 
-
-_MODELS = tuple((k, v) for k, v in PRESET_LABELS.items())
 
 CALCULATOR = Calculator(
     name="plan",
@@ -70,24 +118,46 @@ CALCULATOR = Calculator(
     description="Every valid layout for a model on your cluster, the ones that fit in memory, ranked by "
     "predicted step time. Leave a degree blank to search it.",
     fields=(
-        Field("model", "Model", "llama3-70b", kind="select", options=_MODELS),
-        Field("config", "…or paste a config.json", "", kind="textarea", help="overrides the model above"),
+        Field(
+            "model",
+            "Model: a preset name or a pasted config.json",
+            "llama3-70b",
+            kind="textarea",
+            help="e.g. llama3-8b, llama3.1-405b, mixtral-8x7b, narayanan-145.6b (python -m calc list shows all)",
+        ),
         Field("gpus", "GPUs", "1024", kind="number"),
         Field("gpu", "GPU", "h100-sxm", kind="select", options=tuple((k, g.label) for k, g in GPUS.items())),
-        Field("gpus_per_node", "GPUs per node", "8", kind="number"),
+        Field("gpus_per_node", "GPUs per node (NVLink domain)", "8", kind="number"),
         Field("seq_len", "Sequence length", "8192", kind="number"),
         Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
-        Field("dp", "dp (blank = search)", ""),
-        Field("tp", "tp (blank = search)", ""),
-        Field("pp", "pp (blank = search)", ""),
-        Field("cp", "cp (blank = search)", ""),
-        Field("ep", "ep (blank = search)", ""),
-        Field("zero_stage", "ZeRO stage (blank = search 1 and 3)", ""),
-        Field("recompute", "Recomputation (blank = search)", ""),
-        Field("micro_batch", "Micro-batch (blank = search)", ""),
-        Field("interleave", "Interleave (blank = search)", ""),
-        Field("safety_margin", "Memory kept free (share)", "0.1"),
-        Field("matmul_efficiency", "Matmul efficiency (share of peak)", "0.68"),
+        Field("dp", "dp", _ANY, help="a number pins it; any searches it"),
+        Field("tp", "tp", _ANY, help="searched within the node"),
+        Field("pp", "pp", _ANY),
+        Field("cp", "cp", _ANY, help="searched from 32K tokens"),
+        Field("ep", "ep", _ANY, help="MoE only; carved from dp × cp"),
+        Field(
+            "zero_stage",
+            "ZeRO stage",
+            _ANY,
+            kind="select",
+            options=((_ANY, "search 1 and 3"), ("1", "1"), ("2", "2"), ("3", "3")),
+        ),
+        Field(
+            "recompute",
+            "Recomputation",
+            _ANY,
+            kind="select",
+            options=((_ANY, "search"), ("none", "none"), ("selective", "selective"), ("full", "full")),
+        ),
+        Field("micro_batch", "Micro-batch", _ANY),
+        Field("interleave", "Interleave (model chunks per stage)", _ANY),
+        Field("safety_margin", "Memory kept free (share)", "0.1", help="from 0.01 to 0.9"),
+        Field(
+            "matmul_efficiency",
+            "Matmul efficiency (share of peak)",
+            "0.68",
+            help="fitted to Narayanan et al. 2021 Table 1; put your measured value",
+        ),
     ),
     compute=_compute,
 )
