@@ -13,9 +13,11 @@ Called from ``lc_build.on_post_build`` once every file is in the site directory:
 Anything that cannot be handled fails the build (``PluginError``): a page without ``<head>``, an
 unreadable ``data:`` URI, a charset declaration pushed past the 1024 bytes a browser scans.
 
-There is no ``'unsafe-inline'`` anywhere: the calculators' charts carry their geometry in SVG
-attributes (``calc.widgets._html.bar``), never in ``style=""``, and scripts set styles through the
-CSSOM, which a policy does not restrict.
+There is no ``'unsafe-inline'`` anywhere: the charts' pre-rendered SVG (``hooks/lc_charts.py``) carries
+its geometry in SVG attributes, never in ``style=""`` (the hook refuses one that does), scripts set styles
+through the CSSOM, which a policy does not restrict, and there is no ``'unsafe-eval'``: the live charts
+run Vega's expression interpreter (``vega-interpreter``), not generated code. Their specs travel in a
+``data-chart-spec`` attribute, so they add no inline script to hash.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from calc.widgets import calculators, render
 
 ROOT = Path(__file__).resolve().parent.parent
 GB = 10**9
+HOST_ONLY = pytest.mark.skipif(sys.platform == "emscripten", reason="builds the site / runs the MkDocs hook: host only")
 
 SPECS = {
     "memory_breakdown": lambda: charts.memory_breakdown(
@@ -220,6 +221,7 @@ _CALC_ROOT = re.compile(
 )
 
 
+@HOST_ONLY
 def test_every_chart_is_prerendered_as_svg_per_palette(site_pages: dict[str, str]) -> None:
     seen = set()
     for path, page in site_pages.items():
@@ -232,6 +234,7 @@ def test_every_chart_is_prerendered_as_svg_per_palette(site_pages: dict[str, str
     assert seen >= {"memory-breakdown", "zero-scaling", "activations-by-sequence", "exposed-time"}
 
 
+@HOST_ONLY
 def test_prerendered_charts_match_the_calculators_defaults(site_pages: dict[str, str]) -> None:
     """Each pre-rendered chart is the spec the engine gives for that calculator's build-time values."""
     for path, page in site_pages.items():
@@ -245,6 +248,7 @@ def test_prerendered_charts_match_the_calculators_defaults(site_pages: dict[str,
             assert got == expected, (path, root["name"])
 
 
+@HOST_ONLY
 def test_prerendered_svg_is_the_spec_rendered_in_the_palette(site_pages: dict[str, str]) -> None:
     sys.path.insert(0, str(ROOT / "hooks"))
     import lc_charts
@@ -256,6 +260,7 @@ def test_prerendered_svg_is_the_spec_rendered_in_the_palette(site_pages: dict[st
         assert lc_charts.render_svg(spec, scheme) in m["view"]
 
 
+@HOST_ONLY
 def test_vega_bundle_is_shipped_without_bare_imports(built_site: Path) -> None:
     out = built_site / "assets" / "vega"
     for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "vega-interpreter.js", "vega-util/index.js"):
@@ -267,6 +272,7 @@ def test_vega_bundle_is_shipped_without_bare_imports(built_site: Path) -> None:
     assert json.loads((out / "themes.json").read_text()) == json.loads(json.dumps(charts.THEMES))
 
 
+@HOST_ONLY
 def test_hook_fails_loudly_on_a_broken_spec() -> None:
     sys.path.insert(0, str(ROOT / "hooks"))
     from mkdocs.exceptions import PluginError
