@@ -6,6 +6,8 @@ The examples on the CLI page (docs/reference/cli.md) are run here and must print
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -16,6 +18,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from calc.cli import DISTRIBUTION, commands, main, version
 from calc.cli._args import FLAGS
@@ -129,6 +133,27 @@ def test_json_numbers_are_the_engines(capsys: pytest.CaptureFixture[str]) -> Non
     assert isinstance(comm["outputs"]["total_time_s"], float) and comm["units"]["total_time_s"] == "s"
     terms = [v for k, v in comm["outputs"].items() if k.endswith("_bytes") and k != "total_bytes"]
     assert terms and comm["outputs"]["total_bytes"] == sum(terms)  # each collective's bytes, and their total
+
+
+def _call(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@settings(max_examples=40, deadline=None)
+@given(params=st.integers(10**6, 10**13), stage=st.integers(0, 3), dp=st.integers(1, 1 << 20))
+def test_json_is_the_engine_and_the_table_shows_it(params: int, stage: int, dp: int) -> None:
+    args = ("will-it-fit", f"params={params}", f"zero_stage={stage}", f"dp={dp}")
+    code, out, err = _call(*args, "--json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    state = model_state_bytes(params, zero_stage=stage, dp=dp)
+    assert data["outputs"]["total_bytes"] == state.total
+    assert data["verdict"]["ok"] == (state.total <= data["outputs"]["gpu_memory_bytes"])
+    code, text, _ = _call(*args)
+    assert code == 0 and " ".join(text.split()).startswith(" ".join(data["verdict"]["text"].split()))
 
 
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:
