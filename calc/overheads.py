@@ -53,6 +53,7 @@ __all__ = [
     "nccl_communicator_bytes",
     "overheads",
     "peak_memory",
+    "stage_peaks",
 ]
 
 MEASURED = "MEASURED"
@@ -507,6 +508,51 @@ def peak_memory(
         >>> format_bytes(p.memory.total), format_bytes(p.allocated_bytes), format_bytes(p.nvidia_smi_bytes)
         ('85.0 GB', '87.1 GB', '92.2 GB')
     """
+    if stage is not None:
+        k = parse_positive_int(stage, "stage", minimum=0, maximum=layout.pp - 1)
+        return stage_peaks(
+            arch,
+            layout,
+            channels=channels,
+            p2p_channels=p2p_channels,
+            expandable_segments=expandable_segments,
+            optimizer=optimizer,
+            low_precision=low_precision,
+        )[k]
+    best = None
+    for p in stage_peaks(
+        arch,
+        layout,
+        channels=channels,
+        p2p_channels=p2p_channels,
+        expandable_segments=expandable_segments,
+        optimizer=optimizer,
+        low_precision=low_precision,
+    ):
+        if best is None or p.nvidia_smi_bytes > best.nvidia_smi_bytes:
+            best = p
+    assert best is not None  # pp >= 1
+    return best
+
+
+def stage_peaks(
+    arch: Architecture,
+    layout: Layout,
+    *,
+    channels: int = _DEFAULT_CHANNELS,
+    p2p_channels: int = _DEFAULT_P2P_CHANNELS,
+    expandable_segments: bool = False,
+    optimizer: str = "foreach",
+    low_precision: str | None = None,
+) -> tuple[PeakMemory, ...]:
+    """[`peak_memory`][calc.overheads.peak_memory] of every pipeline stage, first to last (same options).
+
+    Examples:
+        >>> from calc.presets import preset
+        >>> peaks = stage_peaks(preset("llama3.1-405b"), Layout(tp=8, pp=16, seq_len=8192))
+        >>> len(peaks), [p.memory.layers for p in peaks][:2]
+        (16, [7, 8])
+    """
     if optimizer not in ("foreach", "fused"):
         raise CalcError("optimizer", "must be one of foreach, fused", optimizer, code="unknown-name")
     if not isinstance(expandable_segments, bool):
@@ -515,17 +561,10 @@ def peak_memory(
         low_precision_weights(1, low_precision)  # raises, naming the field
     ch = parse_positive_int(channels, "channels", maximum=1024)
     p2p = parse_positive_int(p2p_channels, "p2p_channels", maximum=1024)
-    stages = layout_stages(arch, layout)
-    if stage is not None:
-        k = parse_positive_int(stage, "stage", minimum=0, maximum=layout.pp - 1)
-        return _peak(arch, layout, stages[k], ch, p2p, expandable_segments, optimizer, low_precision)
-    best = None
-    for m in stages:
-        p = _peak(arch, layout, m, ch, p2p, expandable_segments, optimizer, low_precision)
-        if best is None or p.nvidia_smi_bytes > best.nvidia_smi_bytes:
-            best = p
-    assert best is not None  # pp >= 1
-    return best
+    return tuple(
+        _peak(arch, layout, m, ch, p2p, expandable_segments, optimizer, low_precision)
+        for m in layout_stages(arch, layout)
+    )
 
 
 def _peak(

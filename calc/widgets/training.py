@@ -10,7 +10,7 @@ from calc.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.layout import Layout
 from calc.model_state import convention_options
 from calc.moe_routing import activation_range
-from calc.overheads import PeakMemory, peak_memory
+from calc.overheads import PeakMemory, peak_memory, stage_peaks
 from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
@@ -81,6 +81,24 @@ def _layout(v: dict[str, str]) -> Layout:
 
 
 _OPTIMIZERS = ("foreach", "fused")
+_STAGE_ROWS = 32
+"""Pipelines up to this many stages get a row per stage."""
+
+
+def _stage_table(peaks: tuple[PeakMemory, ...], fmt) -> str:
+    if not peaks:
+        return ""
+    rows = [
+        (
+            str(q.stage),
+            f"{q.memory.layers:,}",
+            fmt(q.memory.model_state),
+            fmt(q.memory.activations + q.memory.logits),
+            out(f"stage_{q.stage}_nvidia_smi_bytes", fmt(q.nvidia_smi_bytes)),
+        )
+        for q in peaks
+    ]
+    return table(("Stage", "Layers", "Model state", "Activations", "nvidia-smi"), rows, raw_cells=True)
 
 
 def _overhead_rows(p: PeakMemory, fmt) -> list[tuple[str, ...]]:
@@ -104,13 +122,9 @@ def _compute(v: dict[str, str]) -> str:
     if v["optimizer"] not in _OPTIMIZERS:
         raise CalcError("optimizer", f"must be one of {', '.join(_OPTIMIZERS)}", v["optimizer"], code="unknown-name")
     low = None if v["low_precision"] == "none" else v["low_precision"]
-    p = peak_memory(
-        arch,
-        layout,
-        optimizer=v["optimizer"],
-        expandable_segments=checked(v["expandable_segments"]),
-        low_precision=low,
-    )
+    options = dict(optimizer=v["optimizer"], expandable_segments=checked(v["expandable_segments"]), low_precision=low)
+    per_stage = stage_peaks(arch, layout, **options) if 1 < layout.pp <= _STAGE_ROWS else ()
+    p = max(per_stage, key=lambda q: q.nvidia_smi_bytes) if per_stage else peak_memory(arch, layout, **options)
     m = p.memory
     total = m.total
     shown = p.nvidia_smi_bytes
@@ -206,6 +220,7 @@ def _compute(v: dict[str, str]) -> str:
         + table(("Component", "Per GPU"), rows, raw_cells=True)
         + table(("Overhead", "Tag", "Counted in", "Per GPU"), _overhead_rows(p, fmt), raw_cells=True)
         + table(("Total", "Per GPU"), totals, raw_cells=True)
+        + _stage_table(per_stage, fmt)
         + "".join(f'<p class="lc-kv"><span>{k}</span> {value}</p>' for k, value in kv)
         + "".join(f"<p><small>{escape(n)}</small></p>" for n in notes)
     )
