@@ -829,3 +829,25 @@ def test_more_capacity_never_lowers_the_worst_case(c: float, ep: int, seq: int) 
     hi = activation_range(arch, layout, capacity_factor=c * 2)
     dropless = activation_range(arch, layout)
     assert lo.balanced <= lo.worst <= hi.worst <= dropless.worst
+
+
+def test_llama3_405b_per_stage_parameters() -> None:
+    """Llama 3 (arXiv:2407.21783, Sec. 3.3.2): 126 layers on 16 stages as 7 + 14 x 8 + 7; first/last carry the
+    embedding and the output layer. Matrices split over tp=8, norms replicated."""
+    arch = preset("llama3.1-405b")
+    stages = layout_stages(arch, Layout(tp=8, pp=16, seq_len=8192))
+    layer = arch.attention_params_per_layer + arch.dense_mlp_params
+    norms = arch.norm_params_per_layer
+
+    def rank(layers: int, extra_split: int = 0, extra_replicated: int = 0) -> int:
+        return -(-(layers * layer + extra_split) // 8) + layers * norms + extra_replicated
+
+    assert stages[0].params == rank(7, arch.embedding_params)
+    assert all(m.params == rank(8) for m in stages[1:-1])
+    assert stages[-1].params == rank(7, arch.lm_head_params, arch.final_norm_params)
+    explicit = layout_stages(arch, Layout(tp=8, pp=16, seq_len=8192, pipeline_layers=(7,) + (8,) * 14 + (7,)))
+    megatron = layout_stages(
+        arch,
+        Layout(tp=8, pp=16, seq_len=8192, decoder_first_pipeline_num_layers=7, decoder_last_pipeline_num_layers=7),
+    )
+    assert stages == explicit == megatron
