@@ -102,6 +102,22 @@ class Calculator:
 
 
 _REGISTRY: dict[str, Calculator] = {}
+_LOADED: dict[str, Calculator] = {}  # imported one at a time by render(); the full registry is built on demand
+
+_MODULE_OF: dict[str, str] = {
+    "activations": "activations",
+    "communication": "comm",
+    "parameter-count": "architecture",
+    "pipeline-bubble": "pipeline",
+    "plan": "planner",
+    "serving-memory": "inference",
+    "training-compute": "compute",
+    "training-memory": "training",
+    "will-it-fit": "fit",
+}
+"""Which module defines each calculator, so that [`render`][calc.widgets.render] imports only that one (the
+browser's first answer waits on no other calculator's code). A calculator missing here is still found, by
+importing every module; ``tests/test_boot.py`` checks that this table agrees with the modules."""
 
 
 def calculators() -> dict[str, Calculator]:
@@ -119,6 +135,15 @@ def calculators() -> dict[str, Calculator]:
 
 
 def _lookup(name: str) -> Calculator:
+    found = _LOADED.get(name)
+    if found is not None:
+        return found
+    module = _MODULE_OF.get(name) if isinstance(name, str) else None
+    if module in CALCULATOR_MODULES:
+        calc = importlib.import_module(f"calc.widgets.{module}").CALCULATOR
+        if calc.name == name:
+            _LOADED[name] = calc
+            return calc
     try:
         return calculators()[name]
     except KeyError:

@@ -93,7 +93,16 @@ engine.then(
 );
 
 // A macrotask turn: lets message events already queued behind the current one be delivered first.
-const yieldToMessages = () => new Promise((resolve) => setTimeout(resolve, 0));
+// A MessageChannel message, not setTimeout(0): nested timers are clamped to 4 ms after a few turns,
+// and a reader typing fast keeps this loop turning.
+const turn = new MessageChannel();
+const turnWaiters = [];
+turn.port1.onmessage = () => turnWaiters.shift()?.();
+const yieldToMessages = () =>
+  new Promise((resolve) => {
+    turnWaiters.push(resolve);
+    turn.port2.postMessage(null);
+  });
 
 function isFatal(err, pyodide) {
   // A Python exception (PythonError) leaves the interpreter usable; anything else thrown by the

@@ -24,7 +24,8 @@ const started = performance.now();
 // minutes has stalled (a hung request, a wasm compile that never ends): say so instead of
 // spinning forever. A render normally takes milliseconds; one that has not answered in 30 s means
 // the runtime is wedged. Tests shorten both through `window.__lcCalcTest` (unset in normal use).
-const DEFAULTS = { bootTimeoutMs: 120_000, renderTimeoutMs: 30_000, maxRestarts: 3 };
+// `inPlace: false` replaces the results' HTML wholesale instead of patching it (for measuring the two).
+const DEFAULTS = { bootTimeoutMs: 120_000, renderTimeoutMs: 30_000, maxRestarts: 3, inPlace: true };
 const settings = () => ({ ...DEFAULTS, ...(globalThis.__lcCalcTest || {}) });
 
 const QUOTE_CHARS = 40;
@@ -53,11 +54,27 @@ let deaths = 0;
 let nextId = 0;
 const controllers = new Set();
 
+/**
+ * The worker a page with calculators started from its <head> (overrides/main.html), long before this
+ * module runs, with the events it sent meanwhile; taken once, by the first boot of this page load.
+ */
+function earlyWorker() {
+  const early = globalThis.__lcEarlyWorker;
+  globalThis.__lcEarlyWorker = null;
+  if (!early) return null;
+  early.worker.removeEventListener("message", early.record);
+  early.worker.removeEventListener("error", early.record);
+  if (early.url === WORKER_URL.href) return early;
+  early.worker.terminate();
+  return null;
+}
+
 function engine() {
   if (bootFailure) return Promise.reject(bootFailure);
   if (current) return current.ready;
   const { bootTimeoutMs } = settings();
-  const worker = new Worker(WORKER_URL, { type: "module" });
+  const early = earlyWorker();
+  const worker = early ? early.worker : new Worker(WORKER_URL, { type: "module" });
   const eng = { worker, booted: false, pending: new Map() };
   current = eng;
   eng.ready = new Promise((resolve, reject) => {
@@ -75,7 +92,7 @@ function engine() {
       bootTimeoutMs,
     );
     eng.bootFailed = bootFailed;
-    worker.addEventListener("message", (event) => {
+    const onMessage = (event) => {
       const msg = event.data || {};
       if (msg.type === "ready") {
         if (eng.over) return;
@@ -93,13 +110,16 @@ function engine() {
         clearTimeout(waiting.timer);
         waiting.resolve(msg);
       }
-    });
-    worker.addEventListener("error", (event) => {
+    };
+    const onError = (event) => {
       event.preventDefault();
       const message = event.message || "the calculator worker failed";
       if (eng.booted) die(eng, message);
       else bootFailed(message);
-    });
+    };
+    worker.addEventListener("message", onMessage);
+    worker.addEventListener("error", onError);
+    for (const event of early ? early.events : []) (event.type === "error" ? onError : onMessage)(event);
   });
   return eng.ready;
 }
@@ -133,6 +153,51 @@ function request(key, seq, name, inputs) {
     eng.pending.set(id, { resolve, timer });
     eng.worker.postMessage({ type: "render", id, key, seq, name, inputs });
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results in place: a live answer usually differs from the shown one only in a few numbers, so the new
+// fragment is parsed once and only the text and attributes that differ are written; a node whose kind
+// or tag differs (or a list of children of another length) is replaced. Less DOM churn than innerHTML,
+// less style and layout work, and a screen reader's live region hears only what changed.
+
+const scratch = document.createElement("template");
+
+function morph(into, from) {
+  const have = [...into.childNodes];
+  const want = [...from.childNodes];
+  if (have.length !== want.length) {
+    into.replaceChildren(...want);
+    return;
+  }
+  for (let i = 0; i < have.length; i++) {
+    const x = have[i];
+    const y = want[i];
+    if (x.nodeType !== y.nodeType || x.nodeName !== y.nodeName || x.namespaceURI !== y.namespaceURI) {
+      into.replaceChild(y, x);
+    } else if (x.nodeType === Node.TEXT_NODE || x.nodeType === Node.COMMENT_NODE) {
+      if (x.data !== y.data) x.data = y.data;
+    } else if (x.nodeType !== Node.ELEMENT_NODE) {
+      into.replaceChild(y, x);
+    } else {
+      for (const attr of [...x.attributes]) {
+        if (!y.hasAttributeNS(attr.namespaceURI, attr.localName)) x.removeAttributeNS(attr.namespaceURI, attr.localName);
+      }
+      for (const attr of y.attributes) {
+        if (x.getAttributeNS(attr.namespaceURI, attr.localName) !== attr.value) {
+          x.setAttributeNS(attr.namespaceURI, attr.name, attr.value);
+        }
+      }
+      morph(x, y);
+    }
+  }
+}
+
+/** Make `target`'s content equal to `html`, touching only what differs. */
+function patch(target, html) {
+  scratch.innerHTML = html;
+  morph(target, scratch.content);
+  scratch.innerHTML = "";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,7 +275,6 @@ function mount(root) {
   let answerOk = false;
   let edited = false; // the reader changed something since mount
   let fromUrl = false;
-  let timer = 0;
   let failure = null; // {lead, permanent} while live calculation is unavailable
   let invalid = null; // the control marked aria-invalid
 
@@ -341,7 +405,6 @@ function mount(root) {
   }
 
   function fail(lead, permanent) {
-    clearTimeout(timer);
     failure = { lead, permanent };
     setState("error");
     explainUnavailable();
@@ -354,11 +417,13 @@ function mount(root) {
     root.dataset.answered = String(answered);
     if (reply.ok) {
       clearInvalid();
-      results.innerHTML = reply.html;
+      if (settings().inPlace) patch(results, reply.html);
+      else results.innerHTML = reply.html;
       results.hidden = false;
       setAlert("");
       delete results.dataset.stale;
       setStatus(LIVE);
+      root.dispatchEvent(new CustomEvent("lc-calc:results", { bubbles: true })); // live results are in the DOM
       return;
     }
     const error = reply.error || {};
@@ -407,7 +472,6 @@ function mount(root) {
     edited = true;
     syncEnabled(root);
     history.replaceState(history.state, "", stateUrl());
-    clearTimeout(timer);
     const state = root.dataset.state;
     if (state === "error") {
       if (failure && !failure.permanent && !bootFailure) {
@@ -423,7 +487,7 @@ function mount(root) {
       return;
     }
     markStale("Updating…");
-    timer = setTimeout(compute, 60);
+    compute(); // no debounce: the worker computes only the newest request and answers older ones "superseded"
   }
 
   const controller = {
