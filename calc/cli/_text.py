@@ -10,11 +10,14 @@ from calc.cli._fragment import Block
 
 __all__ = ["CELL_WIDTH", "LINE_WIDTH", "render_blocks", "table"]
 
-CELL_WIDTH = 44
-"""A table cell longer than this many characters wraps."""
+CELL_WIDTH = 36
+"""In a table too wide for [`LINE_WIDTH`][calc.cli._text.LINE_WIDTH], a cell longer than this wraps."""
 
 LINE_WIDTH = 100
-"""A line of prose longer than this wraps."""
+"""A line of prose longer than this wraps; so do the long cells of a table wider than this."""
+
+_GLUE = re.compile(r"(?<=[0-9]) (?=[A-Za-zµ%×])")
+"""The space between a number and its unit, which a wrap never breaks."""
 
 _NUMERIC = re.compile(r"[-+]?[0-9][0-9,.]*(e[-+]?[0-9]+)?(\s*\S{0,8})?")
 """A cell that reads as a number with at most a short unit (``17.5 GB``, ``1,024``, ``3.2e-3 s``)."""
@@ -29,11 +32,17 @@ def _numeric_columns(body: Sequence[Sequence[str]], width: int) -> set[int]:
     return numeric
 
 
+def _wrap(cell: str, width: int) -> list[str]:
+    lines = textwrap.wrap(_GLUE.sub("\u00a0", cell), width, break_on_hyphens=False)
+    return [line.replace("\u00a0", " ") for line in lines] or [""]
+
+
 def table(rows: Sequence[Sequence[str]], *, header: bool = True, cell_width: int = CELL_WIDTH) -> str:
     """Rows of cells as aligned columns; with ``header`` the first row is underlined.
 
-    Empty columns are dropped; columns whose every cell is a number are right-aligned; a cell longer
-    than ``cell_width`` wraps, and then a blank line separates the rows.
+    Empty columns are dropped; columns whose every cell is a number are right-aligned. When the table
+    is wider than [`LINE_WIDTH`][calc.cli._text.LINE_WIDTH], each cell longer than ``cell_width`` wraps
+    (never between a number and its unit), and a blank line separates the rows.
 
     Examples:
         >>> print(table([["Part", "Per GPU"], ["Weights", "14.0 GB"], ["Adam", "112 GB"]]))
@@ -41,11 +50,11 @@ def table(rows: Sequence[Sequence[str]], *, header: bool = True, cell_width: int
         -------  -------
         Weights  14.0 GB
         Adam      112 GB
-        >>> print(table([["a", "one two three"], ["b", "four"]], header=False, cell_width=8))
+        >>> print(table([["a", "one two three " * 9], ["b", "four 4 GB"]], header=False, cell_width=8)[:40])
         a  one two
            three
-        <BLANKLINE>
-        b  four
+           one two
+           three
     """
     width = max((len(r) for r in rows), default=0)
     grid = [[*r, *[""] * (width - len(r))] for r in rows]
@@ -55,7 +64,11 @@ def table(rows: Sequence[Sequence[str]], *, header: bool = True, cell_width: int
         return ""
     body = grid[1:] if header else grid
     right = _numeric_columns(body, len(keep))
-    wrapped = [[textwrap.wrap(cell, cell_width) or [""] for cell in row] for row in grid]
+    natural = [max(len(row[c]) for row in grid) for c in range(len(keep))]
+    if sum(natural) + 2 * (len(keep) - 1) <= LINE_WIDTH:
+        wrapped = [[[cell] for cell in row] for row in grid]
+    else:
+        wrapped = [[_wrap(cell, cell_width) for cell in row] for row in grid]
     sizes = [max(len(line) for row in wrapped for line in row[c]) for c in range(len(keep))]
     tall = any(len(cell) > 1 for row in wrapped for cell in row)
 
