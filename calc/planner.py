@@ -47,7 +47,7 @@ from calc.model_state import CONVENTIONS
 from calc.network import Network
 from calc.overheads import peak_memory
 from calc.presets import PRESETS, preset
-from calc.steptime import MATMUL_EFFICIENCY, step_time
+from calc.steptime import MATMUL_EFFICIENCY, _elementwise_bytes, step_time
 from calc.units import parse_positive_int
 
 __all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
@@ -111,6 +111,21 @@ def _layout(cand: _Candidate, z: int, r: str, batch: int, s: int, convention: st
         distributed_optimizer=dist,
         interleave=cand.v,
     )
+
+
+def _state_floor(arch: Architecture, cand: _Candidate, z: int, convention: str, dist: bool) -> int:
+    """A lower bound on a GPU's model-state bytes: the parameters spread evenly over ``tp × pp`` (experts also
+    over ``ep``), sharded from ZeRO stage ``z`` on as ``calc.layout`` does, no activations."""
+    conv = CONVENTIONS[convention]
+    experts = arch.num_moe_layers * arch.expert_params_per_layer
+    dense = (arch.param_count - experts) // (cand.tp * cand.pp)
+    routed = experts // (cand.tp * cand.pp * cand.ep)
+    stage = max(z, 1) if dist else z
+    total = 0
+    for params, ranks in ((dense, cand.dp * cand.cp), (routed, max(1, cand.dp * cand.cp // cand.ep))):
+        for name, first in (("master", 1), ("momentum", 1), ("variance", 1), ("gradients", 2), ("weights", 3)):
+            total += (params // ranks if stage >= first else params) * getattr(conv, name)
+    return total
 
 
 def _gb(n: int) -> str:
@@ -258,6 +273,7 @@ def plan(
         row |= {"micro_batch": cand.mb, "interleave": cand.v}
         best_fit = None
         nearest = None
+        least: tuple[int, str, int] | None = None
         for r in recs:
             for z in zeros:
                 try:
@@ -268,11 +284,17 @@ def plan(
                         {**row, "zero_stage": z, "recompute": r, "reason": f"invalid: {err}", "bound_s": cand.bound}
                     )
                     continue
+                floor = _state_floor(arch, cand, z, convention, distributed_optimizer)
+                if r != "full":  # stored activations: half of Korthikanti's per-layer count, a safe floor
+                    per_layer = _elementwise_bytes(s, cand.mb, arch.hidden_size, arch.num_heads, cand.tp, cand.cp,
+                                                   cand.tp > 1, True)  # fmt: skip
+                    floor += per_layer * (arch.num_layers // cand.pp) * min(cand.pp, batch // (cand.dp * cand.mb)) // 2
+                if floor > capacity:
+                    if least is None or floor < least[2]:
+                        least = (z, r, floor)
+                    continue  # what the GPU must hold at the least already overflows
                 evaluated += 1
-                peaks = [peak_memory(arch, lay, stage=0)]
-                if cand.pp > 1:
-                    peaks.append(peak_memory(arch, lay, stage=cand.pp - 1))
-                peak = max(peaks, key=lambda x: x.nvidia_smi_bytes)
+                peak = peak_memory(arch, lay)
                 if peak.nvidia_smi_bytes > capacity:
                     if nearest is None or peak.nvidia_smi_bytes < nearest[2].nvidia_smi_bytes:
                         nearest = (z, r, peak)
@@ -284,6 +306,22 @@ def plan(
             if best_fit is not None:
                 break  # more recomputation is only slower
         if best_fit is None:
+            if nearest is None and least is not None:
+                z, r, floor = least
+                rejected.append(
+                    {
+                        **row,
+                        "zero_stage": z,
+                        "recompute": r,
+                        "memory_bytes": floor,
+                        "bound_s": cand.bound,
+                        "reason": (
+                            f"does not fit: needs at least {_gb(floor)} per GPU (model states spread evenly over "
+                            f"the stages, plus activations) of {_gb(g.memory_bytes)}, even with ZeRO-{z} and "
+                            f"{r} recomputation"
+                        ),
+                    }
+                )
             if nearest is not None:
                 z, r, peak = nearest
                 rejected.append(

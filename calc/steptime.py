@@ -12,7 +12,8 @@ For an [`Architecture`][calc.architecture.Architecture], a [`Layout`][calc.layou
   forward passes), selective recomputation the attention core (Korthikanti et al. 2022,
   arXiv:2205.05198, Eq. 8). Matmuls run at ``matmul_efficiency`` of the GPU's dense peak; the
   element-wise work (norms, softmax, dropout, GeLU) is memory-bound: ``memory_passes`` reads and
-  writes of the layer's activations (Korthikanti Table 2's ``sbh(34 + 5as/h)``) at HBM bandwidth.
+  writes of the layer's stored activations (Korthikanti Table 2: ``sbh(10 + 24/t + 5as/(ht))``, or
+  ``sbh(34/t + 5as/(ht))`` with sequence parallelism) at HBM bandwidth.
 * **Exposed communication** ([`calc.comm`][calc.comm], α–β per link level): TP, CP and EP
   collectives sit on the critical path; the data-parallel gradient reduce-scatter (or all-reduce)
   overlaps the last micro-batch's backward except its last bucket (``dp_bucket_params``
@@ -34,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from calc.activations import layer_activations
 from calc.architecture import Architecture
 from calc.comm import step_communication
 from calc.errors import CalcError
@@ -100,6 +100,15 @@ def layer_flops(arch: Architecture, seq_len: int, micro_batch: int, *, moe: bool
     matmul = 2 * (arch.attention_params_per_layer + mlp) * tokens
     attention = 4 * micro_batch * seq_len * seq_len * arch.num_heads * arch.head_dim
     return matmul, attention
+
+
+def _elementwise_bytes(s: int, b: int, h: int, a: int, t: int, cp: int, sp: bool, flash: bool) -> int:
+    """Stored activation bytes of one layer on one GPU, Korthikanti et al. 2022 Table 2: ``sbh(10 + 24/t +
+    5as/(ht))`` with TP, ``sbh(34/t + 5as/(ht))`` with TP and SP; FlashAttention drops the ``5as/h`` scores
+    term; context parallelism divides by ``cp``. Used as the element-wise kernels' HBM traffic per pass."""
+    scores = 0 if flash else 5 * a * s
+    per_token = (34 * h + scores) // t if sp else 10 * h + (24 * h + scores) // t
+    return s * b * per_token // cp
 
 
 def _fraction(value: object, field_name: str) -> float:
@@ -231,18 +240,6 @@ def step_time(
     recompute = layout.recompute
     model_fwd = hw_fwd = 0
     mem_bytes = 0
-    act_kw = dict(
-        kv_heads=arch.num_kv_heads,
-        head_dim=arch.head_dim,
-        v_head_dim=arch.v_head_dim,
-        mlp=arch.mlp,
-        dropout=layout.dropout,
-        norm=arch.norm,
-        tp=t,
-        sequence_parallel=layout.sequence_parallel,
-        cp=c,
-        flash_attention=layout.flash_attention,
-    )
     for moe, count in kinds:
         if not count:
             continue
@@ -252,17 +249,8 @@ def step_time(
         model_fwd += count * (mm + attn)
         extra = mm + attn if recompute == "full" else (3 * attn if recompute == "selective" else 0)
         hw_fwd += count * (mm + attn) * 3 + count * extra
-        per = layer_activations(
-            s,
-            b,
-            arch.hidden_size,
-            arch.num_heads,
-            ffn_hidden=arch.moe_intermediate_size if moe else arch.intermediate_size,
-            experts_per_token=arch.experts_per_token if moe else 0,
-            shared_experts=arch.num_shared_experts if moe else 0,
-            recompute="none",
-            **act_kw,
-        ).total
+        per = _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c, layout.sequence_parallel,
+                                 layout.flash_attention)  # fmt: skip
         mem_bytes += count * per
     logits = 2 * b * s * arch.hidden_size * arch.vocab_size
     model_mb = 3 * (model_fwd + logits)  # forward + backward (twice the forward)
