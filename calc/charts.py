@@ -377,8 +377,10 @@ def exposed_time(
 
     Examples:
         >>> s = exposed_time([("TP all-reduce", 0.5, 0.2), ("Pipeline bubble", 0.1, 0.1)])
-        >>> [(v["what"], v["part"], v["seconds"]) for v in s["data"]["values"]][:2]
-        [('TP all-reduce', 'Exposed', 0.2), ('TP all-reduce', 'Overlapped with compute', 0.3)]
+        >>> [(v["what"], v["part"], v["seconds"]) for v in s["data"]["values"]]  # a zero part is left out
+        [('TP all-reduce', 'Exposed', 0.2),
+         ('TP all-reduce', 'Overlapped with compute', 0.3),
+         ('Pipeline bubble', 'Exposed', 0.1)]
         >>> exposed_time([("x", 1.0, 2.0)])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -390,8 +392,9 @@ def exposed_time(
             raise CalcError(
                 "exposed", "must be between 0 and the row's total seconds", f"{label}: {exposed} of {total}"
             )
-        values.append({"what": label, "part": "Exposed", "seconds": round(exposed, 9)})
-        values.append({"what": label, "part": "Overlapped with compute", "seconds": round(max(total - exposed, 0), 9)})
+        for part, seconds in (("Exposed", exposed), ("Overlapped with compute", max(total - exposed, 0))):
+            if seconds > 0:  # a zero part draws nothing and would only add a legend entry
+                values.append({"what": label, "part": part, "seconds": round(seconds, 9)})
     return {
         "title": title,
         "description": "Horizontal bars of seconds per step for each collective and the pipeline bubble, "
@@ -648,23 +651,29 @@ def activations_chart(
     return chart("activations-by-sequence", spec, label)
 
 
-def step_time_chart(rows: Sequence[tuple[str, float, float]]) -> str:
+def step_time_chart(rows: Sequence[tuple[str, float, float]], *, title: str | None = None) -> str:
     """The communication calculator's chart: [`exposed_time`][calc.charts.exposed_time] for its terms.
 
     Args:
         rows: ``(label, total seconds, exposed seconds)`` per collective, then the pipeline bubble if the
-            calculator models one (exposed = total).
+            calculator models one (exposed = total). No rows, no chart (``""``).
+        title: The chart's title, if not [`exposed_time`][calc.charts.exposed_time]'s.
 
     Examples:
         >>> 'data-chart="exposed-time"' in step_time_chart([("TP all-reduce", 0.25, 0.25)])
         True
+        >>> step_time_chart([])
+        ''
     """
+    if not rows:
+        return ""
     worst = max(rows, key=lambda r: r[2])
     label = (
         f"Seconds per step for each of {len(rows)} communication terms, exposed and overlapped; "
         f"the most exposed is {worst[0]} at {worst[2]:.3g} s."
     )
-    return chart("exposed-time", exposed_time(rows), label)
+    spec = exposed_time(rows) if title is None else exposed_time(rows, title=title)
+    return chart("exposed-time", spec, label)
 
 
 def layout_chart(layouts: Sequence[Mapping[str, object]], *, capacity: int, gpu_label: str, unit: str) -> str:

@@ -19,6 +19,7 @@ PAGES = {
     "memory/activations/": ["activations-by-sequence", "memory-breakdown"],
     "memory/inference/": ["memory-breakdown"],
     "communication/": ["exposed-time"],
+    "plan/": ["layout-comparison", "exposed-time"],
 }
 COLLECT = """window.__cspViolations = [];
 document.addEventListener('securitypolicyviolation', e =>

@@ -63,6 +63,8 @@ CALCULATOR_CHARTS = [
     ("activations", {}, ["activations-by-sequence"]),
     ("activations", {"sequence_parallel": "1", "recompute": "selective"}, ["activations-by-sequence"]),
     ("communication", {}, ["exposed-time"]),
+    ("plan", {}, ["layout-comparison", "exposed-time"]),
+    ("plan", {"pp": "4"}, ["layout-comparison", "exposed-time"]),  # with a pipeline bubble
 ]
 
 _CHART = re.compile(r'<figure class="lc-chart" data-chart="([^"]+)" data-chart-spec="([^"]*)"')
@@ -231,7 +233,7 @@ def test_every_chart_is_prerendered_as_svg_per_palette(site_pages: dict[str, str
             schemes = re.findall(r'<svg data-scheme="(\w+)" aria-hidden="true"', m["view"])
             assert schemes == ["default", "slate"], (path, m["name"])
             assert "style=" not in m["view"] and "<script" not in m["view"]
-    assert seen >= {"memory-breakdown", "zero-scaling", "activations-by-sequence", "exposed-time"}
+    assert seen >= {"memory-breakdown", "zero-scaling", "activations-by-sequence", "exposed-time", "layout-comparison"}
 
 
 @HOST_ONLY

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from calc.charts import layout_chart, step_time_chart
 from calc.errors import CalcError
 from calc.hardware import GPUS
 from calc.units import parse_positive_int
@@ -99,7 +100,24 @@ def _compute(v: dict[str, str]) -> str:
         + out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
         + "</p>"
         + table(("#", "Degrees", "State", "Peak memory", "Step", "MFU", ""), rows, raw_cells=True)
+        + layout_chart(
+            [
+                {"label": f"#{i} dp {x['dp']} · tp {x['tp']} · pp {x['pp']}", "step_s": x["step_time_s"], **x}
+                for i, x in enumerate(r["layouts"], 1)
+            ],
+            capacity=GPUS[v["gpu"]].memory_bytes,
+            gpu_label=GPUS[v["gpu"]].label,
+            unit="GB",
+        )
         + "<p><strong>Where the best layout's step goes</strong></p>"
+        + step_time_chart(
+            [
+                (p["part"], p["seconds"], p["seconds"])
+                for p in best["time"]
+                if p["part"] != "compute" and p["seconds"] > 0
+            ],
+            title="Exposed communication and bubble of the best layout",
+        )
         + table(("Part", "Time", "Why"), parts, raw_cells=True)
         + (
             "<p><strong>Best rejected</strong></p>" + table(("Layout", "Why not"), rejected, raw_cells=True)
