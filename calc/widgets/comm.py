@@ -182,7 +182,10 @@ def _compute(v: dict[str, str]) -> str:
     )
     return (
         verdict(True, line)
-        + step_time_chart([(t.label, t.time_s, t.time_s) for t in step.terms])
+        + step_time_chart(
+            [(t.label, t.time_s, t.time_s) for t in step.terms],
+            title="Communication per step, no overlap assumed (an upper bound on exposed time)",
+        )
         + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows, raw_cells=True)
         + '<p class="lc-kv"><small>α–β per call: NCCL\'s ring latency per hop plus bandwidth per link level. '
         "A group inside a node runs a ring on the scale-up link; one that spans nodes runs hierarchically "
