@@ -28,13 +28,13 @@ import importlib.metadata
 import json
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from calc.cli._args import bind, parse
 from calc.cli._fragment import json_key, read_fragment
+from calc.cli._help import command_help, main_help
 from calc.cli._text import render_blocks, table
 from calc.errors import CalcError
 from calc.widgets import Calculator, Field, calculators
@@ -161,77 +161,6 @@ def version() -> str:
         return "0+unknown"
 
 
-def _field_help(f: Field) -> str:
-    parts = [f.label + (f": {f.help}" if f.help else "")]
-    if f.kind == "select":
-        parts.append("one of " + ", ".join(v for v, _ in f.options))
-    elif f.kind == "checkbox":
-        parts.append("on or off (1/0); --" + f.name + " alone turns it on")
-    elif f.kind == "textarea":
-        parts.append(f"text, or {f.name}=@FILE to read a file (@- for standard input)")
-    if f.enabled_when is not None:
-        parts.append(f"used when {f.enabled_when[0]}={f.enabled_when[1]}")
-    return "; ".join(parts)
-
-
-def _wrap(left: str, right: str, width: int = 28) -> list[str]:
-    body = textwrap.wrap(right, 100 - width) or [""]
-    if len(left) + 2 > width:
-        lines = [f"  {left}", *(" " * width + line for line in body)]
-    else:
-        lines = [f"  {left}".ljust(width) + body[0], *(" " * width + line for line in body[1:])]
-    return lines
-
-
-_FLAG_HELP = (
-    ("--json", "print plain data: numbers as numbers, the unit in each key (total_bytes, step_time_s)"),
-    ("-h, --help", "show this help"),
-    ("--version", "print the version"),
-)
-
-
-def _command_help(prog: str, cmd: Command) -> str:
-    lines = [f"usage: {prog} {cmd.name} [FIELD=VALUE ...] [--json]", "", cmd.title]
-    lines += textwrap.wrap(cmd.description, 100)
-    lines += ["", "fields (FIELD=VALUE, --FIELD=VALUE or --FIELD VALUE; a field not given takes its default):"]
-    for f in cmd.fields:
-        default = f.default if f.kind != "textarea" else (f.default[:20] + "…" if len(f.default) > 20 else f.default)
-        lines += _wrap(f"{f.name}={default}" if default else f"{f.name}=", _field_help(f))
-    lines += ["", "options:"]
-    for flag, text in _FLAG_HELP:
-        lines += _wrap(flag, text)
-    lines += [
-        "",
-        "--json prints {command, inputs, verdict: {ok, text}, outputs, units, text}: outputs are numbers whose",
-        "key ends in their unit (_bytes, _s, ...), units maps each key to its unit, text holds worded results.",
-    ]
-    return "\n".join(lines)
-
-
-def _main_help(prog: str) -> str:
-    rows = [["list", "every command and its fields"]] + [[c.name, c.title] for c in commands().values()]
-    lines = [
-        f"usage: {prog} COMMAND [FIELD=VALUE ...] [--json]",
-        "",
-        "LLM training memory and parallelism: the calculators of the site, on the command line.",
-        "",
-        "commands:",
-        textwrap.indent(table(rows, header=False), "  "),
-        "",
-        "options:",
-    ]
-    for flag, text in _FLAG_HELP:
-        lines += _wrap(flag, text)
-    lines += [
-        "",
-        f"`{prog} COMMAND --help` lists a command's fields with their defaults. Exit status: 0 with a result,",
-        "2 for bad input (one line naming the field), 1 for a fault in the engine.",
-        "",
-        f"example: {prog} will-it-fit params=70B zero_stage=3 dp=64",
-    ]
-    return "\n".join(lines)
-
-
 def _list_data() -> dict[str, object]:
     return {
         "commands": [
@@ -300,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if inv.command is None:
             if inv.help or not inv.pairs:
-                _say(_main_help(prog), sys.stdout)
+                _say(main_help(prog, commands().values()), sys.stdout)
                 return 0
             raise CalcError("command", "is missing: name one (see `list`), then the inputs")
         if inv.command == "list":
@@ -314,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 names = ", ".join(["list", *cmds])
                 raise CalcError("command", f"must be one of {names}", inv.command, code="unknown-name")
             if inv.help:
-                _say(_command_help(prog, cmd), sys.stdout)
+                _say(command_help(prog, cmd), sys.stdout)
                 return 0
             values = bind(cmd.name, cmd.fields, inv.pairs)
             answer = json.dumps(cmd.data(values), indent=2, ensure_ascii=False) if inv.json else cmd.text(values)
