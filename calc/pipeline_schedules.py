@@ -25,11 +25,14 @@ from calc.errors import CalcError
 from calc.units import parse_positive_int
 
 __all__ = [
+    "BUBBLE_CONVENTIONS",
     "MAX_SCHEDULE_OPS",
     "PipelineOp",
     "SCHEDULES",
+    "SPLIT_BACKWARD",
     "Schedule",
     "Slot",
+    "check_schedule",
     "pipeline_schedule",
 ]
 

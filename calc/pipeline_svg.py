@@ -83,7 +83,9 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
     labelled = passes <= MAX_LABELLED_PASSES
     unit = max(12, 7 * len(str(s.m)) + 4) if labelled else max(2, min(12, 2400 // max(1, s.makespan)))
     row_h, gap, label_w, top, axis_h = (20, 4, 60, 4, 18) if s.p <= 64 else (6, 1, 60, 4, 18)
-    width = label_w + s.makespan * unit + 4
+    legend = "F = forward, B = backward" + (", W = weight gradients" if s.weight_units else "")
+    axis_text = f"time → ({s.makespan} units; {legend})"
+    width = label_w + max(s.makespan * unit, 6 * len(axis_text)) + 4
     height = top + s.p * (row_h + gap) + axis_h
     pid = html.escape(id_prefix, quote=True)
     parts = [
@@ -135,9 +137,9 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
             )
     parts.extend(labels)
     axis_y = top + s.p * (row_h + gap)
-    legend = "F = forward, B = backward" + (", W = weight gradients" if s.weight_units else "")
-    parts.append(f'<line class="pp-axis" x1="{label_w}" y1="{axis_y}" x2="{width - 4}" y2="{axis_y}"/>')
-    parts.append(f'<text x="{label_w}" y="{axis_y + 12}">time → ({s.makespan} units; {legend})</text>')
+    end = label_w + s.makespan * unit
+    parts.append(f'<line class="pp-axis" x1="{label_w}" y1="{axis_y}" x2="{end}" y2="{axis_y}"/>')
+    parts.append(f'<text x="{label_w}" y="{axis_y + 12}">{html.escape(axis_text)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 

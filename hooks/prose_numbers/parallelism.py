@@ -21,7 +21,7 @@ from calc.activations import activation_bytes_per_layer
 from calc.comm import bus_factor, collective_bytes_sent, collective_time_s, interconnect, step_communication
 from calc.compute import megatron_flops_per_iteration, utilization
 from calc.layout import Layout, layout_memory
-from calc.pipeline import bubble_fraction, pipeline_schedule
+from calc.pipeline import bubble_fraction, pipeline_schedule, schedule_in_flight
 from calc.presets import preset
 from calc.units import parse_count
 
@@ -188,6 +188,14 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "par-pp-int-makespan": lambda: str(pipeline_schedule(4, 8, "interleaved", 2).makespan),
     "par-pp-int-makespan-full": lambda: f"{pipeline_schedule(4, 8, 'interleaved', 2).makespan / 2:g}",
     "par-pp-busy": lambda: str(pipeline_schedule(4, 8, "1f1b").busy_units),
+    "par-pp-zb-p4m8": lambda: _pct(bubble_fraction(4, 8, schedule="zb-h1")),
+    "par-pp-zb-inflight": lambda: str(schedule_in_flight("zb-h1", 4, 8)),
+    "par-pp-zb-makespan": lambda: str(pipeline_schedule(4, 8, "zb-h1").makespan),
+    "par-pp-dual-p4m8": lambda: _pct(bubble_fraction(4, 8, schedule="dualpipe")),
+    "par-pp-dual-inflight": lambda: str(schedule_in_flight("dualpipe", 4, 8)),
+    "par-pp-p8m32": lambda: _pct(bubble_fraction(8, 32)),
+    "par-pp-zb-p8m32": lambda: _pct(bubble_fraction(8, 32, schedule="zb-h1")),
+    "par-pp-dual-p8m32": lambda: _pct(bubble_fraction(8, 32, schedule="dualpipe")),
     # ---- zero.md
     **{
         f"par-zt1-{key}-s{stage}-dp{dp}": _table1(params, stage, dp)
