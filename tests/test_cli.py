@@ -113,6 +113,7 @@ def test_plan_is_a_command_when_the_planner_is_there(capsys: pytest.CaptureFixtu
         ["will-it-fit", "params=70B", "zero_stage=3", "dp=64", "--json"],  # last
         ["will-it-fit", "--params", "70B", "--zero-stage=3", "--dp", "64", "--json"],  # option spelling
         ["params=70B", "will-it-fit", "--json", "zero_stage=3", "dp=64"],  # the command after an input
+        ["will-it-fit", "70B", "zero_stage=3", "dp=64", "--json"],  # the first field given bare
     ],
 )
 def test_json_anywhere_gives_the_same_numbers(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
@@ -213,6 +214,10 @@ def test_no_field_is_named_like_a_flag_or_spelled_with_a_hyphen() -> None:
         (["will-it-fit", "unit=MB"], "unit"),
         (["will-it-fit", "batch=4"], "batch"),  # not an input of this calculator
         (["will-it-fit", "params"], "params"),  # a field without a value
+        (["will-it-fit", "70B", "dp"], "dp"),
+        (["will-it-fit", "70B", "80B"], "inputs"),  # one bare value only: the first field's
+        (["will-it-fit", "70B", "params=7B"], "params"),  # the bare value is params, given twice
+        (["will-it-fit", "-x"], "inputs"),
         (["will-it-fit", "--params"], "params"),
         (["will-it-fit", "--params", "--json"], "params"),
         (["will-it-fit", "params=7B", "params=8B"], "params"),  # given twice

@@ -23,7 +23,6 @@ To add a subcommand that is not a calculator, append a factory to
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import json
 import os
@@ -233,8 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
             raise CalcError("command", "is missing: name one (see `list`), then the inputs")
         if inv.command == "list":
-            if inv.pairs:
-                raise CalcError(inv.pairs[0][0], "is not an input of list (it takes none)", inv.pairs[0][1])
+            if inv.pairs or inv.word:
+                name, value = inv.pairs[0] if inv.pairs else (inv.word or "", None)
+                raise CalcError(name, "is not an input of list (it takes none)", value)
             answer = json.dumps(_list_data(), indent=2, ensure_ascii=False) if inv.json else _list_text()
         else:
             cmds = commands()
@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if inv.help:
                 _say(command_help(prog, cmd), sys.stdout)
                 return 0
-            values = bind(cmd.name, cmd.fields, inv.pairs)
+            values = bind(cmd.name, cmd.fields, inv.pairs, inv.word)
             answer = json.dumps(cmd.data(values), indent=2, ensure_ascii=False) if inv.json else cmd.text(values)
     except CalcError as err:
         _say(f"error: {_one_line(str(err))}", sys.stderr)
@@ -255,17 +255,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     _say(answer, sys.stdout)
     return 0
-
-
-def _plan_command() -> Command | None:
-    """``plan``: the planner's calculator (``calc.widgets.planner``), as a command even before it is registered.
-
-    Once ``calc.widgets`` registers it, this entry gives the same command; ``None`` while it is absent.
-    """
-    try:
-        return calculator_command(importlib.import_module("calc.widgets.planner").CALCULATOR)
-    except (ImportError, AttributeError):
-        return None
-
-
-EXTRA_COMMANDS.append(_plan_command)

@@ -1,7 +1,8 @@
 """The command line's grammar: a command, ``field=value`` inputs and flags, in any order.
 
 Inputs are written ``field=value``, ``--field=value`` or ``--field value`` (``-`` and ``_`` are
-the same in a field name). A checkbox field also takes ``--field`` alone (on) and reads
+the same in a field name); one bare word after the command is the command's first field
+(``plan llama3-70b`` is ``plan model=llama3-70b``). A checkbox field also takes ``--field`` alone (on) and reads
 ``1/0``, ``true/false``, ``yes/no``, ``on/off``. A textarea field (a pasted ``config.json``)
 reads a file with ``field=@path``, or standard input with ``field=@-``. ``--json``,
 ``--help``/``-h`` and ``--version`` may stand anywhere. Every mistake is a
@@ -33,6 +34,7 @@ class Invocation:
 
     Attributes:
         command: The first bare word, or ``None``.
+        word: The bare word after it (the value of the command's first field), or ``None``.
         pairs: ``(field, value)`` in the order given; ``value`` is ``None`` for a bare ``--field``.
         json: ``--json`` was given.
         help: ``--help`` or ``-h`` was given.
@@ -40,6 +42,7 @@ class Invocation:
     """
 
     command: str | None = None
+    word: str | None = None
     pairs: list[tuple[str, str | None]] = field(default_factory=list)
     json: bool = False
     help: bool = False
@@ -57,10 +60,12 @@ def parse(argv: Sequence[str]) -> Invocation:
         >>> inv = parse(["--json", "will-it-fit", "params=70B", "--zero-stage", "3", "--dp=64"])
         >>> inv.command, inv.pairs, inv.json
         ('will-it-fit', [('params', '70B'), ('zero_stage', '3'), ('dp', '64')], True)
-        >>> parse(["will-it-fit", "params"])  # doctest: +ELLIPSIS
+        >>> parse(["plan", "llama3-70b", "gpus=64"]).word
+        'llama3-70b'
+        >>> parse(["will-it-fit", "70B", "dp"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: params needs a value: inputs are field=value pairs
+        calc.errors.CalcError: dp needs a value: inputs are field=value pairs
     """
     inv = Invocation()
     args = list(argv)
@@ -84,11 +89,15 @@ def parse(argv: Sequence[str]) -> Invocation:
             inv.pairs.append((_name(key), value))
         elif inv.command is None and arg and not arg.startswith("-"):
             inv.command = arg
+        elif inv.command is not None and inv.word is None and arg and not arg.startswith("-"):
+            inv.word = arg
         elif inv.command is not None and arg.isidentifier():
             raise CalcError(arg, "needs a value: inputs are field=value pairs")
+        elif inv.command is not None:
+            rule = "after the first field's bare value must be" if inv.word else "must be"
+            raise CalcError("inputs", f"{rule} field=value pairs", arg)
         else:
-            what = "one word followed by field=value inputs" if inv.command else "a name (see `list`)"
-            raise CalcError("command", f"must be {what}", arg)
+            raise CalcError("command", "must be a name (see `list`)", arg)
     return inv
 
 
@@ -110,8 +119,10 @@ def _checkbox(name: str, value: str | None) -> str:
     raise CalcError(name, "must be on or off (1/0, true/false, yes/no, on/off)", value)
 
 
-def bind(command: str, fields: Sequence[Field], pairs: Sequence[tuple[str, str | None]]) -> dict[str, str]:
-    """Check ``pairs`` against a command's fields; return every field's value (defaults filled in).
+def bind(
+    command: str, fields: Sequence[Field], pairs: Sequence[tuple[str, str | None]], word: str | None = None
+) -> dict[str, str]:
+    """Check ``pairs`` (and a bare ``word``, the first field) against a command's fields; fill in the defaults.
 
     Examples:
         >>> from calc.widgets import calculators
@@ -128,6 +139,10 @@ def bind(command: str, fields: Sequence[Field], pairs: Sequence[tuple[str, str |
         calc.errors.CalcError: batch is not an input of will-it-fit (its inputs: params, convention, ...) (got '8')
     """
     by_name: Mapping[str, Field] = {f.name: f for f in fields}
+    if word is not None:
+        if word in by_name or not fields:
+            raise CalcError(word, "needs a value: inputs are field=value pairs")
+        pairs = [(fields[0].name, word), *pairs]
     values = {f.name: f.default for f in fields}
     seen: set[str] = set()
     for name, value in pairs:

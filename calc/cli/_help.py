@@ -48,7 +48,10 @@ def command_help(prog: str, cmd: Command) -> str:
     """``COMMAND --help``: the usage line, the title, then every field with its default, options and hint."""
     lines = [f"usage: {prog} {cmd.name} [FIELD=VALUE ...] [--json]", "", cmd.title]
     lines += textwrap.wrap(cmd.description, 100)
-    lines += ["", "fields (FIELD=VALUE, --FIELD=VALUE or --FIELD VALUE; a field not given takes its default):"]
+    head = "fields (FIELD=VALUE, --FIELD=VALUE or --FIELD VALUE; a field not given takes its default"
+    if cmd.fields:
+        head += f"; {cmd.fields[0].name} may also come bare, right after {cmd.name}"
+    lines += ["", *textwrap.wrap(head + "):", 100)]
     for f in cmd.fields:
         default = f.default if f.kind != "textarea" else (f.default[:20] + "…" if len(f.default) > 20 else f.default)
         lines += _wrap(f"{f.name}={default}" if default else f"{f.name}=", _field_help(f))
