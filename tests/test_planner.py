@@ -67,3 +67,36 @@ def test_pasted_config_is_accepted():
     )
     r = plan(config, gpus=8, seq_len=4096, global_batch=64)
     assert r["layouts"]
+
+
+def test_cli_contract_json(capsys):
+    # python -m calc plan model gpus=N gpu=… seq_len=… global_batch=… [tp=…] --json (issue 9).
+    import json
+
+    from calc.planner import run_cli
+
+    assert run_cli(["llama3-8b", "gpus=16", "gpu=h100-sxm", "seq_len=4096", "global_batch=64", "tp=2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"layouts", "rejected"}
+    first = out["layouts"][0]
+    for key in ("dp", "tp", "pp", "cp", "ep", "zero_stage", "micro_batch", "interleave", "memory_bytes"):
+        assert isinstance(first[key], int), key
+    for key in ("step_time_s", "tflops_per_gpu", "mfu"):
+        assert isinstance(first[key], float), key
+    assert isinstance(first["recompute"], str) and first["tp"] == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["llama3-8b", "gpus=16", "seq_len=4096"], "global_batch"),
+        (["no-such-model", "gpus=16", "seq_len=4096", "global_batch=64"], "model"),
+        (["llama3-8b", "gpus=16", "seq_len=4096", "global_batch=64", "gpu=tpu"], "gpu"),
+    ],
+)
+def test_cli_bad_input_exits_2_naming_the_field(capsys, argv, field):
+    from calc.planner import run_cli
+
+    assert run_cli(argv) == 2
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field} ")

@@ -12,7 +12,7 @@ from functools import cache
 
 from calc.comm import step_communication
 from calc.layout import Layout
-from calc.network import Network
+from calc.network import Network, collective_cost, group_placement
 from calc.planner import plan
 from calc.presets import preset
 from calc.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
@@ -91,6 +91,15 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.0f} ms"
 
 
+def _us(s: float) -> str:
+    return f"{s * 1e6:.0f} µs"
+
+
+def _ar_call(tp: int) -> float:
+    """One TP all-reduce of b·s·h = 4096 × 8192 bf16 (docs/communication.md's table), H100 NVLink 4 + NDR."""
+    return collective_cost("all-reduce", 4096 * 8192 * 2, group_placement(1, tp, 8), Network()).time_s
+
+
 NUMBERS: dict[str, Callable[[], str]] = {
     "plan-table1-max-err": lambda: f"{max(abs(e) for e in _table1_errors()):.0%}",
     "plan-matmul-eff": lambda: f"{MATMUL_EFFICIENCY:.0%}",
@@ -99,6 +108,8 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "plan-145b-best": _best_145b,
     "plan-145b-searched": lambda: f"{_plan_145b()['searched']:,}",
     "plan-tp16-step-increase": lambda: f"{_tp_steps()[1] / _tp_steps()[0] - 1:.0%}",
+    "plan-ar-tp8-call": lambda: _us(_ar_call(8)),
+    "plan-ar-tp16-call": lambda: _us(_ar_call(16)),
     "plan-comm-tp8": lambda: _ms(_comm_default(8)),
     "plan-comm-tp16": lambda: _ms(_comm_default(16)),
 }
