@@ -764,50 +764,66 @@ def _stage_tensors(arch: Architecture, layout: Layout, layers: list[int], stage:
 
     Hugging Face module shapes: ``q/k/v_proj`` ``(heads × head_dim / tp, hidden)``, ``o_proj`` ``(hidden,
     heads × v_head_dim / tp)``, gate/up ``(ffn / tp, hidden)``, down ``(hidden, ffn / tp)``, one set per
-    expert, the router ``(experts, hidden)``, the embedding and head ``(vocab / tp, hidden)``. What these
-    shapes do not cover (biases, norms, latent attention, position tables, rounding) is added as 1-D
-    tensors, so the totals equal [`stage_memory`][calc.layout.stage_memory]'s parameter counts exactly.
+    expert, the router ``(experts, hidden)``, the embedding and head ``(vocab / tp, hidden)``, learned
+    positions ``(positions, hidden)``; norms and biases as their own 1-D tensors (GPT-2's ``Conv1D`` stores
+    its matrices transposed, which this does not distinguish). Latent attention is one
+    ``(hidden, ·)`` matrix per layer. What is left over (rounding under ``tp``) is one more 1-D tensor, so
+    the totals equal [`stage_memory`][calc.layout.stage_memory]'s parameter counts exactly; if the shapes
+    overshoot them (an architecture this sketch does not know), the vectors and then the matrices give way
+    to one flat tensor.
     """
     t, h = layout.tp, arch.hidden_size
-    dense: list[tuple[int, int]] = []
-    experts: list[tuple[int, int]] = []
+    mats: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
+    vecs: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
 
-    def mlp(width: int, into: list[tuple[int, int]]) -> None:
+    def norm(dim: int, n: int = 1) -> None:
+        vecs[0].extend([(dim, dim)] * (n * (2 if arch.norm == "layernorm" else 1)))
+
+    def mlp(width: int, part: int, bias: bool) -> None:
         w = width // t
-        if arch.mlp != "gelu":
-            into.append((w, w * h))
-        into.extend([(w, w * h), (h, h * w)])
+        mats[part].extend([(w, w * h)] * (1 if arch.mlp == "gelu" else 2) + [(h, h * w)])
+        if bias:
+            vecs[part].extend([(w, w)] * (1 if arch.mlp == "gelu" else 2) + [(h, h)])
 
     for i in layers:
-        if arch.uses_mla:  # latent projections: one (hidden, ·) matrix per layer stands for them
-            cols = arch.attention_params_per_layer // t // h
-            dense.append((h, h * cols))
+        norm(h, 4 if arch.sandwich_norm else 2)
+        if arch.qk_norm:
+            norm(arch.head_dim, 2)
+        if arch.uses_mla:
+            mats[0].append((h, h * (arch.attention_params_per_layer // t // h)))
         else:
             q, kv = arch.num_heads * arch.head_dim // t, arch.num_kv_heads * arch.head_dim // t
-            v = arch.num_kv_heads * arch.v_head_dim // t
-            o = arch.num_heads * arch.v_head_dim // t
-            dense.extend([(q, q * h), (kv, kv * h), (v, v * h), (h, h * o)])
+            v, o = arch.num_kv_heads * arch.v_head_dim // t, arch.num_heads * arch.v_head_dim // t
+            mats[0].extend([(q, q * h), (kv, kv * h), (v, v * h), (h, h * o)])
+            if arch.qkv_bias:
+                vecs[0].extend([(q, q), (kv, kv), (v, v)])
+            if arch.attn_out_bias:
+                vecs[0].append((h // t, h // t))
         if arch.is_moe_layer(i):
-            dense.append((arch.num_experts, arch.num_experts * h))
+            mats[0].append((arch.num_experts, arch.num_experts * h))
             for _ in range(arch.num_shared_experts):
-                mlp(arch.moe_intermediate_size, dense)
+                mlp(arch.moe_intermediate_size, 0, arch.expert_bias)
             for _ in range(arch.num_experts // layout.ep):
-                mlp(arch.moe_intermediate_size, experts)
+                mlp(arch.moe_intermediate_size, 1, arch.expert_bias)
         else:
-            mlp(arch.intermediate_size, dense)
+            mlp(arch.intermediate_size, 0, arch.mlp_bias)
     rows = arch.vocab_size // t
     if stage == 0:
-        dense.append((rows, rows * h))  # the embedding
-    if stage == layout.pp - 1 and (layout.pp > 1 or not arch.tied_embeddings):
-        dense.append((rows, rows * h))  # the output layer (its own copy when tied across stages)
-    want_dense, want_experts = _stage_params(arch, layout, layers, stage)
-    for want, got in ((want_dense, dense), (want_experts, experts)):
-        rest = want - sum(n for _, n in got)
-        if rest < 0:  # shapes this sketch does not know: one flat tensor keeps the total exact
-            got[:] = [(want, want)] if want else []
-        elif rest:
-            got.append((rest, rest))
-    return dense, experts
+        mats[0].append((rows, rows * h))  # the embedding
+        if arch.position == "learned":
+            mats[0].append((arch.max_position_embeddings, arch.max_position_embeddings * h))
+    if stage == layout.pp - 1:
+        norm(h)  # the final norm
+        if layout.pp > 1 or not arch.tied_embeddings:
+            mats[0].append((rows, rows * h))  # the output layer (its own copy when tied across stages)
+    out = []
+    for want, m, vec in zip(_stage_params(arch, layout, layers, stage), mats, vecs, strict=True):
+        for got in (m + vec, list(m), []):
+            rest = want - sum(n for _, n in got)
+            if rest >= 0:
+                out.append(got + ([(rest, rest)] if rest else []))
+                break
+    return out[0], out[1]
 
 
 def _state(params: int, ranks: int, stage: int, conv: Convention, shard: int | None = None) -> dict[str, int]:
