@@ -92,7 +92,9 @@ class _Candidate:
     bound: float
 
 
-def _layout(cand: _Candidate, z: int, r: str, batch: int, s: int, convention: str, dist: bool) -> Layout:
+def _layout(
+    cand: _Candidate, z: int, r: str, batch: int, s: int, convention: str, dist: bool, impl: str = "megatron"
+) -> Layout:
     return Layout(
         dp=cand.dp,
         tp=cand.tp,
@@ -110,6 +112,7 @@ def _layout(cand: _Candidate, z: int, r: str, batch: int, s: int, convention: st
         convention=convention,
         distributed_optimizer=dist,
         interleave=cand.v,
+        implementation=impl,
     )
 
 
@@ -145,6 +148,7 @@ def plan(
     nics_per_node: int | None = None,
     convention: str = "mixed-adam-16",
     distributed_optimizer: bool = False,
+    implementation: str = "megatron",
     dp: int | None = None,
     tp: int | None = None,
     pp: int | None = None,
@@ -187,6 +191,7 @@ def plan(
     gpn = parse_positive_int(gpus_per_node or g.gpus_per_node, "gpus_per_node", maximum=1024)
     if convention not in CONVENTIONS:
         raise CalcError("convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", convention)
+    Layout(implementation=implementation)  # raises, naming the field, for an unknown implementation
     net = Network(
         interconnect(intra or SCALE_UP_FOR_GPU.get(g.name, "nvlink4")),
         interconnect(inter),
@@ -255,10 +260,10 @@ def plan(
     # which no variant of it beats; visit best bound first and stop once it passes the top-th kept time.
     for cand in cands:
         try:
+            cheapest = _layout(cand, zeros[0], recs[0], batch, s, convention, distributed_optimizer, implementation)
             cand.bound = step_time(
-                arch, _layout(cand, zeros[0], recs[0], batch, s, convention, distributed_optimizer), gpu=g,
-                network=net, matmul_efficiency=matmul_efficiency, check=False,
-            ).step_time_s  # fmt: skip
+                arch, cheapest, gpu=g, network=net, matmul_efficiency=matmul_efficiency, check=False
+            ).step_time_s
         except CalcError:
             cand.bound = math.inf
     cands.sort(key=lambda x: x.bound)
@@ -277,7 +282,7 @@ def plan(
         for r in recs:
             for z in zeros:
                 try:
-                    lay = _layout(cand, z, r, batch, s, convention, distributed_optimizer)
+                    lay = _layout(cand, z, r, batch, s, convention, distributed_optimizer, implementation)
                     check_layout(arch, lay)
                 except CalcError as err:
                     rejected.append(
@@ -294,7 +299,12 @@ def plan(
                         least = (z, r, floor)
                     continue  # what the GPU must hold at the least already overflows
                 evaluated += 1
-                peak = peak_memory(arch, lay)
+                try:
+                    peak = peak_memory(arch, lay)
+                except CalcError as err:  # e.g. a Hugging Face profile with tp > 1
+                    why = {"zero_stage": z, "recompute": r, "reason": f"invalid: {err}", "bound_s": cand.bound}
+                    rejected.append({**row, **why})
+                    continue
                 if peak.nvidia_smi_bytes > capacity:
                     if nearest is None or peak.nvidia_smi_bytes < nearest[2].nvidia_smi_bytes:
                         nearest = (z, r, peak)
@@ -386,7 +396,10 @@ def plan(
         "best_step_time_s": best["step_time_s"],
         "assumptions": [
             f"fit: nvidia-smi peak (calc.overheads) within {1 - float(safety_margin):.0%} of {_gb(g.memory_bytes)}",
-            "sequence parallelism with tp > 1, FlashAttention, no dropout; ZeRO stages 1 and 3 searched",
+            (
+                "sequence parallelism with tp > 1, FlashAttention, no dropout; ZeRO stages 1 and 3 searched; "
+                f"activations saved as {implementation} does"
+            ),
             f"matmuls at {float(matmul_efficiency):.0%} of peak; links {net.intra.name} and {net.inter.name}",  # type: ignore[union-attr]
         ],
     }
@@ -469,6 +482,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "seq_len",
     "global_batch",
     "convention",
+    "implementation",
     "dp",
     "tp",
     "pp",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from html import escape
 
+from calc.activations import IMPLEMENTATIONS
 from calc.charts import layout_chart, step_time_chart
 from calc.errors import CalcError
 from calc.hardware import GPUS
+from calc.interconnects import INTERCONNECTS
+from calc.model_state import CONVENTIONS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, table, verdict
@@ -19,6 +22,7 @@ _SEARCHED = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")
 
 _ANY = "any"
 _RECOMPUTE = (_ANY, "none", "selective", "full")
+_NETWORKS = tuple(name for name, link in INTERCONNECTS.items() if link.scope == "scale-out")
 
 _MAXIMA = {"gpus": 1 << 20, "gpus_per_node": 1024, "seq_len": 1 << 24, "global_batch": 1 << 24}
 """Upper bounds of the whole-number fields: a million GPUs, 16M-token sequences and 16M-sequence batches are
@@ -51,10 +55,19 @@ def _compute(v: dict[str, str]) -> str:
     if not model:
         raise CalcError("model", "must be a preset name or a pasted config.json", v["model"])
     fields = {k: str(parse_positive_int(v[k], k, maximum=m)) for k, m in _MAXIMA.items()}
-    for name, known in (("gpu", tuple(GPUS)), ("zero_stage", (_ANY, "1", "2", "3")), ("recompute", _RECOMPUTE)):
+    selects = (
+        ("gpu", tuple(GPUS)),
+        ("inter", _NETWORKS),
+        ("convention", tuple(CONVENTIONS)),
+        ("implementation", IMPLEMENTATIONS),
+        ("zero_stage", (_ANY, "1", "2", "3")),
+        ("recompute", _RECOMPUTE),
+    )
+    for name, known in selects:
         if v[name] not in known:
             raise CalcError(name, f"must be one of {', '.join(known)}", v[name], code="unknown-name")
-    fields["gpu"] = v["gpu"]
+    for name in ("gpu", "inter", "convention", "implementation"):
+        fields[name] = v[name]
     fields.update({k: _searched(v, k) for k in _SEARCHED})
     fields["safety_margin"] = _share(v, "safety_margin", 0.01, 0.9)
     fields["matmul_efficiency"] = _share(v, "matmul_efficiency", 0.05, 1)
@@ -146,8 +159,29 @@ CALCULATOR = Calculator(
         Field("gpus", "GPUs", "1024", kind="number"),
         Field("gpu", "GPU", "h100-sxm", kind="select", options=tuple((k, g.label) for k, g in GPUS.items())),
         Field("gpus_per_node", "GPUs per node (NVLink domain)", "8", kind="number"),
+        Field(
+            "inter",
+            "Network (one NIC per GPU)",
+            "ib-ndr",
+            kind="select",
+            options=tuple((n, INTERCONNECTS[n].label) for n in _NETWORKS),
+        ),
         Field("seq_len", "Sequence length", "8192", kind="number"),
         Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
+        Field(
+            "convention",
+            "Bytes per parameter (precision and optimizer)",
+            "mixed-adam-16",
+            kind="select",
+            options=tuple((k, k) for k in CONVENTIONS),
+        ),
+        Field(
+            "implementation",
+            "Implementation (whose kernels save activations)",
+            "megatron",
+            kind="select",
+            options=tuple((k, k) for k in IMPLEMENTATIONS),
+        ),
         Field("dp", "dp", _ANY, help="a number pins it; any searches it"),
         Field("tp", "tp", _ANY, help="searched within the node"),
         Field("pp", "pp", _ANY),
