@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -123,6 +123,9 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     prefix = "/"
     quiet = True
+    record = None
+    """Called as ``record(site_path, status, content_coding, body_bytes)`` after each file response
+    (``bench/run.py`` counts a visit's bytes with it)."""
 
     @staticmethod
     def root() -> Path:
@@ -206,6 +209,8 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
         if body:
             with sent.open("rb") as f:
                 shutil.copyfileobj(f, self.wfile)
+        if self.record is not None:
+            self.record(where, status, coding, st.st_size if body else 0)
 
     def _not_modified(self, etag: str, mtime: float) -> bool:
         """RFC 9110 13.1: ``If-None-Match`` decides when present; else ``If-Modified-Since``."""
@@ -224,15 +229,29 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
 
 
 def make_server(
-    directory: Path | None, host: str = "127.0.0.1", port: int = 0, prefix: str = "/", *, quiet: bool = True
+    directory: Path | None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    prefix: str = "/",
+    *,
+    quiet: bool = True,
+    record: Callable[[str, int, str | None, int], None] | None = None,
 ) -> http.server.ThreadingHTTPServer:
     """A threading server for ``directory`` under ``prefix`` (which starts and ends with ``/``). Its
-    ``site_root`` attribute is the folder served and may be changed while it runs (``--watch`` does)."""
+    ``site_root`` attribute is the folder served and may be changed while it runs (``--watch`` does);
+    ``record`` is [`SiteHandler.record`][]."""
     if not (prefix.startswith("/") and prefix.endswith("/")):
         raise ValueError(f"prefix must start and end with '/' (prefix={prefix!r})")
     server: http.server.ThreadingHTTPServer
     handler = type(
-        "Handler", (SiteHandler,), {"prefix": prefix, "quiet": quiet, "root": staticmethod(lambda: server.site_root)}
+        "Handler",
+        (SiteHandler,),
+        {
+            "prefix": prefix,
+            "quiet": quiet,
+            "root": staticmethod(lambda: server.site_root),
+            "record": staticmethod(record) if record else None,
+        },
     )
     server = http.server.ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
@@ -241,10 +260,12 @@ def make_server(
 
 
 @contextlib.contextmanager
-def serving(directory: Path, port: int = 0, prefix: str = "/") -> Iterator[str]:
+def serving(
+    directory: Path, port: int = 0, prefix: str = "/", record: Callable[[str, int, str | None, int], None] | None = None
+) -> Iterator[str]:
     """Serve ``directory`` on 127.0.0.1 in a background thread; yields the base URL without its trailing
     slash, e.g. ``http://127.0.0.1:PORT/team/llm``."""
-    server = make_server(directory, port=port, prefix=prefix)
+    server = make_server(directory, port=port, prefix=prefix, record=record)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
