@@ -34,6 +34,7 @@ __all__ = [
     "activation_range",
     "expert_layer_activation_range",
     "expert_tokens",
+    "stage_activation_ranges",
 ]
 
 
@@ -179,7 +180,8 @@ def activation_range(
     Each MoE layer of a stage adds its [`expert_layer_activation_range`][calc.moe_routing.expert_layer_activation_range]
     excess, times the micro-batches in flight on the stage (as
     [`stage_activations`][calc.activations.stage_activations] counts them); every stage is
-    evaluated and the one with the largest worst case reported. A dense model's range is one number.
+    evaluated ([`stage_activation_ranges`][calc.moe_routing.stage_activation_ranges]) and the one
+    with the largest worst case reported. A dense model's range is one number.
 
     Raises:
         CalcError: When the layout cannot run the model, or on a bad capacity factor.
@@ -194,12 +196,32 @@ def activation_range(
         >>> r.balanced == r.worst
         True
     """
+    ranges = stage_activation_ranges(arch, layout, capacity_factor=capacity_factor)
+    best = ranges[0]
+    for r in ranges[1:]:
+        if r.worst > best.worst:
+            best = r
+    return best
+
+
+def stage_activation_ranges(
+    arch: Architecture, layout: Layout, *, capacity_factor: float | int | str | None = None
+) -> tuple[ActivationRange, ...]:
+    """[`activation_range`][calc.moe_routing.activation_range] of every pipeline stage, first to last.
+
+    Examples:
+        >>> from calc.presets import preset
+        >>> arch, one_rank = preset("mixtral-8x7b"), Layout(pp=2, seq_len=512)  # ep=1: a rank holds every expert
+        >>> [r.worst > r.balanced for r in stage_activation_ranges(arch, one_rank)]
+        [False, False]
+        >>> [r.worst > r.balanced for r in stage_activation_ranges(arch, Layout(pp=2, dp=2, ep=2, seq_len=512))]
+        [True, True]
+    """
     _capacity(capacity_factor)  # validate before the layout work
     stages = layout_stages(arch, layout)
-    tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
     if not arch.is_moe:
-        m = max(stages, key=lambda s: s.activations)
-        return ActivationRange(m.stage, m.activations, m.activations, TokenRange(0, 0, None))
+        return tuple(ActivationRange(m.stage, m.activations, m.activations, TokenRange(0, 0, None)) for m in stages)
+    tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
     per_token = arch.experts_per_token
     r = expert_tokens(tokens, arch.num_experts, per_token, ep=layout.ep, capacity_factor=capacity_factor)
     moe = _layer_kinds(arch, layout)[True]
@@ -207,13 +229,10 @@ def activation_range(
         moe, r, experts_per_token=per_token, shared_experts=arch.num_shared_experts
     )
     counts = layout.stage_layer_counts(arch.num_layers)
-    best = None
+    out = []
     for m in stages:
         start = sum(counts[: m.stage])
         moe_layers = sum(arch.is_moe_layer(i) for i in range(start, start + m.layers))
         extra = Fraction((high - low) * moe_layers * m.in_flight, layout.interleave)
-        worst = m.activations + -(-extra.numerator // extra.denominator)
-        if best is None or worst > best.worst:
-            best = ActivationRange(m.stage, m.activations, worst, r)
-    assert best is not None  # pp >= 1
-    return best
+        out.append(ActivationRange(m.stage, m.activations, m.activations + -(-extra.numerator // extra.denominator), r))
+    return tuple(out)

@@ -36,6 +36,7 @@ from calc.errors import CalcError
 from calc.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.layout import Layout, LayoutMemory, _layer_kinds, _stage_params, layout_stages
 from calc.model_state import CONVENTIONS
+from calc.moe_routing import stage_activation_ranges
 from calc.units import parse_positive_int
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "CUDA_CONTEXT_BYTES",
     "ESTIMATED",
     "MEASURED",
+    "MOE_ROUTINGS",
     "NCCL_BUFFSIZE",
     "NCCL_LL128_BUFFSIZE",
     "NCCL_LL_BUFFSIZE",
@@ -108,6 +110,10 @@ instead, which the documentation recommends when allocation sizes change (it "ca
 fragmentation"). Reserved minus allocated is workload-dependent; these fractions are typical of
 what users report, not measured here.
 """
+
+MOE_ROUTINGS: dict[str, float | None] = {"balanced": None, "dropless": None, "capacity-1.25": 1.25, "capacity-2": 2}
+"""MoE routing cases [`peak_memory`][calc.overheads.peak_memory] can price: balanced (the tensors' own
+assumption) or the worst case under dropless routing or a capacity factor ([`calc.moe_routing`][calc.moe_routing])."""
 
 _DEFAULT_CHANNELS = 16
 _DEFAULT_P2P_CHANNELS = 2
@@ -437,6 +443,7 @@ def overheads(
     expandable_segments: bool = False,
     optimizer: str = "foreach",
     low_precision: str | None = None,
+    moe_routing: str = "balanced",
 ) -> tuple[Overhead, ...]:
     """The named overheads of one GPU: the busiest stage's, or ``stage``'s.
 
@@ -457,6 +464,7 @@ def overheads(
         expandable_segments=expandable_segments,
         optimizer=optimizer,
         low_precision=low_precision,
+        moe_routing=moe_routing,
     ).overheads
 
 
@@ -470,6 +478,7 @@ def peak_memory(
     expandable_segments: bool = False,
     optimizer: str = "foreach",
     low_precision: str | None = None,
+    moe_routing: str = "balanced",
 ) -> PeakMemory:
     """The full per-GPU peak: tensors plus every named overhead, as allocated, reserved and ``nvidia-smi``.
 
@@ -493,6 +502,8 @@ def peak_memory(
             Transformer Engine FusedAdam, Megatron-LM's default).
         low_precision: A key of [`LOW_PRECISION_RECIPES`][calc.fp8.LOW_PRECISION_RECIPES] to add the
             quantized weight copies of FP8 / MXFP8 / NVFP4 training; ``None`` for bf16 GEMMs.
+        moe_routing: A key of [`MOE_ROUTINGS`][calc.overheads.MOE_ROUTINGS]: ``"balanced"`` (the default, as
+            the tensors assume) or a worst case, added as a named line for MoE models.
 
     Returns:
         The [`PeakMemory`][calc.overheads.PeakMemory].
@@ -518,6 +529,7 @@ def peak_memory(
             expandable_segments=expandable_segments,
             optimizer=optimizer,
             low_precision=low_precision,
+            moe_routing=moe_routing,
         )[k]
     best = None
     for p in stage_peaks(
@@ -528,6 +540,7 @@ def peak_memory(
         expandable_segments=expandable_segments,
         optimizer=optimizer,
         low_precision=low_precision,
+        moe_routing=moe_routing,
     ):
         if best is None or p.nvidia_smi_bytes > best.nvidia_smi_bytes:
             best = p
@@ -544,6 +557,7 @@ def stage_peaks(
     expandable_segments: bool = False,
     optimizer: str = "foreach",
     low_precision: str | None = None,
+    moe_routing: str = "balanced",
 ) -> tuple[PeakMemory, ...]:
     """[`peak_memory`][calc.overheads.peak_memory] of every pipeline stage, first to last (same options).
 
@@ -559,11 +573,18 @@ def stage_peaks(
         raise CalcError("expandable_segments", "must be true or false", expandable_segments)
     if low_precision is not None and low_precision not in LOW_PRECISION_RECIPES:
         low_precision_weights(1, low_precision)  # raises, naming the field
+    if moe_routing not in MOE_ROUTINGS:
+        raise CalcError("moe_routing", f"must be one of {', '.join(MOE_ROUTINGS)}", moe_routing, code="unknown-name")
     ch = parse_positive_int(channels, "channels", maximum=1024)
     p2p = parse_positive_int(p2p_channels, "p2p_channels", maximum=1024)
+    stages = layout_stages(arch, layout)
+    excess = [0] * len(stages)
+    if moe_routing != "balanced" and arch.is_moe:
+        ranges = stage_activation_ranges(arch, layout, capacity_factor=MOE_ROUTINGS[moe_routing])
+        excess = [r.worst - r.balanced for r in ranges]
     return tuple(
-        _peak(arch, layout, m, ch, p2p, expandable_segments, optimizer, low_precision)
-        for m in layout_stages(arch, layout)
+        _peak(arch, layout, m, ch, p2p, expandable_segments, optimizer, low_precision, (moe_routing, excess[m.stage]))
+        for m in stages
     )
 
 
@@ -576,6 +597,7 @@ def _peak(
     expandable: bool,
     optimizer: str,
     low_precision: str | None,
+    routing: tuple[str, int] = ("balanced", 0),
 ) -> PeakMemory:
     context = Overhead(
         "cuda_context",
@@ -589,6 +611,21 @@ def _peak(
         "pytorch/pytorch#34323 (781 MB for an empty program, eager loading)",
     )
     backward = _backward_items(arch, layout, m)
+    if routing[1]:
+        backward.append(
+            Overhead(
+                "moe_routing_imbalance",
+                f"MoE routing imbalance ({routing[0]}, worst case)",
+                routing[1],
+                "allocated",
+                "backward",
+                ESTIMATED,
+                "the routed experts' activations at the worst tokens-per-rank the routing allows, less the balanced "
+                "ones, times the micro-batches in flight",
+                "calc.moe_routing: GShard (arXiv:2006.16668) and Switch Transformer (arXiv:2101.03961) expert "
+                "capacity; Megatron-LM dropless routing (no capacity factor)",
+            )
+        )
     step = _step_items(layout, m, optimizer)
     always = [_low_precision_item(arch, layout, m, low_precision)] if low_precision and m.layers else []
     allocated = (

@@ -345,3 +345,27 @@ def test_unknown_low_precision_recipe_names_the_field() -> None:
     with pytest.raises(CalcError) as err:
         peak_memory(preset("gpt2"), Layout(seq_len=1024), low_precision="fp4")
     assert err.value.field == "low_precision"
+
+
+@pytest.mark.parametrize("routing", ["dropless", "capacity-1.25", "capacity-2"])
+def test_moe_routing_worst_case_is_a_named_line(routing: str) -> None:
+    from calc.moe_routing import activation_range
+    from calc.overheads import MOE_ROUTINGS
+
+    arch = preset("mixtral-8x7b")
+    layout = Layout(dp=8, ep=8, seq_len=4096, flash_attention=True, dropout=False)
+    balanced = peak_memory(arch, layout)
+    worst = peak_memory(arch, layout, moe_routing=routing)
+    item = next(o for o in worst.overheads if o.name == "moe_routing_imbalance")
+    r = activation_range(arch, layout, capacity_factor=MOE_ROUTINGS[routing])
+    assert item.bytes == r.worst - r.balanced > 0
+    assert worst.allocated_bytes == balanced.allocated_bytes + item.bytes  # the backward peak grows by it
+    assert "moe_routing_imbalance" not in [o.name for o in balanced.overheads]
+
+
+def test_moe_routing_is_nothing_for_a_dense_model() -> None:
+    arch, layout = preset("llama3-8b"), Layout(seq_len=1024)
+    assert peak_memory(arch, layout, moe_routing="dropless") == peak_memory(arch, layout)
+    with pytest.raises(CalcError) as err:
+        peak_memory(arch, layout, moe_routing="worst")
+    assert err.value.field == "moe_routing"

@@ -122,7 +122,12 @@ def _compute(v: dict[str, str]) -> str:
     if v["optimizer"] not in _OPTIMIZERS:
         raise CalcError("optimizer", f"must be one of {', '.join(_OPTIMIZERS)}", v["optimizer"], code="unknown-name")
     low = None if v["low_precision"] == "none" else v["low_precision"]
-    options = dict(optimizer=v["optimizer"], expandable_segments=checked(v["expandable_segments"]), low_precision=low)
+    options = dict(
+        optimizer=v["optimizer"],
+        expandable_segments=checked(v["expandable_segments"]),
+        low_precision=low,
+        moe_routing=v["moe_routing"],
+    )
     per_stage = stage_peaks(arch, layout, **options) if 1 < layout.pp <= _STAGE_ROWS else ()
     p = max(per_stage, key=lambda q: q.nvidia_smi_bytes) if per_stage else peak_memory(arch, layout, **options)
     m = p.memory
@@ -178,7 +183,8 @@ def _compute(v: dict[str, str]) -> str:
     if arch.is_moe:
         r = activation_range(arch, layout)
         notes.append(
-            f"MoE layers: the activations above assume balanced routing. Routing is decided at run time: "
+            f"MoE layers: the activations above assume balanced routing (the MoE routing select adds a worst "
+            "case as a named line). Routing is decided at run time: "
             f"dropless, a rank's experts can receive {float(r.tokens.ratio):.3g}× their balanced tokens, which "
             f"would make this stage's activations {fmt(r.balanced)} to {fmt(r.worst)} (a capacity factor "
             "caps it; calc.moe_routing). Router and all-to-all buffers are not counted."
@@ -300,6 +306,18 @@ CALCULATOR = Calculator(
             options=(("foreach", "PyTorch foreach (default)"), ("fused", "Fused (fused=True, apex, TE)")),
         ),
         Field("expandable_segments", "expandable_segments allocator", "0", kind="checkbox"),
+        Field(
+            "moe_routing",
+            "MoE routing (MoE models)",
+            "balanced",
+            kind="select",
+            options=(
+                ("balanced", "Balanced"),
+                ("dropless", "Worst case, dropless"),
+                ("capacity-1.25", "Worst case, capacity factor 1.25"),
+                ("capacity-2", "Worst case, capacity factor 2"),
+            ),
+        ),
         Field(
             "low_precision",
             "Low-precision GEMMs",
