@@ -157,6 +157,7 @@ if sys.platform == "emscripten":  # the engine suite under Pyodide: no example d
         "test_browser*.py",
         "test_csp.py",
         "test_serving.py",
+        "test_bench.py",
         "test_a11y.py",
         "test_phone.py",
         "test_pyodide.py",

@@ -131,6 +131,13 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
     def root() -> Path:
         raise NotImplementedError
 
+    def handle(self) -> None:
+        """One connection; a browser that drops it (a closed tab, a cancelled fetch) is not an error."""
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
     def do_GET(self) -> None:
         self._respond(body=True)
 

@@ -1,0 +1,81 @@
+"""``make bench`` (bench/run.py): its helpers, a one-run smoke test of one figure, and the shape of results.json.
+
+The figures themselves are not pass/fail here (issue 12: targets are held by the benchmark, not by timed tests).
+"""
+
+from __future__ import annotations
+
+import doctest
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import run as bench
+
+REQUIRED = ("ready_ratio", "ready_ratio_own_runtime", "recompute_p95_ms", "max_render_ms", "home_bytes_brotli")
+VISITS = tuple(f"bytes_{page}_{visit}" for page in ("home", "no_calc") for visit in ("first", "second"))
+FCP = ("fcp_with_calculator_ms", "fcp_without_calculator_ms", "fcp_ratio")
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(bench).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("values", "median", "low", "high"),
+    [
+        ([5], 5, 5, 5),
+        ([4, 1, 3, 2], 2.5, 1, 4),  # even count: the mean of the middle two
+        ([0.1234567, 0.2], 0.162, 0.123, 0.2),  # floats rounded to 3 places
+    ],
+)
+def test_stats(values: list[float], median: float, low: float, high: float) -> None:
+    got = bench.stats(values, [1.0] * len(values), "ms")
+    assert (got["median"], got["min"], got["max"], got["n"]) == (median, low, high, len(values))
+    assert got["load"] == {"median": 1.0, "min": 1.0, "max": 1.0}
+
+
+def test_render_cases_name_real_fields() -> None:
+    """Every case bench/render.mjs times is a registered calculator's default or one of its fields."""
+    from calc.widgets import calculators
+
+    known = calculators()
+    for name, rows in bench.render_cases().items():
+        if name not in known:
+            continue  # a calculator bench/boot.py knows before it is registered
+        assert rows[0] == ("default", {})
+        for _, inputs in rows:
+            assert set(inputs) <= set(known[name].defaults), (name, inputs)
+
+
+def _figure_ok(fig: dict, runs: int) -> None:
+    assert fig["min"] <= fig["median"] <= fig["max"] and fig["n"] >= runs, fig
+    assert set(fig["load"]) == {"median", "min", "max"}, fig
+
+
+@pytest.mark.browser
+def test_one_run_of_fcp_and_bytes(built_site: Path, tmp_path: Path) -> None:
+    """Smoke: one cold run of the FCP and bytes figures against the real build, through the command line."""
+    out = tmp_path / "results.json"
+    assert bench.main(["--site", str(built_site), "--runs", "1", "--only", "fcp,bytes", "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    for key in (*FCP, *VISITS, "home_bytes_brotli"):
+        _figure_ok(results[key], 1)
+    assert results["bytes_home_first"]["median"] < results["bytes_home_first_raw"]["median"], "served compressed"
+    assert results["bytes_home_second"]["median"] < results["bytes_home_first"]["median"] / 20, "second visit cached"
+
+
+def test_committed_results_have_every_figure() -> None:
+    """bench/results.json, the latest full run (the README quotes it), holds every figure over at least 7 runs."""
+    path = ROOT / "bench" / "results.json"
+    if not path.exists():
+        pytest.skip("no bench/results.json yet: run make bench")
+    results = json.loads(path.read_text())
+    for key in (*REQUIRED, *VISITS, *FCP):
+        assert key in results, key
+        _figure_ok(results[key], 7)
