@@ -21,6 +21,7 @@ Examples:
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from calc.architecture import Architecture
@@ -718,13 +719,26 @@ def preset(name: str) -> Architecture:
     Examples:
         >>> preset("llama3.1-405b").param_count
         405853388800
-        >>> preset("llama-9")  # doctest: +ELLIPSIS
+        >>> preset("llama3-7b")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: preset must be one of deepseek-v3, gemma-7b, ... (got 'llama-9')
+        calc.errors.CalcError: preset must be one of the ... presets; the closest are llama3-70b, ... (got 'llama3-7b')
+        >>> preset("bert")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: preset must be one of the ... presets (deepseek-v3, gemma-7b, ..., qwen3-8b) (got 'bert')
     """
     try:
         config = PRESETS[name]
     except (KeyError, TypeError):
-        raise CalcError("preset", f"must be one of {', '.join(sorted(PRESETS))}", name, code="unknown-name") from None
+        raise CalcError("preset", _unknown_rule(name), name, code="unknown-name") from None
     return Architecture.from_hf_config(config, name=name)
+
+
+def _unknown_rule(name: object) -> str:
+    """The rule an unknown preset name broke: the closest names when there are some, else the first and last."""
+    known = sorted(PRESETS)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6) if isinstance(name, str) else []
+    if close:
+        return f"must be one of the {len(known)} presets; the closest are {', '.join(close)}"
+    return f"must be one of the {len(known)} presets ({known[0]}, {known[1]}, ..., {known[-1]})"
