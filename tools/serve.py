@@ -155,8 +155,8 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
         if not url_path.startswith(self.prefix):
             return None, None
         rel = unquote(url_path[len(self.prefix) :])
-        root = self.root().resolve()
-        target = (root / rel).resolve()
+        root = Path(os.path.abspath(self.root()))
+        target = Path(os.path.normpath(root / rel))  # no symlink resolution: a folder of links serves too
         if target != root and root not in target.parents:
             return None, None
         if target.is_dir():
