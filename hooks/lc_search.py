@@ -14,6 +14,7 @@ index exists when ``on_post_build`` runs here, and is compressed after).
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -85,16 +86,17 @@ def summary(text: str, limit: int = SUMMARY_CHARS) -> str:
     """The first sentence of an indexed text, at most ``limit`` characters (cut at a word).
 
     Examples:
-        >>> summary("<p>Bytes of model state per GPU. More text here.</p><ul><li>x</li></ul>")
+        >>> summary("<pre><code>f(x: int)</code></pre> <p>Bytes of model state per GPU. More.</p><ul><li>x</li></ul>")
         '<p>Bytes of model state per GPU.</p>'
         >>> summary("<p>" + "word " * 50 + "</p>", limit=20)
         '<p>word word word word …</p>'
     """
-    plain = re.sub(r"<[^>]+>", "", text).strip()
+    prose = re.sub(r"<pre>.*?</pre>", " ", text, flags=re.DOTALL)  # the signature and examples: code, not prose
+    plain = html.unescape(re.sub(r"<[^>]+>", "", prose)).strip()
     first = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0]
     if len(first) > limit:
         first = first[:limit].rsplit(" ", 1)[0] + " …"
-    return f"<p>{first}</p>" if first else ""
+    return f"<p>{html.escape(first, quote=False)}</p>" if first else ""
 
 
 def on_post_build(config) -> None:
