@@ -535,7 +535,11 @@ def pipeline_schedule(
             micro,
         )
     orders = _orders(stages, micro, name, chunks)
-    split = {(mb, g) for order in orders for task in order for kind, mb, _, g in task if kind == "W"}
+    split = (
+        {(mb, g) for order in orders for task in order for kind, mb, _, g in task if kind == "W"}
+        if name in SPLIT_BACKWARD
+        else set()
+    )
     last = stages * chunks - 1
     finish: dict[tuple[str, int, int], int] = {}
     waiting: dict[tuple[str, int, int], list[int]] = {}
