@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import json
+import re
 import socket
 import subprocess
 import sys
@@ -204,3 +206,15 @@ def test_built_site_is_precompressed(built_site: Path) -> None:
         raw = (built_site / rel).read_bytes()
         assert brotli.decompress((built_site / f"{rel}.br").read_bytes()) == raw, rel
         assert gzip.decompress((built_site / f"{rel}.gz").read_bytes()) == raw, rel
+
+
+def test_search_index_is_small_and_its_previews_plain(built_site: Path) -> None:
+    """Every page downloads the search index: API entries keep a title and one sentence; no raw LaTeX anywhere."""
+    import lc_search
+
+    docs = json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    api = [d for d in docs if d["location"].startswith(lc_search.API_PAGE)]
+    assert api and len(api) < len(docs)
+    assert all(len(d["text"]) <= lc_search.SUMMARY_CHARS + 12 and d.get("boost") == 0.5 for d in api)
+    raw = [(d["location"], m[0]) for d in docs for m in re.finditer(r"\\[(\[]|\\[A-Za-z]+\b|\$\$", d["text"])]
+    assert raw == [], raw[:5]
