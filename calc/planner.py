@@ -42,7 +42,7 @@ from calc.hardware import GPU
 from calc.hardware import gpu as gpu_preset
 from calc.hf_config import parse_config_json
 from calc.interconnects import SCALE_UP_FOR_GPU, interconnect
-from calc.layout import Layout, check_layout
+from calc.layout import Layout, check_layout, stage_memory
 from calc.model_state import CONVENTIONS
 from calc.network import Network
 from calc.overheads import peak_memory
@@ -129,6 +129,21 @@ def _state_floor(arch: Architecture, cand: _Candidate, z: int, convention: str, 
         for name, first in (("master", 1), ("momentum", 1), ("variance", 1), ("gradients", 2), ("weights", 3)):
             total += (params // ranks if stage >= first else params) * getattr(conv, name)
     return total
+
+
+def _memory_floor(
+    arch: Architecture, cand: _Candidate, z: int, r: str, s: int, batch: int, convention: str, dist: bool
+) -> int:
+    """A lower bound on a GPU's peak: ``_state_floor`` plus half of the stored activations of its in-flight
+    micro-batches (Korthikanti et al. 2022 Table 2 per layer; ``2sbh/t`` per layer under full recomputation)."""
+    floor = _state_floor(arch, cand, z, convention, dist)
+    tp_sp = cand.tp > 1
+    if r == "full":
+        per_layer = 2 * s * cand.mb * arch.hidden_size // (cand.tp if tp_sp else 1) // cand.cp
+    else:
+        per_layer = _elementwise_bytes(s, cand.mb, arch.hidden_size, arch.num_heads, cand.tp, cand.cp, tp_sp, True)
+    in_flight = min(cand.pp, batch // (cand.dp * cand.mb))
+    return floor + per_layer * (arch.num_layers // cand.pp) * in_flight // 2
 
 
 def _gb(n: int) -> str:
@@ -289,15 +304,19 @@ def plan(
                         {**row, "zero_stage": z, "recompute": r, "reason": f"invalid: {err}", "bound_s": cand.bound}
                     )
                     continue
-                floor = _state_floor(arch, cand, z, convention, distributed_optimizer)
-                if r != "full":  # stored activations: half of Korthikanti's per-layer count, a safe floor
-                    per_layer = _elementwise_bytes(s, cand.mb, arch.hidden_size, arch.num_heads, cand.tp, cand.cp,
-                                                   cand.tp > 1, True)  # fmt: skip
-                    floor += per_layer * (arch.num_layers // cand.pp) * min(cand.pp, batch // (cand.dp * cand.mb)) // 2
+                floor = _memory_floor(arch, cand, z, r, s, batch, convention, distributed_optimizer)
                 if floor > capacity:
                     if least is None or floor < least[2]:
                         least = (z, r, floor)
                     continue  # what the GPU must hold at the least already overflows
+                try:
+                    tensors = stage_memory(arch, lay, 0).total
+                except CalcError:
+                    tensors = 0
+                if tensors > capacity:  # stage 0's tensors alone, before any overhead, already overflow
+                    if least is None or tensors < least[2]:
+                        least = (z, r, tensors)
+                    continue
                 evaluated += 1
                 try:
                     peak = peak_memory(arch, lay)
@@ -326,9 +345,8 @@ def plan(
                         "memory_bytes": floor,
                         "bound_s": cand.bound,
                         "reason": (
-                            f"does not fit: needs at least {_gb(floor)} per GPU (model states spread evenly over "
-                            f"the stages, plus activations) of {_gb(g.memory_bytes)}, even with ZeRO-{z} and "
-                            f"{r} recomputation"
+                            f"does not fit: stage 0 needs at least {_gb(floor)} of {_gb(g.memory_bytes)} "
+                            f"before any overhead, even with ZeRO-{z} and {r} recomputation"
                         ),
                     }
                 )
