@@ -44,7 +44,7 @@ function fingerprint(text) {
   return (h >>> 0).toString(36);
 }
 
-const keyOf = (figure) => fingerprint(`${scheme()} ${figure.dataset.chartSpec || ""}`);
+const keyOf = (figure) => `${scheme()} ${figure.dataset.chartSpec || ""}`; // palette + spec: what a rendering shows
 const inFlight = new WeakMap(); // figure -> key of the rendering on its way
 const views = new WeakMap(); // figure -> the vega-embed result shown
 const made = new Map(); // key -> a rendered .lc-chart__live, reused when the same chart comes back
@@ -54,7 +54,7 @@ const MADE_MAX = 24;
 function current(figure) {
   return (
     figure.dataset.chartState === "live" &&
-    figure.dataset.chartRendered === keyOf(figure) &&
+    figure.dataset.chartRendered === fingerprint(keyOf(figure)) &&
     Boolean(figure.querySelector(".lc-chart__view > .lc-chart__live svg"))
   );
 }
@@ -64,7 +64,7 @@ function show(figure, holder, key) {
   if (!target) return;
   target.replaceChildren(holder);
   figure.dataset.chartScheme = scheme();
-  figure.dataset.chartRendered = key;
+  figure.dataset.chartRendered = fingerprint(key);
   figure.dataset.chartRenders = String(Number(figure.dataset.chartRenders || 0) + 1);
   figure.dataset.chartState = "live";
   delete figure.dataset.chartError;
@@ -73,7 +73,7 @@ function show(figure, holder, key) {
 async function render(figure) {
   if (!figure.isConnected || current(figure)) return;
   const key = keyOf(figure);
-  if (figure.dataset.chartFailed === key) return; // tried: the pre-rendered SVG or the table stays
+  if (figure.dataset.chartFailed === fingerprint(key)) return; // tried: the pre-rendered SVG or the table stays
   const cached = made.get(key);
   if (cached) {
     // The same chart again (a calculator re-rendered the same numbers, or its results were patched in
@@ -128,7 +128,7 @@ async function render(figure) {
     if (inFlight.get(figure) !== key) return;
     inFlight.delete(figure);
     // The pre-rendered SVGs (if any) stay; the table beside the chart still has every number.
-    figure.dataset.chartFailed = key;
+    figure.dataset.chartFailed = fingerprint(key);
     figure.dataset.chartState = "error";
     figure.dataset.chartError = String(err && err.message ? err.message : err).slice(0, 200);
   }
