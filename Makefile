@@ -10,7 +10,7 @@ STAMPS := .stamps
 export NO_MKDOCS_2_WARNING := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup check-port serve live build lint test test-site test-engine test-pyodide test-browser bench clean
+.PHONY: setup check-port serve live build lint test test-site test-engine test-pyodide test-browser bench validate clean
 
 setup: $(STAMPS)/venv $(STAMPS)/npm
 
@@ -92,5 +92,21 @@ test-browser: setup $(STAMPS)/chromium test-site
 bench: setup $(STAMPS)/chromium test-site
 	$(BIN)/python bench/run.py --site $(TEST_SITE)
 
+# The validation harness (validation/): PyTorch's CPU build and transformers in their own venv, installed
+# once (stamped), then every configuration re-measured; validation/results.json is rewritten and the
+# target fails if any prediction is out of tolerance.
+VVENV := .venv-validation
+
+$(STAMPS)/venv-validation: requirements-validation.txt
+	@mkdir -p $(STAMPS)
+	rm -rf $(VVENV)
+	$(PYTHON) -m venv $(VVENV)
+	$(VVENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-validation.txt
+	$(VVENV)/bin/python -c "import torch, transformers; print('torch', torch.__version__, '| transformers', transformers.__version__)"
+	touch $@
+
+validate: $(STAMPS)/venv-validation
+	$(VVENV)/bin/python -m validation.measure
+
 clean:
-	rm -rf site $(STAMPS) .pytest_cache .hypothesis
+	rm -rf site $(STAMPS) $(VVENV) .pytest_cache .hypothesis

@@ -513,18 +513,22 @@ def layer_activations(
 
 def _check_hf(impl: str, *, t: int, sp: bool, cp: int, mode: str) -> None:
     """Refuse what stock transformers does not run (or the profiles were not measured for)."""
-    for field, value, ok in (("tp", t, t == 1), ("sequence_parallel", sp, not sp), ("cp", cp, cp == 1)):
+    for field, value, ok, want in (
+        ("tp", t, t == 1, "1"),
+        ("sequence_parallel", sp, not sp, "off"),
+        ("cp", cp, cp == 1, "1"),
+    ):
         if not ok:
             raise CalcError(
                 field,
-                f"must be off with implementation {impl} (stock transformers, one GPU's layer)",
+                f"must be {want} with implementation {impl} (the profiles are stock transformers on one GPU)",
                 value,
                 code="unsupported",
             )
     if mode == "selective":
         raise CalcError(
             "recompute",
-            f"selective is Megatron-LM's; with implementation {impl} use none or full (gradient checkpointing)",
+            f"must be none or full with implementation {impl} (selective recomputation is Megatron-LM's)",
             mode,
             code="unsupported",
         )

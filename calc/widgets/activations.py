@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
-from calc.activations import activation_bytes_per_layer, layer_activations
+from calc.activations import IMPLEMENTATIONS, LayerActivations, activation_bytes_per_layer, layer_activations
 from calc.charts import activations_chart
 from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
@@ -46,6 +47,11 @@ _TERMS = (
     ("mlp_activation_output", "GeLU output", "8sbh"),
     ("mlp_dropout_mask", "MLP dropout mask", "sbh"),
     ("layer_input", "Layer input (checkpoint)", "2sbh"),
+    ("norm_fp32_inputs", "fp32 norm inputs (unfused RMSNorm)", "8sbh"),
+    ("norm_weight_inputs", "Normalized inputs of the norm weights", "4sbh"),
+    ("norm_stats", "Norm statistics (fp32 mean, rstd)", "16sb"),
+    ("mlp_intermediates", "Unfused gelu_new intermediates", "24sbh"),
+    ("rng_state", "SDPA RNG seed and offset (int64)", "16 B"),
 )
 """Korthikanti et al. 2022 Sec. 4.1's tensors: field of LayerActivations, label, size before parallelism."""
 
@@ -69,6 +75,9 @@ def _compute(v: dict[str, str]) -> str:
     if recompute not in RECOMPUTE_MODES:
         raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", recompute, code="unknown-name")
     flash = checked(v["flash_attention"])
+    impl = v.get("implementation", "megatron")
+    if impl not in IMPLEMENTATIONS:
+        raise CalcError("implementation", f"must be one of {', '.join(IMPLEMENTATIONS)}", impl, code="unknown-name")
     fmt = byte_formatter(v["unit"])
     kw = dict(
         seq_len=s,
@@ -80,6 +89,9 @@ def _compute(v: dict[str, str]) -> str:
         recompute=recompute,
         flash_attention=flash,
     )
+    if impl != "megatron":  # stock transformers' GPT-2 layer (LayerNorm, gelu_new, dropout)
+        layer = layer_activations(**kw, implementation=impl)
+        return _hf(layer, impl, fmt)
     total = activation_bytes_per_layer(**kw)
     layer = layer_activations(**kw)
     ratio = Fraction(5 * a * s, h)
@@ -135,6 +147,20 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _hf(layer: LayerActivations, impl: str, fmt: Callable[[int], str]) -> str:
+    """The result under a Hugging Face profile: the total and every saved tensor (no Table 2)."""
+    rows = [(label, size, out(key, fmt(getattr(layer, key)))) for key, label, size in _TERMS if getattr(layer, key)]
+    name = {"hf-eager": "eager attention", "hf-sdpa": "SDPA"}[impl]
+    return (
+        f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch (Hugging Face GPT-2, {name})</span> '
+        f"{out('total', fmt(layer.total), 'strong')} "
+        f"({out('total_bytes', f'{layer.total:,} B', value=layer.total, unit='B')})</p>"
+        + table(("Saved tensor (transformers 5.24, CUDA)", "Size", "Per GPU"), rows, raw_cells=True)
+        + "<p><small>Measured to the byte with saved_tensors_hooks (How accurate is this?). Korthikanti et al.'s "
+        "Table 2 describes Megatron-LM's fused kernels, not this implementation.</small></p>"
+    )
+
+
 CALCULATOR = Calculator(
     name="activations",
     title="Activations per layer",
@@ -159,6 +185,18 @@ CALCULATOR = Calculator(
             ),
         ),
         Field("flash_attention", "FlashAttention", "0", kind="checkbox"),
+        Field(
+            "implementation",
+            "Implementation",
+            "megatron",
+            kind="select",
+            options=(
+                ("megatron", "Megatron-LM fused kernels (the paper)"),
+                ("hf-eager", "Hugging Face, eager attention"),
+                ("hf-sdpa", "Hugging Face, SDPA"),
+            ),
+            help="what saves the tensors; Hugging Face needs t = 1",
+        ),
         Field("unit", "Units", "GiB", kind="select", options=UNIT_FIELD_OPTIONS),
     ),
     compute=_compute,

@@ -11,7 +11,6 @@ from calc.layout import Layout
 from calc.model_state import convention_options
 from calc.moe_routing import activation_range
 from calc.overheads import PeakMemory, peak_memory, stage_peaks
-from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -25,6 +24,7 @@ from calc.widgets._html import (
     table,
     verdict,
 )
+from calc.widgets._model import model_fields, read_model
 
 __all__ = ["CALCULATOR"]
 
@@ -76,6 +76,7 @@ def _layout(v: dict[str, str]) -> Layout:
         recompute=v["recompute"],
         convention=v["convention"],
         shard=v["shard"],
+        implementation=v["implementation"],
         **{name: checked(v[name]) for name in _FLAGS},
     )
 
@@ -114,8 +115,8 @@ _COUNTED = {"allocated": "allocated", "reserved": "reserved", "nvidia-smi": "nvi
 
 
 def _compute(v: dict[str, str]) -> str:
-    name = v["preset"]
-    arch = preset(name)
+    choice = read_model(v)
+    arch = choice.arch
     layout = _layout(v)
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
@@ -134,7 +135,7 @@ def _compute(v: dict[str, str]) -> str:
     total = m.total
     shown = p.nvidia_smi_bytes
     fits = shown <= memory
-    label = PRESET_LABELS.get(name, name)
+    label = choice.label
     degrees = f"dp {layout.dp} × tp {layout.tp} × pp {layout.pp}" + (f" × cp {layout.cp}" if layout.cp > 1 else "")
     where = f"pipeline stage {m.stage}" if layout.pp > 1 else "each GPU"
     head = f"{label} on {layout.gpus:,} GPUs ({degrees}): {fmt(shown)} as nvidia-smi would show it on {where}"
@@ -239,7 +240,7 @@ CALCULATOR = Calculator(
     "data/tensor/pipeline/context/expert-parallel layout, with ZeRO, recomputation and offload: allocated, "
     "reserved and what nvidia-smi would show.",
     fields=(
-        Field("preset", "Model", "llama3-8b", kind="select", options=tuple(PRESET_LABELS.items())),
+        *model_fields("llama3-8b"),
         Field("dp", "Data parallel (dp)", "8", kind="number"),
         Field("tp", "Tensor parallel (tp)", "1", kind="number", help="divides the heads and KV heads"),
         Field("pp", "Pipeline parallel (pp)", "1", kind="number", help="divides the layers"),
@@ -276,6 +277,18 @@ CALCULATOR = Calculator(
         Field("flash_attention", "FlashAttention", "1", kind="checkbox"),
         Field("sequence_parallel", "Sequence parallelism", "0", kind="checkbox"),
         Field("dropout", "Dropout", "0", kind="checkbox"),
+        Field(
+            "implementation",
+            "Activations saved by",
+            "megatron",
+            kind="select",
+            options=(
+                ("megatron", "Megatron-LM fused kernels"),
+                ("hf-eager", "Hugging Face, eager attention"),
+                ("hf-sdpa", "Hugging Face, SDPA"),
+            ),
+            help="Hugging Face: tp, cp 1, no sequence parallelism, recompute none or full",
+        ),
         Field("interleave", "Interleaved chunks per stage", "1", kind="number"),
         Field(
             "convention",

@@ -1,0 +1,258 @@
+"""MkDocs hook: the "How accurate is this?" page, built from ``validation/results.json`` at build time.
+
+``docs/accuracy.md`` holds prose and ``[[accuracy NAME]]`` markers, each alone on a line; this hook
+replaces them with tables and a chart computed from the committed measurements and from the engine
+(no number is typed into the page). An unknown marker, or a marker on another page, fails the build.
+When ``validation/results-gpu.json`` (written by ``validation/gpu.py`` on a CUDA machine) exists, its
+rows join the page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.utils import get_relative_url
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from calc.activation_profiles import CPU_DIFFERENCES
+from calc.activations import megatron_activation_bytes
+from calc.architecture import Architecture
+from calc.charts import CHART_WIDTH, chart
+from calc.estimators import deepspeed_zero2_estimate, deepspeed_zero3_estimate
+from calc.layout import Layout
+from calc.presets import preset
+from calc.units import format_bytes
+from calc.widgets import ACCURACY_HREF
+from validation.configs import MODELS
+from validation.predict import CATEGORIES, TOLERANCE
+
+RESULTS = ROOT / "validation" / "results.json"
+GPU_RESULTS = ROOT / "validation" / "results-gpu.json"
+PAGE = "accuracy.md"
+_MARKER = re.compile(r"^\[\[accuracy (?P<name>[a-z-]+)\]\]\s*$", re.MULTILINE)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise PluginError(f"{PAGE}: cannot read {path.relative_to(ROOT)}: {err}") from None
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.2%}" if x else "0 (exact)"
+
+
+def _b(n: int) -> str:
+    return f"{n:,}"
+
+
+def _summary(data: dict[str, Any]) -> str:
+    lines = ["| What was measured | Configurations | Largest error | Tolerance |", "|---|---:|---:|---:|"]
+    for category, label in CATEGORIES.items():
+        rows = [r for r in data["rows"] if r["category"] == category]
+        worst = max((abs(r["error"]) for r in rows), default=0.0)
+        tol = TOLERANCE[category]
+        lines.append(f"| {label} | {len(rows)} | {_pct(worst) if worst else '0 (exact)'} | {_pct(tol)} |")
+    v = data["versions"]
+    lines.append("")
+    lines.append(
+        f"Measured on {data['device'].upper()} with PyTorch {v['torch']}, transformers {v['transformers']}, "
+        f"Python {v['python']}."
+    )
+    return "\n".join(lines)
+
+
+def _table(data: dict[str, Any]) -> str:
+    out = []
+    for category, label in CATEGORIES.items():
+        rows = [r for r in data["rows"] if r["category"] == category]
+        hf = category.startswith("activations")
+        head = "| Configuration | Measured (B) | Engine (B) | Error |"
+        rule = "|---|---:|---:|---:|"
+        if hf:
+            head += " Megatron accounting (B) | Its error |"
+            rule += "---:|---:|"
+        out += [f"**{label}**", "", head, rule]
+        for r in rows:
+            line = f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_pct(r['error'])} |"
+            if hf:
+                err = r["megatron"] / r["measured"] - 1
+                line += f" {_b(r['megatron'])} | {err:+.1%} |"
+            out.append(line)
+        out.append("")
+    return "\n".join(out)
+
+
+def _chart(data: dict[str, Any]) -> str:
+    values = []
+    for r in data["rows"]:
+        values.append({"category": r["category"], "error": 100 * r["error"], "who": "this engine"})
+        if "megatron" in r:
+            err = 100 * (r["megatron"] / r["measured"] - 1)
+            values.append({"category": r["category"], "error": err, "who": "fused-kernel accounting"})
+    spec = {
+        "title": {"text": "Prediction error per configuration", "subtitle": "predicted / measured − 1, in %"},
+        "data": {"values": values},
+        "width": CHART_WIDTH,
+        "height": {"step": 28},
+        "mark": {"type": "tick", "thickness": 2},
+        "encoding": {
+            "x": {"field": "error", "type": "quantitative", "title": "error (%)"},
+            "y": {"field": "category", "type": "nominal", "title": None, "sort": list(CATEGORIES)},
+            "color": {"field": "who", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+        },
+    }
+    worst = max(abs(r["error"]) for r in data["rows"])
+    label = (
+        f"Prediction error of {len(data['rows'])} measured configurations: at most {worst:.2%} for this engine; "
+        "the fused-kernel accounting misses stock transformers by far more."
+    )
+    return chart("accuracy-errors", spec, label)
+
+
+def _overheads(data: dict[str, Any]) -> str:
+    from calc.overheads import overheads
+
+    lines = ["**Measured here (CPU)**", "", "| Overhead | Configuration | Bytes |", "|---|---|---:|"]
+    for o in data["overheads"]:
+        lines.append(f"| {o['name']} | {o['config']} | {_b(o['bytes'])} |")
+    gap = [r for r in data["rows"] if r["category"] == "activations-model"]
+    if gap:
+        ratios = [r["measured"] / r["megatron"] - 1 for r in gap]
+        lines.append(
+            f"| Stock transformers' saved tensors beyond the fused-kernel accounting (fp32 norms, unfused "
+            f"activations, eager fp32 softmax, `repeat_kv` copies, fp32 loss) | {len(gap)} models | "
+            f"{min(ratios):+.0%} to {max(ratios):+.0%} |"
+        )
+    arch, layout = preset("llama3-8b"), Layout(dp=8, tp=2, zero_stage=3, seq_len=4096, flash_attention=True)
+    lines += [
+        "",
+        "**On a GPU: each line item the training calculator adds** (Llama 3 8B, dp 8, tp 2, ZeRO-3, s = 4096)",
+        "",
+        "| Overhead | Bytes | Tag | Counted in | Source |",
+        "|---|---:|---|---|---|",
+    ]
+    for o in overheads(arch, layout):
+        lines.append(f"| {o.label} | {format_bytes(o.bytes)} | {o.tag} | {o.counted_in} | {o.source} |")
+    lines.append("")
+    lines.append("**Where PyTorch's CPU kernels save other tensors than CUDA's** (the profiles model CUDA):")
+    lines.append("")
+    lines += [f"- {text}" for text in CPU_DIFFERENCES.values()]
+    return "\n".join(lines)
+
+
+def _peers(data: dict[str, Any]) -> str:
+    lines = [
+        "| Configuration | Measured (B) | This engine (B) | Megatron-LM's printed estimate (B) | Its error |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in (r for r in data["rows"] if r["category"] == "activations-model"):
+        inputs = r["inputs"]
+        arch = Architecture.from_hf_config(dict(MODELS[inputs["model"]]), name=inputs["model"])
+        meg = megatron_activation_bytes(
+            inputs["seq_len"],
+            inputs["micro_batch"],
+            arch.hidden_size,
+            arch.num_layers,
+            arch.vocab_size,
+            ffn_hidden=arch.intermediate_size,
+            sequence_parallel=False,
+            recompute="none",
+        )
+        lines.append(
+            f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_b(meg)} | {meg / r['measured'] - 1:+.1%} |"
+        )
+    lines += [
+        "",
+        (
+            "| Configuration | Measured busiest rank (B) | This engine (B) | DeepSpeed ZeRO-2 estimator (B) "
+            "| DeepSpeed ZeRO-3 estimator (B) |"
+        ),
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in (r for r in data["rows"] if r["category"] in ("fsdp2", "zero1")):
+        arch = Architecture.from_hf_config(dict(MODELS[r["inputs"]["model"]]), name=r["inputs"]["model"])
+        n, world = arch.param_count, r["inputs"]["world"]
+        largest = arch.vocab_size * arch.hidden_size
+        z2 = deepspeed_zero2_estimate(n, gpus_per_node=world, cpu_offload=False).gpu_bytes
+        z3 = deepspeed_zero3_estimate(
+            n, largest, gpus_per_node=world, cpu_offload=False, cpu_offload_params=False
+        ).gpu_bytes
+        lines.append(f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_b(z2)} | {_b(z3)} |")
+    return "\n".join(lines)
+
+
+def _gpu(_data: dict[str, Any]) -> str:
+    if not GPU_RESULTS.exists():
+        return (
+            "No GPU measurements yet: `validation/results-gpu.json` does not exist. Run "
+            "`.venv-validation/bin/python -m validation.gpu` on a machine with a CUDA device (and a CUDA build "
+            "of torch); its rows, with `max_memory_allocated`, `memory_reserved` and `nvidia-smi`, then appear here."
+        )
+    gpu = _load(GPU_RESULTS)
+    v = gpu["versions"]
+    lines = [
+        f"Measured on {gpu['device']} with PyTorch {v['torch']} (CUDA {v['cuda']}), transformers {v['transformers']}.",
+        "",
+        "| Configuration | Saved, measured (B) | Engine (B) | Error | max allocated | reserved | nvidia-smi |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in (r for r in gpu["rows"] if r["category"] == "gpu-activations-model"):
+        smi = format_bytes(r["nvidia_smi_used"]) if r.get("nvidia_smi_used") else "n/a"
+        lines.append(
+            f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_pct(r['error'])} | "
+            f"{format_bytes(r['max_memory_allocated'])} | {format_bytes(r['memory_reserved'])} | {smi} |"
+        )
+    return "\n".join(lines)
+
+
+BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "summary": _summary,
+    "table": _table,
+    "chart": _chart,
+    "overheads": _overheads,
+    "peers": _peers,
+    "gpu": _gpu,
+}
+"""The markers ``docs/accuracy.md`` may use."""
+
+
+def render(markdown: str, where: str = PAGE) -> str:
+    """Replace every ``[[accuracy NAME]]`` marker; raise on an unknown one or one outside the page."""
+    if not _MARKER.search(markdown):
+        return markdown
+    if where != PAGE:
+        raise PluginError(f"{where}: [[accuracy ...]] markers belong on {PAGE} only")
+    data = _load(RESULTS)
+
+    def fill(match: re.Match) -> str:
+        name = match["name"]
+        if name not in BLOCKS:
+            raise PluginError(f"{where}: unknown marker [[accuracy {name}]]; one of {', '.join(BLOCKS)}")
+        return BLOCKS[name](data) + "\n"
+
+    return _MARKER.sub(fill, markdown)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    return render(markdown, page.file.src_uri)
+
+
+def on_page_content(content: str, page, config, files) -> str:
+    """Point every calculator's "How accurate is this?" footer link at the page, relative to this page."""
+    if ACCURACY_HREF not in content:
+        return content
+    target = files.get_file_from_path(PAGE)
+    if target is None:
+        raise PluginError(f"{page.file.src_uri}: calculators link to {PAGE}, which is not in the site")
+    return content.replace(ACCURACY_HREF, get_relative_url(target.url, page.url))

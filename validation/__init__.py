@@ -1,0 +1,1 @@
+"""The validation harness: real PyTorch and transformers against the engine (see ``validation/README.md``)."""
