@@ -46,7 +46,9 @@ Sources, term by term (``T`` tokens of the micro-batch, ``h`` hidden, ``a``/``g`
   position ids (``8s``, one row), RoPE's bf16 ``cos`` and ``sin`` (``2 × 2sd``, computed once for the
   whole model with one row of positions), the final norm, the output projection's input (``2Th``) and
   the loss (``ForCausalLMLoss``: ``logits.float()`` then ``cross_entropy``, which saves its fp32
-  log-softmax ``4Tv``, the int64 targets ``8T`` and a 4-byte fp32 total weight).
+  log-softmax ``4Tv``, the int64 targets ``8T`` and a 4-byte fp32 total weight). The labels are
+  padded by one position and shifted: at ``b = 1`` the shifted view is contiguous and keeps the padded
+  storage, ``8(s + 1)``; at ``b > 1`` ``view(-1)`` copies it, ``8T``.
 
 Examples:
     >>> terms = hf_layer_terms(tokens=256, seq_len=128, hidden=256, heads=8, kv_heads=2, head_dim=32,
@@ -220,5 +222,5 @@ def hf_model_terms(
         "embedding": embedding,
         "final_norm": final,
         "output_input": _ACT * T * h,
-        "loss": _FP32 * T * vocab_size + _INT64 * T + _FP32,
+        "loss": _FP32 * T * vocab_size + _INT64 * (T + (1 if T == seq_len else 0)) + _FP32,
     }
