@@ -33,9 +33,12 @@ from calc.errors import CalcError
 
 __all__ = [
     "ACCURACY_HREF",
+    "ADVANCED_FIELDS",
     "CALCULATOR_MODULES",
     "Calculator",
+    "FIELD_GROUPS",
     "Field",
+    "GROUP_ORDER",
     "calculators",
     "render",
     "render_calculator",
@@ -55,6 +58,102 @@ CALCULATOR_MODULES: tuple[str, ...] = (
 """Modules of ``calc.widgets`` that each define a ``CALCULATOR``; their names are the registry keys."""
 
 
+GROUP_ORDER: tuple[str, ...] = (
+    "Model",
+    "Parallel layout",
+    "Batch & sequence",
+    "Precision & optimizer",
+    "Hardware",
+    "Network",
+    "Pipeline schedule",
+    "Display",
+    "Other",
+)
+"""The order of the form's ``<fieldset>``s; a group not listed here comes just before ``"Display"``, in field order."""
+
+FIELD_GROUPS: dict[str, str] = {
+    **dict.fromkeys(
+        ("preset", "config", "params", "tokens", "layers", "hidden", "heads", "kv_dims", "expert_params", "top_k"),
+        "Model",
+    ),
+    **dict.fromkeys(
+        ("dp", "tp", "pp", "cp", "ep", "zero_stage", "sequence_parallel", "interleave", "virtual_stages", "shard"),
+        "Parallel layout",
+    ),
+    **dict.fromkeys(
+        ("micro_batch", "global_batch", "seq_len", "seq", "batch", "num_microbatches", "recompute"),
+        "Batch & sequence",
+    ),
+    **dict.fromkeys(
+        (
+            "convention",
+            "precision",
+            "kv_dtype",
+            "dtype",
+            "low_precision",
+            "optimizer",
+            "distributed_optimizer",
+            "offload_optimizer",
+            "offload_params",
+            "grad_bytes",
+            "flash_attention",
+            "dropout",
+            "implementation",
+            "moe_routing",
+            "factor",
+        ),
+        "Precision & optimizer",
+    ),
+    **dict.fromkeys(
+        (
+            "gpu",
+            "gpu_memory",
+            "gpus",
+            "num_gpus",
+            "peak_tflops",
+            "mfu",
+            "matmul_efficiency",
+            "reserved_pct",
+            "expandable_segments",
+            "safety_margin",
+        ),
+        "Hardware",
+    ),
+    **dict.fromkeys(
+        ("gpus_per_node", "intra", "inter", "intra_efficiency", "inter_efficiency"),
+        "Network",
+    ),
+    **dict.fromkeys(("schedule", "backward_units"), "Pipeline schedule"),
+    "unit": "Display",
+}
+"""The group of each field name the calculators share (a [`Field`][calc.widgets.Field]'s own ``group`` wins)."""
+
+ADVANCED_FIELDS: frozenset[str] = frozenset(
+    {
+        "backward_units",
+        "distributed_optimizer",
+        "dropout",
+        "expandable_segments",
+        "factor",
+        "grad_bytes",
+        "implementation",
+        "inter_efficiency",
+        "interleave",
+        "intra_efficiency",
+        "low_precision",
+        "matmul_efficiency",
+        "moe_routing",
+        "offload_optimizer",
+        "offload_params",
+        "reserved_pct",
+        "safety_margin",
+        "shard",
+    }
+)
+"""Rarely changed options, folded in their group's "More options" ``<details>`` (the browser opens it when a
+link sets one or the engine finds one invalid)."""
+
+
 @dataclass(frozen=True)
 class Field:
     """One input of a calculator.
@@ -67,6 +166,10 @@ class Field:
         options: For selects, ``(value, label)`` pairs.
         help: A short hint shown under the control.
         enabled_when: ``(other_field, value)``: the control is disabled unless that field has that value.
+        group: The ``<fieldset>`` the control sits in (one of [`GROUP_ORDER`][calc.widgets.GROUP_ORDER] or a
+            calculator's own); blank takes [`FIELD_GROUPS`][calc.widgets.FIELD_GROUPS]' entry for the name.
+        advanced: A rarely changed option, folded in its group's "More options" ``<details>``; ``None``
+            takes whether the name is in [`ADVANCED_FIELDS`][calc.widgets.ADVANCED_FIELDS].
     """
 
     name: str
@@ -76,6 +179,28 @@ class Field:
     options: tuple[tuple[str, str], ...] = ()
     help: str = ""
     enabled_when: tuple[str, str] | None = None
+    group: str = ""
+    advanced: bool | None = None
+
+    @property
+    def fieldset(self) -> str:
+        """The group this field is shown in: its own, else the table's by name, else ``"Other"``.
+
+        Examples:
+            >>> Field("tp", "TP", "1").fieldset, Field("tp", "TP", "1", group="Layout").fieldset
+            ('Parallel layout', 'Layout')
+        """
+        return self.group or FIELD_GROUPS.get(self.name, "Other")
+
+    @property
+    def folded(self) -> bool:
+        """Whether the field is folded away under "More options".
+
+        Examples:
+            >>> Field("dropout", "Dropout", "0").folded, Field("dropout", "Dropout", "0", advanced=False).folded
+            (True, False)
+        """
+        return self.name in ADVANCED_FIELDS if self.advanced is None else self.advanced
 
 
 @dataclass(frozen=True)
@@ -163,6 +288,13 @@ def _merge(calc: Calculator, inputs: Mapping[str, object] | None) -> dict[str, s
     return values
 
 
+def _results(calc: Calculator, values: dict[str, str]) -> str:
+    """The results fragment: the calculator's own, then the code that reproduces it (``calc.widgets._code``)."""
+    from calc.widgets._code import code_block
+
+    return calc.compute(values) + code_block(calc, values)
+
+
 def render(name: str, inputs: Mapping[str, object] | None = None) -> dict[str, object]:
     """Compute a calculator's result fragment; bad input comes back as data, never as an exception.
 
@@ -183,7 +315,7 @@ def render(name: str, inputs: Mapping[str, object] | None = None) -> dict[str, o
     """
     try:
         calc = _lookup(name)
-        return {"ok": True, "html": calc.compute(_merge(calc, inputs))}
+        return {"ok": True, "html": _results(calc, _merge(calc, inputs))}
     except CalcError as err:
         return {"ok": False, "error": err.to_dict()}
 
@@ -218,6 +350,36 @@ def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
     return f'<div class="lc-field lc-field--{f.kind}"><label for="{cid}">{esc(f.label)}</label>{control}{help_}</div>'
 
 
+def _form(calc_id: str, fields_: tuple[Field, ...], values: dict[str, str]) -> str:
+    """The controls in one ``<fieldset>`` per group (in [`GROUP_ORDER`][calc.widgets.GROUP_ORDER]), each group's
+    folded fields last, in a ``<details data-more>`` (open in the build when one of them is not at its default)."""
+    esc = html.escape
+    groups: dict[str, list[Field]] = {}
+    for f in fields_:
+        groups.setdefault(f.fieldset, []).append(f)
+    rank = {g: i for i, g in enumerate(GROUP_ORDER)}
+    ordered = sorted(groups, key=lambda g: (rank.get(g, rank["Display"] - 0.5), list(groups).index(g)))
+    parts = []
+    for group in ordered:
+        shown = "".join(_control(calc_id, f, values) for f in groups[group] if not f.folded)
+        folded = [f for f in groups[group] if f.folded]
+        more = ""
+        if folded:
+            changed = any(values[f.name] != f.default for f in folded)
+            inner = "".join(_control(calc_id, f, values) for f in folded)
+            more = (
+                f'<details class="lc-calc__more" data-more{" open" if changed else ""}>'
+                f'<summary>More options: {esc(group.lower())}</summary><div class="lc-calc__fields">{inner}</div>'
+                "</details>"
+            )
+        slug = "".join(c if c.isalnum() else "-" for c in group.lower()).strip("-")
+        parts.append(
+            f'<fieldset class="lc-calc__group lc-calc__group--{esc(slug)}" data-group="{esc(group)}">'
+            f'<legend>{esc(group)}</legend><div class="lc-calc__fields">{shown}</div>{more}</fieldset>'
+        )
+    return "".join(parts)
+
+
 ACCURACY_HREF = "lc-site:accuracy/"
 """Where every calculator's footer links (the "How accurate is this?" page, ``docs/accuracy.md``), as a
 site-root address the build rewrites relative to each page."""
@@ -247,9 +409,9 @@ def render_calculator(name: str, inputs: Mapping[str, object] | None = None, *, 
     calc = _lookup(name)
     cid = calc_id or name
     values = _merge(calc, inputs)
-    results = calc.compute(values)
+    results = _results(calc, values)
     esc = html.escape
-    controls = "".join(_control(cid, f, values) for f in calc.fields)
+    controls = _form(cid, calc.fields, values)
     defaults = esc(json.dumps(values, sort_keys=True))
     desc = f'<p class="lc-calc__desc">{esc(calc.description)}</p>' if calc.description else ""
     return (
@@ -259,9 +421,9 @@ def render_calculator(name: str, inputs: Mapping[str, object] | None = None, *, 
         f'<noscript><p class="lc-calc__noscript" data-noscript>JavaScript is off, so the numbers shown are the '
         f"build-time defaults (a shared link's values are not applied, and editing the inputs changes nothing). "
         f"Live calculation needs JavaScript.</p></noscript>"
-        f'<form class="lc-calc__form" novalidate autocomplete="off">{controls}</form>'
-        f'<div class="lc-calc__alert" id="calc-{esc(cid)}-alert" role="alert" data-alert></div>'
-        f'<div class="lc-calc__results" data-results aria-live="polite">{results}</div>'
+        f'<div class="lc-calc__body"><form class="lc-calc__form" novalidate autocomplete="off">{controls}</form>'
+        f'<div class="lc-calc__answer"><div class="lc-calc__alert" id="calc-{esc(cid)}-alert" role="alert" data-alert>'
+        f'</div><div class="lc-calc__results" data-results aria-live="polite">{results}</div></div></div>'
         f'<div class="lc-calc__footer"><span class="lc-calc__status" data-status>'
         f"Pre-rendered at build time by the same Python engine.</span>"
         # What the numbers do not count, and how far they are from measured runs: the accuracy page
