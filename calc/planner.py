@@ -520,7 +520,7 @@ _INT_FIELDS = {"gpus", "gpus_per_node", "nics_per_node", "seq_len", "global_batc
 _INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top"}
 
 
-def plan_from_fields(model: str, fields: dict[str, str]) -> dict[str, Any]:
+def plan_from_fields(model: str | Architecture, fields: dict[str, str]) -> dict[str, Any]:
     """[`plan`][calc.planner.plan] from ``field=value`` strings (the CLI and the calculator call this).
 
     Blank values search; unknown fields raise naming the field.
