@@ -512,6 +512,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "interleave",
     "safety_margin",
     "matmul_efficiency",
+    "allow_tp_across_nodes",
     "top",
 )
 """The ``field=value`` inputs [`plan_from_fields`][calc.planner.plan_from_fields] accepts (blank = search)."""
@@ -543,6 +544,10 @@ def plan_from_fields(model: str | Architecture, fields: dict[str, str]) -> dict[
             continue
         if key in _INT_FIELDS:
             kw[key] = parse_positive_int(text, key, minimum=0 if key == "zero_stage" else 1, maximum=1 << 30)
+        elif key == "allow_tp_across_nodes":
+            if text.lower() not in ("0", "1", "true", "false", "yes", "no"):
+                raise CalcError(key, "must be true or false (1 or 0)", text)
+            kw[key] = text.lower() in ("1", "true", "yes")
         elif key in ("safety_margin", "matmul_efficiency"):
             try:
                 kw[key] = float(text)
