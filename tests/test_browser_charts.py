@@ -29,6 +29,10 @@ ALL_LIVE = """scheme => { const figs = [...document.querySelectorAll('[data-char
     && f.querySelector('.lc-chart__live svg')); }"""
 CHART_STATES = """() => [...document.querySelectorAll('[data-chart]')].map(f => [f.dataset.chart, f.dataset.chartState,
   f.dataset.chartScheme || null, f.dataset.chartError || null])"""
+BLANK_COUNTER = """root => { window.__blankCharts = 0; new MutationObserver(() => {
+  for (const f of root.querySelectorAll('[data-chart]'))
+    if (!f.querySelector('.lc-chart__view svg')) window.__blankCharts++;
+}).observe(root, {subtree: true, childList: true, attributes: true}); }"""
 TEXT_FILLS = (
     """() => [...document.querySelectorAll('[data-chart] .lc-chart__live svg text')].map(t => t.getAttribute('fill'))"""
 )
@@ -79,6 +83,18 @@ def test_chart_rerenders_when_an_input_changes(session, site_url) -> None:
     _wait_all_live(page)
     root = page.locator('[data-calc="will-it-fit"]').first
     assert "you: ZeRO-0, dp 1" in root.locator('[data-chart="zero-scaling"] .lc-chart__live svg').text_content()
+    # Results patched in place keep the previous chart standing until the new one is drawn: never a blank view
+    # (the counter's observer is created after charts.mjs's, so it sees each mutation once charts.mjs handled it).
+    page.evaluate(BLANK_COUNTER, root.element_handle())
+    root.locator('[name="dp"]').fill("2")
+    wait_settled(page, root)
+    page.wait_for_function(
+        """root => { const f = root.querySelector('[data-chart="zero-scaling"]');
+          return f && f.dataset.chartState === 'live' && f.textContent.includes('you: ZeRO-0, dp 2'); }""",
+        arg=root.element_handle(),
+        timeout=READY_TIMEOUT_MS,
+    )
+    assert page.evaluate("() => window.__blankCharts") == 0
     root.locator('[name="zero_stage"]').select_option("3")
     root.locator('[name="dp"]').fill("64")
     wait_settled(page, root)

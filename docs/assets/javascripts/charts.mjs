@@ -47,6 +47,7 @@ function fingerprint(text) {
 const keyOf = (figure) => `${scheme()} ${figure.dataset.chartSpec || ""}`; // palette + spec: what a rendering shows
 const inFlight = new WeakMap(); // figure -> key of the rendering on its way
 const views = new WeakMap(); // figure -> the vega-embed result shown
+const shown = new WeakMap(); // figure -> the .lc-chart__live it shows (or last showed)
 const made = new Map(); // key -> a rendered .lc-chart__live, reused when the same chart comes back
 const MADE_MAX = 24;
 
@@ -63,6 +64,7 @@ function show(figure, holder, key) {
   const target = figure.querySelector(".lc-chart__view");
   if (!target) return;
   target.replaceChildren(holder);
+  shown.set(figure, holder);
   figure.dataset.chartScheme = scheme();
   figure.dataset.chartRendered = fingerprint(key);
   figure.dataset.chartRenders = String(Number(figure.dataset.chartRenders || 0) + 1);
@@ -85,7 +87,14 @@ async function render(figure) {
   inFlight.set(figure, key);
   const palette = scheme();
   const target = figure.querySelector(".lc-chart__view");
-  if (target && !target.querySelector("svg")) figure.dataset.chartState = "pending";
+  let stale = null;
+  if (target && !target.querySelector("svg")) {
+    // Results patched in place emptied the view: keep the previous chart there (stale, marked pending)
+    // until the new one is drawn, so nothing below it jumps up and back down.
+    stale = shown.get(figure) || null;
+    if (stale) target.replaceChildren(stale);
+    figure.dataset.chartState = "pending";
+  }
   try {
     const spec = JSON.parse(figure.dataset.chartSpec);
     const { embed, expr, themes } = await loadRuntime();
@@ -127,6 +136,7 @@ async function render(figure) {
   } catch (err) {
     if (inFlight.get(figure) !== key) return;
     inFlight.delete(figure);
+    if (stale && stale.isConnected) stale.remove(); // never leave an old chart standing for new numbers
     // The pre-rendered SVGs (if any) stay; the table beside the chart still has every number.
     figure.dataset.chartFailed = fingerprint(key);
     figure.dataset.chartState = "error";
