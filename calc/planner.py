@@ -573,8 +573,7 @@ def run_cli(argv: list[str]) -> int:
     layout. Bad input prints one line naming the field to stderr and returns 2.
 
     Examples:
-        >>> run_cli(["llama3-8b", "gpus=8", "seq_len=4096"])
-        error: global_batch is required (got '')
+        >>> run_cli(["llama3-8b", "gpus=8", "seq_len=4096"])  # stderr: error: global_batch is required (got '')
         2
     """
     import json
@@ -600,7 +599,7 @@ def run_cli(argv: list[str]) -> int:
             fields[key] = value
         result = plan_from_fields(model, fields)
     except CalcError as err:
-        print(f"error: {err}", file=sys.stdout)  # one line; the CLI entry may send it to stderr
+        print(f"error: {err}", file=sys.stderr)
         return 2
     if want_json:
         print(json.dumps({"layouts": result["layouts"], "rejected": result["rejected"]}, indent=2))

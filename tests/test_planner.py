@@ -98,5 +98,7 @@ def test_cli_bad_input_exits_2_naming_the_field(capsys, argv, field):
     from calc.planner import run_cli
 
     assert run_cli(argv) == 2
-    lines = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == ""
     assert len(lines) == 1 and lines[0].startswith(f"error: {field} ")
