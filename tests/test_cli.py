@@ -31,6 +31,8 @@ from calc.widgets._html import UNITS
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "reference" / "cli.md"
 CALCULATORS = sorted(calculators())
+PAGE_SHAPED = [name for name in CALCULATORS if name != "plan"]
+"""Commands whose --json is the page's outputs; ``plan`` prints the planner's layouts and rejections instead."""
 COMMANDS = sorted(commands())
 
 _FORMATTED = re.compile(r"[~≈<>]?[-+]?[0-9][0-9,.]*\s*(%|×|[kMGTPE]i?B|B|s|ms|µs|days?|hours?)?")
@@ -65,10 +67,11 @@ def test_human_output_is_a_table_with_every_number(capsys: pytest.CaptureFixture
     assert "-  -" in out or "  " in out  # columns, aligned with two spaces
 
 
-@pytest.mark.parametrize("name", CALCULATORS)
+@pytest.mark.parametrize("name", PAGE_SHAPED)
 def test_json_outputs_are_numbers_with_the_unit_in_the_key(capsys: pytest.CaptureFixture[str], name: str) -> None:
     data = _json(capsys, name)
-    assert data["command"] == name and data["inputs"] == calculators()[name].defaults
+    fields = {f.name: f.default for f in calculators()[name].fields}  # defaults also hold legacy inputs (model)
+    assert data["command"] == name and data["inputs"] == fields
     assert data["outputs"], "every calculator has numbers"
     assert set(data["units"]) == set(data["outputs"])
     for key, value in data["outputs"].items():
@@ -97,9 +100,26 @@ def test_plan_is_a_command_when_the_planner_is_there(capsys: pytest.CaptureFixtu
     if not (ROOT / "calc" / "widgets" / "planner.py").exists():
         pytest.skip("the planner's calculator is not there yet")
     assert "plan" in commands()
-    data = _json(capsys, "plan", "gpus=64", "seq_len=4096", "global_batch=256")
-    assert data["verdict"]["ok"] in (True, False)
-    assert any(k.endswith("_s") for k in data["outputs"]) and any(k.endswith("_bytes") for k in data["outputs"])
+    data = _json(capsys, "plan", "llama3-8b", "gpus=64", "seq_len=4096", "global_batch=256", "tp=")
+    assert data["command"] == "plan" and data["inputs"]["tp"] == "any"  # blank searches, as "any" does
+    assert data["layouts"] and isinstance(data["rejected"], list)
+    for layout in data["layouts"]:  # the planner's contract: integer degrees, numbers (not strings), breakdowns
+        for key in ("dp", "tp", "pp", "cp", "ep", "zero_stage", "micro_batch", "interleave", "memory_bytes"):
+            assert type(layout[key]) is int, key
+        for key in ("step_time_s", "tflops_per_gpu", "mfu"):
+            assert type(layout[key]) is float, key
+        assert isinstance(layout["recompute"], str) and layout["memory"] and layout["time"]
+        assert layout["dp"] * layout["tp"] * layout["pp"] * layout["cp"] == 64
+    times = [x["step_time_s"] for x in data["layouts"]]
+    assert times == sorted(times)  # best first
+    assert all(r["reason"] for r in data["rejected"])
+
+
+@pytest.mark.parametrize(("args", "field"), [(["tp=abc"], "tp"), (["gpus=0"], "gpus"), (["preset=llama-9"], "preset")])
+def test_plan_bad_input_exits_2_naming_the_field(capsys: pytest.CaptureFixture[str], args: list, field: str) -> None:
+    code, out, err = _run(capsys, "plan", *args, "--json")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and field in err
 
 
 # ---- --json anywhere, the same answer ---------------------------------------------------------------------------
@@ -164,7 +184,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     listed = {c["name"]: c for c in data["commands"]}
     assert sorted(listed) == COMMANDS
     for name, calc in calculators().items():
-        assert {f["name"]: f["default"] for f in listed[name]["fields"]} == calc.defaults
+        assert {f["name"]: f["default"] for f in listed[name]["fields"]} == {f.name: f.default for f in calc.fields}
 
 
 def test_version_is_pyprojects(capsys: pytest.CaptureFixture[str]) -> None:

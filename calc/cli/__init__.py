@@ -117,10 +117,17 @@ def calculator_command(calc: Calculator) -> Command:
     )
 
 
-EXTRA_COMMANDS: list[Callable[[], Command | None]] = []
+def _plan() -> Command | None:
+    from calc.cli._plan import plan_command
+
+    return plan_command()
+
+
+EXTRA_COMMANDS: list[Callable[[], Command | None]] = [_plan]
 """Factories of subcommands, one entry each; a command an entry returns replaces a calculator of its name.
 
-A factory returns ``None`` when what it needs is absent, so the table never breaks an import."""
+A factory returns ``None`` when what it needs is absent, so the table never breaks an import. ``plan`` is
+one: the planner's JSON is ``{"layouts": [...], "rejected": [...]}`` (``calc.cli._plan``)."""
 
 
 def commands() -> dict[str, Command]:

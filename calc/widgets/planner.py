@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from html import escape
+from typing import Any
 
 from calc.activations import IMPLEMENTATIONS
 from calc.charts import layout_chart, step_time_chart
@@ -14,8 +15,9 @@ from calc.model_state import CONVENTIONS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, table, verdict
+from calc.widgets._model import accept_legacy_model, model_fields, read_model
 
-__all__ = ["CALCULATOR"]
+__all__ = ["CALCULATOR", "plan_result"]
 
 _SEARCHED = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")
 
@@ -48,12 +50,19 @@ def _share(v: dict[str, str], name: str, low: float, high: float) -> str:
     return repr(value)
 
 
-def _compute(v: dict[str, str]) -> str:
+def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+    """The calculator's fields (every one given, ``any`` = search) to the model choice and
+    [`calc.planner.plan`][calc.planner.plan]'s plain-data result; the page and ``trainmem plan --json`` both use it.
+
+    Examples:
+        >>> v = {**CALCULATOR.defaults, "preset": "llama3-8b", "gpus": "16", "global_batch": "64", "tp": "2"}
+        >>> choice, r = plan_result(v)
+        >>> {x["tp"] for x in r["layouts"]}, isinstance(r["layouts"][0]["memory_bytes"], int)
+        ({2}, True)
+    """
     from calc.planner import plan_from_fields  # imported here: the planner pulls in the whole engine
 
-    model = v["model"].strip()
-    if not model:
-        raise CalcError("model", "must be a preset name or a pasted config.json", v["model"])
+    choice = read_model(v)
     fields = {k: str(parse_positive_int(v[k], k, maximum=m)) for k, m in _MAXIMA.items()}
     selects = (
         ("gpu", tuple(GPUS)),
@@ -73,10 +82,14 @@ def _compute(v: dict[str, str]) -> str:
     fields["matmul_efficiency"] = _share(v, "matmul_efficiency", 0.05, 1)
     fields["zero_stage"] = "" if v["zero_stage"] == _ANY else v["zero_stage"]
     fields["recompute"] = "" if v["recompute"] == _ANY else v["recompute"]
-    r = plan_from_fields(model, fields)
+    return choice, plan_from_fields(choice.arch, fields)
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice, r = plan_result(v)
     best = r["layouts"][0]
     line = (
-        f"Best of {r['searched']:,} layouts searched: dp={best['dp']} tp={best['tp']} pp={best['pp']} "
+        f"{choice.label}: best of {r['searched']:,} layouts searched: dp={best['dp']} tp={best['tp']} pp={best['pp']} "
         f"cp={best['cp']} ep={best['ep']}, ZeRO-{best['zero_stage']}, {best['recompute']} recomputation, "
         f"micro-batch {best['micro_batch']}, interleave {best['interleave']}: {best['step_time_s']:.3g} s per step, "
         f"MFU {best['mfu']:.1%}."
@@ -143,74 +156,70 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
-CALCULATOR = Calculator(
-    name="plan",
-    title="Plan a training run",
-    description="Every valid layout for a model on your cluster, the ones that fit in memory, ranked by "
-    "predicted step time. Leave a degree blank to search it.",
-    fields=(
-        Field(
-            "model",
-            "Model: a preset name or a pasted config.json",
-            "llama3-70b",
-            kind="textarea",
-            help="e.g. llama3-8b, llama3.1-405b, mixtral-8x7b, narayanan-145.6b (python -m calc list shows all)",
+CALCULATOR = accept_legacy_model(
+    Calculator(
+        name="plan",
+        title="Plan a training run",
+        description="Every valid layout for a model on your cluster, the ones that fit in memory, ranked by "
+        "predicted step time. Leave a degree blank to search it.",
+        fields=(
+            *model_fields("llama3-70b"),
+            Field("gpus", "GPUs", "1024", kind="number"),
+            Field("gpu", "GPU", "h100-sxm", kind="select", options=tuple((k, g.label) for k, g in GPUS.items())),
+            Field("gpus_per_node", "GPUs per node (NVLink domain)", "8", kind="number"),
+            Field(
+                "inter",
+                "Network (one NIC per GPU)",
+                "ib-ndr",
+                kind="select",
+                options=tuple((n, INTERCONNECTS[n].label) for n in _NETWORKS),
+            ),
+            Field("seq_len", "Sequence length", "8192", kind="number"),
+            Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
+            Field(
+                "convention",
+                "Bytes per parameter (precision and optimizer)",
+                "mixed-adam-16",
+                kind="select",
+                options=tuple((k, k) for k in CONVENTIONS),
+            ),
+            Field(
+                "implementation",
+                "Implementation (whose kernels save activations)",
+                "megatron",
+                kind="select",
+                options=tuple((k, k) for k in IMPLEMENTATIONS),
+            ),
+            Field("dp", "dp", _ANY, help="a number pins it; any searches it"),
+            Field("tp", "tp", _ANY, help="searched within the node"),
+            Field("pp", "pp", _ANY),
+            Field("cp", "cp", _ANY, help="searched from 32K tokens"),
+            Field("ep", "ep", _ANY, help="MoE only; carved from dp × cp"),
+            Field(
+                "zero_stage",
+                "ZeRO stage",
+                _ANY,
+                kind="select",
+                options=((_ANY, "search 1 and 3"), ("1", "1"), ("2", "2"), ("3", "3")),
+            ),
+            Field(
+                "recompute",
+                "Recomputation",
+                _ANY,
+                kind="select",
+                options=((_ANY, "search"), ("none", "none"), ("selective", "selective"), ("full", "full")),
+            ),
+            Field("micro_batch", "Micro-batch", _ANY),
+            Field("interleave", "Interleave (model chunks per stage)", _ANY),
+            Field("safety_margin", "Memory kept free (share)", "0.1", help="from 0.01 to 0.9"),
+            Field(
+                "matmul_efficiency",
+                "Matmul efficiency (share of peak)",
+                "0.68",
+                help="fitted to Narayanan et al. 2021 Table 1; put your measured value",
+            ),
         ),
-        Field("gpus", "GPUs", "1024", kind="number"),
-        Field("gpu", "GPU", "h100-sxm", kind="select", options=tuple((k, g.label) for k, g in GPUS.items())),
-        Field("gpus_per_node", "GPUs per node (NVLink domain)", "8", kind="number"),
-        Field(
-            "inter",
-            "Network (one NIC per GPU)",
-            "ib-ndr",
-            kind="select",
-            options=tuple((n, INTERCONNECTS[n].label) for n in _NETWORKS),
-        ),
-        Field("seq_len", "Sequence length", "8192", kind="number"),
-        Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
-        Field(
-            "convention",
-            "Bytes per parameter (precision and optimizer)",
-            "mixed-adam-16",
-            kind="select",
-            options=tuple((k, k) for k in CONVENTIONS),
-        ),
-        Field(
-            "implementation",
-            "Implementation (whose kernels save activations)",
-            "megatron",
-            kind="select",
-            options=tuple((k, k) for k in IMPLEMENTATIONS),
-        ),
-        Field("dp", "dp", _ANY, help="a number pins it; any searches it"),
-        Field("tp", "tp", _ANY, help="searched within the node"),
-        Field("pp", "pp", _ANY),
-        Field("cp", "cp", _ANY, help="searched from 32K tokens"),
-        Field("ep", "ep", _ANY, help="MoE only; carved from dp × cp"),
-        Field(
-            "zero_stage",
-            "ZeRO stage",
-            _ANY,
-            kind="select",
-            options=((_ANY, "search 1 and 3"), ("1", "1"), ("2", "2"), ("3", "3")),
-        ),
-        Field(
-            "recompute",
-            "Recomputation",
-            _ANY,
-            kind="select",
-            options=((_ANY, "search"), ("none", "none"), ("selective", "selective"), ("full", "full")),
-        ),
-        Field("micro_batch", "Micro-batch", _ANY),
-        Field("interleave", "Interleave (model chunks per stage)", _ANY),
-        Field("safety_margin", "Memory kept free (share)", "0.1", help="from 0.01 to 0.9"),
-        Field(
-            "matmul_efficiency",
-            "Matmul efficiency (share of peak)",
-            "0.68",
-            help="fitted to Narayanan et al. 2021 Table 1; put your measured value",
-        ),
-    ),
-    compute=_compute,
+        compute=_compute,
+    )
 )
 """The planner calculator."""
