@@ -1,4 +1,5 @@
-"""Argument parsing and exact rounding shared by the activation modules (private).
+"""Byte sizes, argument parsing and exact rounding shared by the activation modules (private; the public
+names are re-exported by [`calc.activations`][calc.activations]).
 
 Examples:
     >>> _ceil(Fraction(7, 2)), _count(3, "tp")
@@ -14,6 +15,16 @@ from calc.errors import CalcError
 from calc.units import parse_positive_int
 
 __all__: list[str] = []
+
+ACTIVATION_BYTES: int = 2
+"""Bytes per stored activation element: 16-bit (fp16/bf16), as Korthikanti et al. 2022 Sec. 4.1 assume."""
+
+MASK_BYTES: int = 1
+"""Bytes per dropout-mask element (Korthikanti et al. 2022, Sec. 4.1: "a mask ... of size sbh" bytes)."""
+
+FP32_BYTES: int = 4
+"""Bytes per fp32 element: logits for the loss (Korthikanti Sec. 4.3), FlashAttention's log-sum-exp,
+normalization statistics."""
 
 
 def _ceil(x: Fraction | int) -> int:
