@@ -43,7 +43,7 @@ import lc_csp
 from calc.errors import CalcError
 from calc.widgets import calculators, render_calculator
 from figures import FIGURES
-from numbers_registry import NUMBERS
+from numbers_registry import NUMBERS, byte_attributes
 
 KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
 _CALC_LINE = re.compile(r"^\[\[calc (?P<args>[^\]]*)\]\]\s*$", re.MULTILINE)
@@ -131,7 +131,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
             value = NUMBERS[name]()
         except CalcError as err:
             raise PluginError(f"{src}: number {name!r} failed in the engine: {err}") from None
-        return f'<span class="lc-num" data-num="{name}">{value}</span>'
+        return f'<span class="lc-num"{byte_attributes(name, value)} data-num="{name}">{value}</span>'
 
     def figure_marker(match: re.Match) -> str:
         name = match["name"]

@@ -73,11 +73,12 @@ def _first_of_each_calculator(site_pages: dict[str, str]) -> dict[str, str]:
 
 NAME_OF = """el => el.name || (el.dataset.copyLink !== undefined ? 'copy-link' : '') ||
   (el.matches('[data-results]') ? 'results' : el.tagName)"""
-# Tab order inside a calculator: enabled controls, links, and the results box when it scrolls sideways
-# (Chromium makes an overflowing scroller keyboard-focusable so it can be scrolled without a mouse).
-FOCUSABLE_IN = f"""root => [...root.querySelectorAll('input, select, textarea, button, a[href], [data-results]')]
+# Tab order inside a calculator: enabled controls, links, the <summary> of each folded group ("More options",
+# "Reproduce these numbers"), and the results box when it scrolls sideways (Chromium makes an overflowing
+# scroller keyboard-focusable so it can be scrolled without a mouse).
+FOCUSABLE_IN = f"""root => [...root.querySelectorAll('input, select, textarea, button, a[href], summary, [data-results]')]
   .filter(el => el.matches('[data-results]')
-                ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex]')
+                ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex], summary')
                 : !el.disabled && el.tabIndex >= 0 && el.getClientRects().length)
   .map({NAME_OF})"""
 ACTIVE = f"""() => {{ const el = document.activeElement; const cs = getComputedStyle(el);

@@ -181,6 +181,7 @@ function morph(into, from) {
       into.replaceChild(y, x);
     } else {
       for (const attr of [...x.attributes]) {
+        if (attr.localName === "open" && x.nodeName === "DETAILS") continue; // what the reader unfolded stays open
         if (!y.hasAttributeNS(attr.namespaceURI, attr.localName)) x.removeAttributeNS(attr.namespaceURI, attr.localName);
       }
       for (const attr of y.attributes) {
@@ -244,6 +245,81 @@ function unusable(control, value) {
     return "it contains invisible or direction-changing characters";
   }
   return "";
+}
+
+/** Unfold the "More options" <details> a control sits in (a link set it, or the engine found it invalid). */
+function unfold(control) {
+  const more = control.closest("details");
+  if (more && !more.open) more.open = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One unit switch for the whole site (GB or GiB), in the header, remembered across pages in localStorage.
+// Calculators follow it through their `unit` field (a link's `ID.unit` still wins for that calculator, and
+// changing a calculator's own unit moves the switch); prose numbers that are byte counts carry both texts,
+// formatted by the engine at build time (data-si, data-binary: hooks/numbers_registry.py), and show the
+// chosen one. Until the reader picks a unit the switch reads GB, the calculators' default, and prose byte counts
+// show GB too (so the serving prose's KV cache sizes read like its calculator's); nothing is stored until then.
+
+const UNIT_KEY = "lc-unit";
+const UNIT_CHOICES = { GB: "GB (10⁹ bytes)", GiB: "GiB (2³⁰ bytes)" };
+
+function storedUnit() {
+  try {
+    const unit = localStorage.getItem(UNIT_KEY);
+    return Object.hasOwn(UNIT_CHOICES, unit || "") ? unit : null;
+  } catch {
+    return null; // storage refused (a privacy setting): the switch works for this page only
+  }
+}
+
+function showProseUnits(unit) {
+  for (const span of document.querySelectorAll(".lc-num[data-bytes]")) {
+    if (span.dataset.native === undefined) span.dataset.native = span.textContent;
+    const nativeBinary = /iB$/.test(span.dataset.native);
+    const text = (unit === "GiB") === nativeBinary ? span.dataset.native : span.dataset[unit === "GiB" ? "binary" : "si"];
+    if (text && span.textContent !== text) span.textContent = text;
+  }
+}
+
+function chooseUnit(unit, origin) {
+  if (!Object.hasOwn(UNIT_CHOICES, unit)) return;
+  try {
+    localStorage.setItem(UNIT_KEY, unit);
+  } catch {
+    // not remembered; this page still follows
+  }
+  document.documentElement.dataset.lcUnit = unit;
+  for (const select of document.querySelectorAll("[data-unit-switch]")) if (select.value !== unit) select.value = unit;
+  showProseUnits(unit);
+  for (const controller of [...controllers]) if (controller !== origin) controller.followUnit(unit);
+}
+
+/** The header's switch: added once (Material keeps the header across instant navigation). */
+function unitSwitch() {
+  const unit = storedUnit();
+  let select = document.querySelector("[data-unit-switch]");
+  if (!select) {
+    const header = document.querySelector(".md-header__inner");
+    if (!header) return;
+    const label = document.createElement("label");
+    label.className = "lc-units";
+    label.title = "Units for memory sizes, on every page";
+    const name = document.createElement("span");
+    name.textContent = "Units";
+    select = document.createElement("select");
+    select.setAttribute("data-unit-switch", "");
+    for (const [value, text] of Object.entries(UNIT_CHOICES)) select.append(new Option(text.split(" ")[0], value));
+    select.value = unit || "GB";
+    select.addEventListener("change", () => chooseUnit(select.value, null));
+    label.append(name, select);
+    const before = header.querySelector("[data-md-component=palette], .md-search");
+    if (before) before.before(label);
+    else header.append(label);
+  }
+  select.value = unit || "GB";
+  document.documentElement.dataset.lcUnit = select.value;
+  showProseUnits(select.value);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -321,6 +397,7 @@ function mount(root) {
     if (invalid === control) return;
     clearInvalid();
     invalid = control;
+    unfold(control);
     control.setAttribute("aria-invalid", "true");
     control.setAttribute("aria-errormessage", alert.id);
     const tokens = (control.getAttribute("aria-describedby") || "").split(/\s+/).filter(Boolean);
@@ -347,6 +424,7 @@ function mount(root) {
       if (why) problems.push(`Ignored the link parameter “${quote(param)}” (“${quote(values[0])}”): ${why}; the default stands.`);
       else if (values[0] !== valueOf(control)) {
         setValue(control, values[0]);
+        unfold(control);
         fromUrl = true;
       }
     }
@@ -358,6 +436,13 @@ function mount(root) {
       notice.append(p);
     }
     notice.hidden = false;
+  }
+  const unitControl = byName.get("unit");
+  const preferred = storedUnit();
+  let restated = false; // the site's unit switch, not the link or the defaults, chose this calculator's unit
+  if (preferred && unitControl && !params.has(`${id}.unit`) && valueOf(unitControl) !== preferred && !unusable(unitControl, preferred)) {
+    setValue(unitControl, preferred);
+    restated = true;
   }
   syncEnabled(root);
 
@@ -492,6 +577,11 @@ function mount(root) {
 
   const controller = {
     root,
+    followUnit(unit) {
+      if (!owned() || !unitControl || valueOf(unitControl) === unit || unusable(unitControl, unit)) return;
+      setValue(unitControl, unit);
+      changed();
+    },
     engineDied(message, permanent) {
       if (!root.isConnected) {
         controllers.delete(controller);
@@ -506,6 +596,32 @@ function mount(root) {
   form.addEventListener("input", changed);
   form.addEventListener("change", changed);
   form.addEventListener("submit", (event) => event.preventDefault());
+  form.addEventListener("change", (event) => {
+    if (event.target === unitControl && owned()) chooseUnit(valueOf(unitControl), controller);
+  });
+  results.addEventListener("click", async (event) => {
+    const button = event.target.closest("[data-copy-code]");
+    const block = button && button.closest("[data-code-block]");
+    if (!block || !owned()) return;
+    const code = block.querySelector(`[data-code="${CSS.escape(button.dataset.copyCode)}"] code`);
+    const note = block.querySelector("[data-copy-code-note]");
+    if (!code || !note) return;
+    if (results.dataset.stale) {
+      note.textContent = "The numbers are updating; copy again when they are shown.";
+      return;
+    }
+    try {
+      await navigator.clipboard.writeText(code.textContent);
+      note.textContent = button.dataset.copyCode === "python" ? "Python copied." : "Command copied.";
+    } catch {
+      // No clipboard: select the code for the reader to copy by hand.
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      note.textContent = "Selected: copy it with Ctrl+C (⌘C).";
+    }
+  });
   copyButton.addEventListener("click", async () => {
     if (!owned()) return;
     const url = stateUrl();
@@ -527,11 +643,13 @@ function mount(root) {
   });
 
   if (fromUrl) markStale("Computing the numbers from the link…");
+  else if (restated) markStale("Computing the numbers in your units…");
   else setStatus("Pre-rendered at build time; loading the live engine…");
   start();
 }
 
 document$.subscribe(() => {
   for (const controller of [...controllers]) if (!controller.root.isConnected) controllers.delete(controller);
+  unitSwitch();
   for (const root of document.querySelectorAll("[data-calc]")) mount(root);
 });
