@@ -41,7 +41,12 @@ HOSTILE: tuple[str, ...] = (
 OK: dict[tuple[str, str], frozenset[str]] = {
     # Optional fields: blank means "not given".
     ("training-memory", "global_batch"): frozenset({"", "   ", "1000000000"}),  # at most 2^30 sequences
-    ("parameter-count", "config"): frozenset({"", "   "}),
+    ("parameter-count", "config"): frozenset({"", "   "}),  # blank: the preset is used
+    ("training-memory", "config"): frozenset({"", "   "}),
+    ("serving-memory", "config"): frozenset({"", "   "}),
+    ("communication", "config"): frozenset({"", "   "}),
+    ("training-compute", "config"): frozenset({"", "   "}),
+    ("plan", "config"): frozenset({"", "   "}),
     # Blank or 0 routed-expert parameters means a dense model; 1e9 of 70B is a plausible MoE share.
     ("communication", "expert_params"): frozenset({"", "   ", "0", "1000000000"}),
     # ZeRO stage 0 is plain data parallelism.

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from calc.architecture import PARAM_KINDS, Architecture
-from calc.errors import CalcError
-from calc.hf_config import HF_MODEL_TYPES, parse_config_json
-from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count
 from calc.widgets import Calculator, Field
 from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, out, table
+from calc.widgets._model import model_fields, read_model
 
 __all__ = ["CALCULATOR"]
 
@@ -23,29 +21,11 @@ _KIND_LABELS = {
     "lm_head": "Output head (untied)",
 }
 _BF16_BYTES = 2
-_MAX_LABEL_CHARS = 80
 _DEEPSEEK_NOTE = (
     "<p><small>Counted as transformers instantiates the model: the multi-token-prediction layer stored in "
     "DeepSeek's checkpoint (num_nextn_predict_layers) and the routers' score-correction biases (held as "
     "buffers) are not parameters here.</small></p>"
 )
-
-
-def _architecture(v: dict[str, str]) -> tuple[Architecture, str]:
-    """The pasted config when the textarea is not empty, else the preset; with a display label."""
-    text = v["config"].strip()
-    if not text:
-        return preset(v["preset"]), PRESET_LABELS.get(v["preset"], v["preset"])
-    config = parse_config_json(text, "config")
-    try:
-        arch = Architecture.from_hf_config(config, name="pasted config")
-    except CalcError as err:
-        raise CalcError("config", f"cannot be read: {err.message}", code=err.code) from None
-    name = config.get("_name_or_path")
-    if isinstance(name, str) and len(name) > _MAX_LABEL_CHARS:
-        name = name[:_MAX_LABEL_CHARS] + "…"
-    label = f"{name} ({arch.model_type})" if isinstance(name, str) and name else f"pasted {arch.model_type} config"
-    return arch, label
 
 
 def _shape(arch: Architecture) -> str:
@@ -76,7 +56,8 @@ def _share(part: int, whole: int) -> str:
 
 
 def _compute(v: dict[str, str]) -> str:
-    arch, label = _architecture(v)
+    choice = read_model(v)
+    arch, label = choice.arch, choice.label
     fmt = byte_formatter(v["unit"])
     total, active = arch.param_count, arch.active_param_count
     kinds, active_kinds = arch.params_by_kind(), arch.active_params_by_kind()
@@ -131,15 +112,7 @@ CALCULATOR = Calculator(
     description="Exact parameters of a model, total and active per token, by kind: pick a preset or paste a "
     "Hugging Face config.json.",
     fields=(
-        Field("preset", "Model", "llama3-8b", kind="select", options=tuple(PRESET_LABELS.items())),
-        Field(
-            "config",
-            "config.json (optional)",
-            "",
-            kind="textarea",
-            help="Paste a Hugging Face config.json; when not empty it is used instead of the preset. "
-            f"Model types: {', '.join(HF_MODEL_TYPES)}.",
-        ),
+        *model_fields("llama3-8b"),
         Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
     ),
     compute=_compute,

@@ -12,6 +12,7 @@ from calc.layout import check_parallelism
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict
+from calc.widgets._model import CUSTOM, ModelChoice, model_fields, read_model
 
 __all__ = ["CALCULATOR"]
 
@@ -82,8 +83,54 @@ def _link(name: str, scope: str, field: str) -> str:
     return name
 
 
+def _from_model(choice: ModelChoice) -> dict[str, str]:
+    """The fields a chosen model fills in (params, layers, hidden, kv_dims, expert_params, top_k), as typed.
+
+    ``kv_dims`` is what context parallelism all-gathers per token per layer: ``2 n_kv d`` for
+    multi-head and grouped-query attention; under latent attention (DeepSeek-V2/V3) the keys and values
+    are expanded per head before attention, ``n_h (d_nope + d_rope + d_v)`` (DeepSeek-V2,
+    arXiv:2405.04434, Sec. 2.1.2, Eqs. 12-19). Routed-expert parameters and top-k come from the
+    config; a dense model keeps the typed top-k, which then counts for nothing.
+
+    Examples:
+        >>> from calc.widgets._model import read_model
+        >>> shape = _from_model(read_model({"preset": "llama3-70b"}))
+        >>> shape["layers"], shape["hidden"], shape["kv_dims"], shape["expert_params"]
+        ('80', '8192', '2048', '0')
+    """
+    a = choice.arch
+    if a.uses_mla:
+        kv_dims = a.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
+    else:
+        kv_dims = a.kv_cache_dims_per_token()
+    shape = {
+        "params": str(a.param_count),
+        "layers": str(a.num_layers),
+        "hidden": str(a.hidden_size),
+        "kv_dims": str(kv_dims),
+        "expert_params": str(a.params_by_kind()["experts_routed"]),
+    }
+    if a.is_moe:
+        shape["top_k"] = str(a.experts_per_token)
+    return shape
+
+
+def _model_line(choice: ModelChoice | None, v: dict[str, str]) -> str:
+    if choice is None:
+        return ""
+    moe = f", routed experts {format_count(int(v['expert_params']))}, top-{v['top_k']}" if choice.arch.is_moe else ""
+    text = (
+        f"{choice.label}: {format_count(int(v['params']))} parameters, {v['layers']} layers, "
+        f"hidden {int(v['hidden']):,}, K+V {int(v['kv_dims']):,} per token per layer{moe}"
+    )
+    return f'<p class="lc-kv"><span>Model</span> {out("model", escape(text))}</p>'
+
+
 def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
+    choice = read_model(v, allow_custom=True)
+    if choice is not None:
+        v = {**v, **_from_model(choice)}
     expert_text = v["expert_params"].strip()
     params = parse_count(v["params"], "params")
     ints = {name: parse_positive_int(v[name], name, maximum=maximum) for name, maximum in _INT_FIELDS}
@@ -145,10 +192,14 @@ def _compute(v: dict[str, str]) -> str:
         inter_efficiency=_percent(v["inter_efficiency"], "inter_efficiency"),
     )
     if not step.terms:
-        return verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.") + (
-            f'<p class="lc-kv"><span>Bytes sent per GPU per step</span> {out("total_bytes", fmt(0))}</p>'
-            f'<p class="lc-kv"><span>Communication time per step</span> '
-            f"{out('total_time', '0 s', value=0.0, unit='s')}</p>"
+        return (
+            verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.")
+            + _model_line(choice, v)
+            + (
+                f'<p class="lc-kv"><span>Bytes sent per GPU per step</span> {out("total_bytes", fmt(0))}</p>'
+                f'<p class="lc-kv"><span>Communication time per step</span> '
+                f"{out('total_time', '0 s', value=0.0, unit='s')}</p>"
+            )
         )
     rows = []
     for t in step.terms:
@@ -182,6 +233,7 @@ def _compute(v: dict[str, str]) -> str:
     )
     return (
         verdict(True, line)
+        + _model_line(choice, v)
         + step_time_chart(
             [(t.label, t.time_s, t.time_s) for t in step.terms],
             title="Communication per step, no overlap assumed (an upper bound on exposed time)",
@@ -202,15 +254,17 @@ CALCULATOR = Calculator(
     description="Bytes each GPU sends per optimizer step for every collective a layout implies, and how long "
     "they take on NVLink and the network.",
     fields=(
-        Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B"),
-        Field("layers", "Layers", "80", kind="number"),
-        Field("hidden", "Hidden size", "8192", kind="number"),
+        *model_fields(CUSTOM, custom="Custom: parameters and shape below"),
+        Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B", enabled_when=("preset", CUSTOM)),
+        Field("layers", "Layers", "80", kind="number", enabled_when=("preset", CUSTOM)),
+        Field("hidden", "Hidden size", "8192", kind="number", enabled_when=("preset", CUSTOM)),
         Field(
             "kv_dims",
             "K+V size per token per layer",
             "2048",
             kind="number",
             help="2 × KV heads × head dim (2 × hidden without GQA); for context parallelism",
+            enabled_when=("preset", CUSTOM),
         ),
         Field("seq", "Sequence length", "4096", kind="number"),
         Field("micro_batch", "Micro-batch size", "1", kind="number"),
@@ -241,8 +295,14 @@ CALCULATOR = Calculator(
         Field("sequence_parallel", "Sequence parallelism", "1", kind="checkbox"),
         Field("virtual_stages", "Model chunks per stage (interleaving)", "1", kind="number"),
         Field("recompute", "Full activation recomputation", "0", kind="checkbox"),
-        Field("expert_params", "Routed-expert parameters (MoE)", "0", help="0 for a dense model, e.g. 45B"),
-        Field("top_k", "Experts per token (MoE)", "2", kind="number"),
+        Field(
+            "expert_params",
+            "Routed-expert parameters (MoE)",
+            "0",
+            help="0 for a dense model, e.g. 45B",
+            enabled_when=("preset", CUSTOM),
+        ),
+        Field("top_k", "Experts per token (MoE)", "2", kind="number", enabled_when=("preset", CUSTOM)),
         Field(
             "grad_bytes",
             "Gradient reduction precision",

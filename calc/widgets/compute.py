@@ -11,6 +11,7 @@ from calc.hardware import gpu as _gpu
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, verdict
+from calc.widgets._model import CUSTOM, model_fields, read_model
 
 __all__ = ["CALCULATOR"]
 
@@ -58,7 +59,9 @@ def _duration(seconds: float) -> str:
 
 
 def _compute(v: dict[str, str]) -> str:
-    params = parse_count(v["params"], "params")
+    choice = read_model(v, allow_custom=True)
+    # A chosen model trains its active parameters per token: 6ND counts the weights each token meets.
+    params = choice.arch.active_param_count if choice else parse_count(v["params"], "params")
     tokens = parse_count(v["tokens"], "tokens")
     gpus = parse_positive_int(v["num_gpus"], "num_gpus", maximum=10**7)
     mfu = _number(v["mfu"], "mfu", _MFU_MIN, _MFU_MAX, "a percentage") / 100
@@ -79,8 +82,11 @@ def _compute(v: dict[str, str]) -> str:
     achieved = mfu * peak
     t = training_time(params, tokens, gpus, achieved, flops_per_param_token=factor)
     kind = "MFU" if factor == 6 else "HFU"
+    named = f"{choice.label}, " if choice else ""
+    active = "active " if choice and choice.arch.is_moe else ""
     line = (
-        f"{format_count(params)} parameters on {format_count(tokens)} tokens: {_sci(t.total_flops)} FLOPs, "
+        f"{named}{format_count(params)} {active}parameters on {format_count(tokens)} tokens: "
+        f"{_sci(t.total_flops)} FLOPs, "
         f"{_duration(t.seconds)} on {gpus:,} × {label} at {mfu * 100:.3g}% {kind}."
     )
     rows = [
@@ -137,7 +143,14 @@ CALCULATOR = Calculator(
     description="Total FLOPs, wall-clock days and GPU-hours to train a model, "
     "from the 6ND rule and an assumed utilization.",
     fields=(
-        Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B (active parameters for a MoE)"),
+        *model_fields(CUSTOM, custom="Custom: the parameters below"),
+        Field(
+            "params",
+            "Parameters",
+            "70B",
+            help="e.g. 7B, 70e9, 405B (active parameters for a MoE); a chosen model gives its active parameters",
+            enabled_when=("preset", CUSTOM),
+        ),
         Field("tokens", "Training tokens", "2T", help="e.g. 300B, 2T, 15.6T"),
         Field("num_gpus", "GPUs", "2048", kind="number"),
         Field(

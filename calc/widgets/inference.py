@@ -6,7 +6,6 @@ from fractions import Fraction
 
 from calc.errors import CalcError
 from calc.inference import PRECISION_BITS, inference_memory
-from calc.presets import PRESET_LABELS, preset
 from calc.units import format_bytes, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -19,6 +18,7 @@ from calc.widgets._html import (
     table,
     verdict,
 )
+from calc.widgets._model import accept_legacy_model, model_fields, read_model
 
 __all__ = ["CALCULATOR"]
 
@@ -47,11 +47,8 @@ def _reserve(text: str) -> Fraction:
 
 
 def _compute(v: dict[str, str]) -> str:
-    name = v["model"]
-    try:
-        arch = preset(name)
-    except CalcError as err:  # the engine calls it "preset"; this calculator's box is "model"
-        raise CalcError("model", err.rule, err.value, code=err.code) from None
+    choice = read_model(v)
+    arch = choice.arch
     for key in ("precision", "kv_dtype"):
         if v[key] not in PRECISION_BITS:
             raise CalcError(key, f"must be one of {', '.join(PRECISION_BITS)}", v[key], code="unknown-name")
@@ -71,7 +68,7 @@ def _compute(v: dict[str, str]) -> str:
         memory_bytes=memory,
         reserved_fraction=_reserve(v["reserved_pct"]),
     )
-    label = PRESET_LABELS.get(name, name)
+    label = choice.label
     where = f"{tp} × {gpu_label}" if tp > 1 else f"one {gpu_label}"
     per = " per GPU" if tp > 1 else ""
     if m.fits:
@@ -167,41 +164,43 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
-CALCULATOR = Calculator(
-    name="serving-memory",
-    title="Serving memory",
-    description="Weights and KV cache per GPU when serving a model with tensor parallelism, "
-    "and how many sequences of a given length fit.",
-    fields=(
-        Field("model", "Model", "llama3-70b", kind="select", options=tuple(PRESET_LABELS.items())),
-        Field("precision", "Weights", "bf16", kind="select", options=tuple(_PRECISION_LABELS.items())),
-        Field(
-            "kv_dtype",
-            "KV cache",
-            "bf16",
-            kind="select",
-            options=tuple((k, label) for k, label in _PRECISION_LABELS.items()),
+CALCULATOR = accept_legacy_model(
+    Calculator(
+        name="serving-memory",
+        title="Serving memory",
+        description="Weights and KV cache per GPU when serving a model with tensor parallelism, "
+        "and how many sequences of a given length fit.",
+        fields=(
+            *model_fields("llama3-70b"),
+            Field("precision", "Weights", "bf16", kind="select", options=tuple(_PRECISION_LABELS.items())),
+            Field(
+                "kv_dtype",
+                "KV cache",
+                "bf16",
+                kind="select",
+                options=tuple((k, label) for k, label in _PRECISION_LABELS.items()),
+            ),
+            Field("seq_len", "Context length (tokens)", "8192", kind="number", help="prompt + generated tokens"),
+            Field("batch", "Concurrent sequences", "16", kind="number"),
+            Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),
+            Field(
+                "gpu",
+                "GPU",
+                "h100-sxm",
+                kind="select",
+                options=GPU_FIELD_OPTIONS,
+            ),
+            Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
+            Field(
+                "reserved_pct",
+                "Reserved (%)",
+                "10",
+                kind="number",
+                help="held back for activations and the runtime; vLLM's default leaves 10%",
+            ),
+            Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
         ),
-        Field("seq_len", "Context length (tokens)", "8192", kind="number", help="prompt + generated tokens"),
-        Field("batch", "Concurrent sequences", "16", kind="number"),
-        Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),
-        Field(
-            "gpu",
-            "GPU",
-            "h100-sxm",
-            kind="select",
-            options=GPU_FIELD_OPTIONS,
-        ),
-        Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
-        Field(
-            "reserved_pct",
-            "Reserved (%)",
-            "10",
-            kind="number",
-            help="held back for activations and the runtime; vLLM's default leaves 10%",
-        ),
-        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
-    ),
-    compute=_compute,
+        compute=_compute,
+    )
 )
 """The serving-memory calculator."""

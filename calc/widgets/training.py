@@ -11,7 +11,6 @@ from calc.layout import Layout
 from calc.model_state import convention_options
 from calc.moe_routing import activation_range
 from calc.overheads import PeakMemory, peak_memory, stage_peaks
-from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -25,6 +24,7 @@ from calc.widgets._html import (
     table,
     verdict,
 )
+from calc.widgets._model import model_fields, read_model
 
 __all__ = ["CALCULATOR"]
 
@@ -115,8 +115,8 @@ _COUNTED = {"allocated": "allocated", "reserved": "reserved", "nvidia-smi": "nvi
 
 
 def _compute(v: dict[str, str]) -> str:
-    name = v["preset"]
-    arch = preset(name)
+    choice = read_model(v)
+    arch = choice.arch
     layout = _layout(v)
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
@@ -135,7 +135,7 @@ def _compute(v: dict[str, str]) -> str:
     total = m.total
     shown = p.nvidia_smi_bytes
     fits = shown <= memory
-    label = PRESET_LABELS.get(name, name)
+    label = choice.label
     degrees = f"dp {layout.dp} × tp {layout.tp} × pp {layout.pp}" + (f" × cp {layout.cp}" if layout.cp > 1 else "")
     where = f"pipeline stage {m.stage}" if layout.pp > 1 else "each GPU"
     head = f"{label} on {layout.gpus:,} GPUs ({degrees}): {fmt(shown)} as nvidia-smi would show it on {where}"
@@ -240,7 +240,7 @@ CALCULATOR = Calculator(
     "data/tensor/pipeline/context/expert-parallel layout, with ZeRO, recomputation and offload: allocated, "
     "reserved and what nvidia-smi would show.",
     fields=(
-        Field("preset", "Model", "llama3-8b", kind="select", options=tuple(PRESET_LABELS.items())),
+        *model_fields("llama3-8b"),
         Field("dp", "Data parallel (dp)", "8", kind="number"),
         Field("tp", "Tensor parallel (tp)", "1", kind="number", help="divides the heads and KV heads"),
         Field("pp", "Pipeline parallel (pp)", "1", kind="number", help="divides the layers"),

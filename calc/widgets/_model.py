@@ -1,0 +1,182 @@
+"""The model a calculator sizes: a preset *or* a pasted Hugging Face ``config.json``, the same two fields everywhere.
+
+Every calculator that takes a model (parameter count, training and serving memory, communication,
+training compute, the planner) declares the pair with [`model_fields`][calc.widgets._model.model_fields]
+and reads it with [`read_model`][calc.widgets._model.read_model]: ``preset`` is a select of
+[`PRESET_LABELS`][calc.presets.PRESET_LABELS], ``config`` a textarea whose text, when not blank, is used
+instead of the preset (read by [`parse_config_json`][calc.hf_config.parse_config_json] and
+[`Architecture.from_hf_config`][calc.architecture.Architecture.from_hf_config]). A calculator whose
+other fields can describe a model by hand (communication, training compute) adds a ``custom`` choice to
+the select; with it and a blank config there is no model and those fields stand.
+
+One error wording for a config that cannot be read: ``config cannot be read: <why>``, where the reason
+names the key (``hidden_size is required in a llama config.json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from calc.architecture import Architecture
+from calc.errors import CalcError
+from calc.hf_config import HF_MODEL_TYPES, parse_config_json
+from calc.presets import PRESET_LABELS, preset
+from calc.widgets import Calculator, Field
+
+__all__ = [
+    "CONFIG_HELP",
+    "CUSTOM",
+    "LEGACY_MODEL_FIELD",
+    "ModelChoice",
+    "accept_legacy_model",
+    "model_fields",
+    "read_model",
+]
+
+CUSTOM = "custom"
+"""The ``preset`` value that means "no model: the fields below describe it" (where a calculator offers it)."""
+
+LEGACY_MODEL_FIELD = "model"
+"""The field that held the model before ``preset``/``config`` (serving memory's select, the planner's
+textarea). A calculator marked with [`accept_legacy_model`][calc.widgets._model.accept_legacy_model] still
+takes it: a value that starts with ``{`` is a config, anything else a preset name; errors name ``model``.
+The browser maps it the same way when a link carries it."""
+
+CONFIG_HELP = (
+    "Paste or upload a Hugging Face config.json; when not empty it is used instead of the preset. "
+    f"Model types: {', '.join(HF_MODEL_TYPES)}."
+)
+"""The help under every ``config`` textarea."""
+
+_MAX_LABEL_CHARS = 80
+_GROUP = "Model"
+"""The field group the pair belongs to, where [`Field`][calc.widgets.Field] has groups."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model the reader chose.
+
+    Attributes:
+        arch: Its architecture.
+        label: How results name it (the preset's label, or the config's ``_name_or_path`` and type).
+        source: ``"preset"`` or ``"config"``.
+    """
+
+    arch: Architecture
+    label: str
+    source: str
+
+
+def _grouped(**kwargs: object) -> dict[str, object]:
+    """``kwargs`` plus ``group="Model"`` when [`Field`][calc.widgets.Field] takes a group."""
+    if "group" in {f.name for f in fields(Field)}:
+        kwargs["group"] = _GROUP
+    return kwargs
+
+
+def model_fields(default: str = "llama3-8b", *, custom: str = "") -> tuple[Field, Field]:
+    """The ``preset`` select and the ``config`` textarea, for a calculator's ``fields``.
+
+    Args:
+        default: The preset chosen by default (``"custom"`` where ``custom`` is given).
+        custom: The label of a ``custom`` choice, listed first; empty for none.
+
+    Returns:
+        ``(preset_field, config_field)``.
+
+    Examples:
+        >>> p, c = model_fields("llama3-70b")
+        >>> p.name, p.default, c.name, c.kind
+        ('preset', 'llama3-70b', 'config', 'textarea')
+        >>> model_fields(CUSTOM, custom="Custom: the fields below")[0].options[0]
+        ('custom', 'Custom: the fields below')
+    """
+    options = ((CUSTOM, custom),) if custom else ()
+    options += tuple(PRESET_LABELS.items())
+    if default not in dict(options):
+        raise ValueError(f"default preset {default!r} is not a choice")
+    return (
+        Field("preset", "Model", default, kind="select", options=options, **_grouped()),
+        Field("config", "config.json (optional)", "", kind="textarea", help=CONFIG_HELP, **_grouped()),
+    )
+
+
+def _label(config: Mapping[str, object], arch: Architecture) -> str:
+    name = config.get("_name_or_path")
+    if isinstance(name, str) and len(name) > _MAX_LABEL_CHARS:
+        name = name[:_MAX_LABEL_CHARS] + "…"
+    return f"{name} ({arch.model_type})" if isinstance(name, str) and name else f"pasted {arch.model_type} config"
+
+
+def accept_legacy_model(calc: Calculator) -> Calculator:
+    """Let ``calc`` take ``model`` as an input (old links, pages and scripts), though it shows no such field.
+
+    [`render`][calc.widgets.render] passes on only the inputs a calculator has defaults for; this adds a
+    blank default for ``model``, which [`read_model`][calc.widgets._model.read_model] reads before
+    ``preset`` and ``config`` when it is not blank.
+
+    Examples:
+        >>> from calc.widgets import calculators
+        >>> calculators()["serving-memory"].defaults["model"]
+        ''
+    """
+    object.__setattr__(calc, "defaults", {**calc.defaults, LEGACY_MODEL_FIELD: ""})
+    return calc
+
+
+def _legacy(text: str) -> ModelChoice:
+    """The model named by the legacy ``model`` input: a config when it looks like JSON, else a preset."""
+    if text.startswith("{"):
+        try:
+            return read_model({"preset": "", "config": text})  # type: ignore[return-value]
+        except CalcError as err:
+            raise CalcError(LEGACY_MODEL_FIELD, err.rule, err.value, code=err.code) from None
+    try:
+        return ModelChoice(preset(text), PRESET_LABELS.get(text, text), "preset")
+    except CalcError as err:
+        raise CalcError(LEGACY_MODEL_FIELD, err.rule, err.value, code=err.code) from None
+
+
+def read_model(v: Mapping[str, str], *, allow_custom: bool = False) -> ModelChoice | None:
+    """The model in a calculator's ``preset`` and ``config`` values; ``None`` for ``custom`` with no config.
+
+    Args:
+        v: The calculator's values (``preset``, and ``config`` when it has one; ``model``, the legacy
+            input, wins when it is not blank).
+        allow_custom: The calculator offers ``custom`` (else it is an unknown preset).
+
+    Returns:
+        The pasted config when its text is not blank, else the preset; ``None`` when the preset is
+        ``custom`` and no config is pasted.
+
+    Raises:
+        CalcError: On ``preset`` for an unknown name; on ``config`` (``config cannot be read: …``,
+            naming the key) for text that is not a config the engine reads.
+
+    Examples:
+        >>> read_model({"preset": "llama3-8b", "config": ""}).arch.param_count
+        8030261248
+        >>> read_model({"preset": "custom", "config": "  "}, allow_custom=True) is None
+        True
+        >>> read_model({"preset": "llama3-8b", "config": '{"model_type": "llama"}'})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: config cannot be read: hidden_size is required in a llama config.json
+    """
+    legacy = v.get(LEGACY_MODEL_FIELD, "").strip()
+    if legacy:
+        return _legacy(legacy)
+    text = v.get("config", "").strip()
+    if not text:
+        name = v["preset"]
+        if allow_custom and name == CUSTOM:
+            return None
+        return ModelChoice(preset(name), PRESET_LABELS.get(name, name), "preset")
+    config = parse_config_json(text, "config")
+    try:
+        arch = Architecture.from_hf_config(config, name="pasted config")
+    except CalcError as err:
+        raise CalcError("config", f"cannot be read: {err.message}", code=err.code) from None
+    return ModelChoice(arch, _label(config, arch), "config")
