@@ -372,7 +372,7 @@ def _form(calc_id: str, fields_: tuple[Field, ...], values: dict[str, str]) -> s
                 f'<summary>More options: {esc(group.lower())}</summary><div class="lc-calc__fields">{inner}</div>'
                 "</details>"
             )
-        slug = "".join(c if c.isalnum() else "-" for c in group.lower()).strip("-")
+        slug = "-".join("".join(c if c.isalnum() else " " for c in group.lower()).split())
         parts.append(
             f'<fieldset class="lc-calc__group lc-calc__group--{esc(slug)}" data-group="{esc(group)}">'
             f'<legend>{esc(group)}</legend><div class="lc-calc__fields">{shown}</div>{more}</fieldset>'
