@@ -125,7 +125,9 @@ def _figure(p: int, m: int, schedule: str, chunks: int, units: dict[str, int]) -
     sched = pipeline_schedule(p, m, schedule, chunks, **units)
     tag = f"pp-{p}-{m}-{schedule}-{chunks}-{units['forward_units']}-{units['backward_units']}"
     f, b, w = sched.forward_units, sched.backward_units - sched.weight_units, sched.weight_units
-    kinds = f"forward passes {f} unit{'s' if f > 1 else ''}, backward {b}" + (f", weight-gradient {w}" if w else "")
+    kinds = f"forward passes {f} unit{'s' if f > 1 else ''}, " + (
+        f"input-gradient backward {b}, weight-gradient {w}" if w else f"backward {b}"
+    )
     notes = []
     if chunks > 1:
         notes.append("darker boxes are later model chunks")
