@@ -68,7 +68,10 @@ _TIME_CONVENTIONS = ("time", *BUBBLE_CONVENTIONS)
 def _time(value: object, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
         raise CalcError(field, "must be a number", type(value).__name__)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = float("inf")
     if not 0 < number < float("inf"):
         raise CalcError(field, "must be a positive, finite time", value)
     return number

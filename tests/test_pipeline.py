@@ -468,6 +468,7 @@ def test_split_schedules_are_consistent(schedule):
         ({"t_b": float("nan")}, "t_b"),
         ({"t_w": 2.0}, "t_w"),  # must be less than t_b
         ({"t_fb": float("inf")}, "t_fb"),
+        ({"t_f": 10**400}, "t_f"),  # past a float: an error, not an OverflowError
         ({"t_f": "1"}, "t_f"),
         ({"convention": "half"}, "convention"),
     ],
