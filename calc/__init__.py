@@ -90,12 +90,6 @@ from calc.estimators import (
     deepspeed_zero2_estimate,
     deepspeed_zero3_estimate,
 )
-from calc.finetune import (
-    FinetuneMemory,
-    finetune_memory,
-    lora_params,
-    nf4_bytes,
-)
 from calc.hardware import (
     GPU,
     GPUS,
@@ -191,7 +185,6 @@ __all__ = [
     "ERROR_CODES",
     "Estimate",
     "FP32_BYTES",
-    "FinetuneMemory",
     "GPU",
     "GPUS",
     "GROUP_ORDER",
@@ -245,7 +238,6 @@ __all__ = [
     "convention_options",
     "deepspeed_zero2_estimate",
     "deepspeed_zero3_estimate",
-    "finetune_memory",
     "flops_6nd",
     "format_bytes",
     "format_count",
@@ -259,7 +251,6 @@ __all__ = [
     "kv_heads_per_gpu",
     "layer_activations",
     "layout_memory",
-    "lora_params",
     "max_concurrent_sequences",
     "megatron_activation_bytes",
     "megatron_flops_per_iteration",
@@ -267,7 +258,6 @@ __all__ = [
     "mla_kv_cache_bytes_per_token",
     "model_kv_bytes_per_token",
     "model_state_bytes",
-    "nf4_bytes",
     "palm_flops_per_token",
     "parse_config_json",
     "parse_count",

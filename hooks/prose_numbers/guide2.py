@@ -110,7 +110,7 @@ def _no_overlap_step(zero_stage: int) -> float:
 
 
 TP_ARCH = "llama3-70b"
-"""The tensor- and pipeline-parallel example: Llama 3 70B, tp 8 x pp 4 x dp 8 (256 H100s), 8,192 tokens, 512 per step."""
+"""The tensor- and pipeline-parallel example: Llama 3 70B, tp 8 x pp 4 x dp 8 (256 H100s), 8,192 tokens."""
 
 TP_LAYOUT = Layout(
     dp=8,
@@ -266,9 +266,7 @@ NUMBERS.update(
 MOE_ARCH = "mixtral-8x7b"
 """The MoE example: Mixtral 8x7B on 64 GPUs, expert parallelism 8, ZeRO-1, 4,096-token micro-batches."""
 
-MOE_LAYOUT = Layout(
-    dp=64, ep=8, zero_stage=1, seq_len=4096, flash_attention=True, dropout=False, recompute="selective"
-)
+MOE_LAYOUT = Layout(dp=64, ep=8, zero_stage=1, seq_len=4096, flash_attention=True, dropout=False, recompute="selective")
 
 
 @cache
@@ -409,9 +407,7 @@ NUMBERS.update(
         "g2-ft-qlora-consts": lambda: format_bytes(
             _ft("qlora").frozen_nf4.absmax_bytes + _ft("qlora").frozen_nf4.second_level_bytes
         ),
-        "g2-ft-qlora-consts-nodq": lambda: format_bytes(
-            _ft("qlora", double_quant=False).frozen_nf4.absmax_bytes
-        ),
+        "g2-ft-qlora-consts-nodq": lambda: format_bytes(_ft("qlora", double_quant=False).frozen_nf4.absmax_bytes),
         "g2-ft-qlora-bf16": lambda: format_bytes(_ft("qlora").frozen_bf16_bytes),
         "g2-ft-qlora-quantized": lambda: format_count(_ft("qlora").frozen_nf4.params),
         "g2-ft-dq-bits": lambda: f"{_dq_bits():.3f} bits",
