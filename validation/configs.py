@@ -124,6 +124,13 @@ STATE_CASES: list[dict] = [
 """Model states after a real ``optimizer.step()``, one stock PyTorch recipe per convention."""
 
 SHARDING_CASES: list[dict] = [
-    dict(model="llama-gqa", strategy=strategy, world=world) for strategy in ("fsdp2", "zero1") for world in (2, 4)
+    *(
+        dict(model="llama-gqa", strategy=s, world=w, convention="fp32-adam-16")
+        for s in ("fsdp2", "zero1")
+        for w in (2, 4)
+    ),
+    # FSDP2 mixed precision: fp32 sharded parameters, gradients and Adam moments (16 B/param in all, as
+    # mixed-adam-16, in another split: no separate master copy, fp32 gradients), bf16 copies only while gathered
+    dict(model="llama-gqa", strategy="fsdp2-mp", world=2, convention="mixed-adam-16"),
 ]
 """Per-rank model states under gloo: FSDP2 ``fully_shard`` (ZeRO-3) and ``ZeroRedundancyOptimizer`` (ZeRO-1)."""

@@ -251,12 +251,15 @@ def _rank(rank: int, world: int, strategy: str, model_name: str, init: str, out:
 
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     model = build_model(model_name, "sdpa", torch.float32)
-    if strategy == "fsdp2":
-        from torch.distributed.fsdp import fully_shard
+    if strategy.startswith("fsdp2"):
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        # fsdp2-mp: FSDP2's mixed precision (bf16 compute copies gathered per unit, fp32 sharded states)
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        kw = {"mp_policy": mp} if strategy == "fsdp2-mp" else {}
         for layer in _layers(model):
-            fully_shard(layer)
-        fully_shard(model)
+            fully_shard(layer, **kw)
+        fully_shard(model, **kw)
         opt: torch.optim.Optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     else:
         from torch.distributed.optim import ZeroRedundancyOptimizer

@@ -146,11 +146,11 @@ def _state(case: dict) -> dict[str, Any]:
 
 def _sharding(case: dict) -> dict[str, Any]:
     arch = _arch(case["model"])
-    zero = 3 if case["strategy"] == "fsdp2" else 1
-    m = layout_memory(arch, Layout(dp=case["world"], zero_stage=zero, convention="fp32-adam-16", seq_len=32))
+    zero = 3 if case["strategy"].startswith("fsdp2") else 1
+    m = layout_memory(arch, Layout(dp=case["world"], zero_stage=zero, convention=case["convention"], seq_len=32))
     parts = {k: getattr(m, k) for k in ("weights", "gradients", "master", "momentum", "variance")}
     return dict(
-        category=case["strategy"],
+        category="zero1" if case["strategy"] == "zero1" else "fsdp2",
         name=f"{case['model']} {case['strategy']} world={case['world']}",
         inputs=case,
         predicted=sum(parts.values()),
