@@ -9,6 +9,9 @@ Charts are specs made by ``calc.charts`` (plain data, carried in ``data-chart-sp
   the same spec;
 * a spec that fails to render fails the build (``PluginError``), naming the page and the chart.
 
+This runs on the finished page (``on_post_page``), so a chart any hook or calculator emitted is filled
+whatever the hook order, and the search index, built from the content before, holds no axis labels.
+
 After the build, ``assets/vega/`` receives the pinned npm ``vega``, ``vega-lite`` and ``vega-embed``
 bundles, ``vega-interpreter`` (Vega's expression interpreter: no ``eval``, so the site's policy needs no
 ``'unsafe-eval'``) with the ``vega-util`` modules it imports, and ``themes.json`` (the palettes' configs).
@@ -124,8 +127,10 @@ def prerender(content: str, where: str = "page") -> tuple[str, int]:
     return _CHART.sub(fill, content), count
 
 
-def on_page_content(content: str, page, config, files) -> str:
-    return prerender(content, page.file.src_uri)[0]
+def on_post_page(output: str, page, config) -> str:
+    # The finished page, after every hook's content and the theme: whoever emitted a chart, it is filled
+    # here, and the search index (built from the page content before this) holds no axis labels.
+    return prerender(output, page.file.src_uri)[0]
 
 
 def on_post_build(config) -> None:

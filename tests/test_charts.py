@@ -263,6 +263,18 @@ def test_prerendered_svg_is_the_spec_rendered_in_the_palette(site_pages: dict[st
 
 
 @HOST_ONLY
+def test_search_index_holds_no_chart_text(built_site: Path) -> None:
+    index = (built_site / "search" / "search_index.json").read_text(encoding="utf-8")
+    assert "Will it fit?" in index  # the calculators' own text is indexed
+    for words in (
+        "Model state per GPU against the number of GPUs",
+        "Memory per GPU (GB)",
+        "GPUs (data-parallel degree)",
+    ):
+        assert words not in index, words
+
+
+@HOST_ONLY
 def test_vega_bundle_is_shipped_without_bare_imports(built_site: Path) -> None:
     out = built_site / "assets" / "vega"
     for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "vega-interpreter.js", "vega-util/index.js"):
