@@ -14,6 +14,12 @@ memory of a parallel layout), [`comm`][calc.comm] (collectives), [`pipeline`][ca
 estimators, reproduced), [`hardware`][calc.hardware],
 [`units`][calc.units] (parsing and GB/GiB formatting) and [`errors`][calc.errors].
 
+The modules built on those are imported from where they live, so that ``import calc`` stays small for
+the browser's first render: [`overheads`][calc.overheads] (the per-GPU peak: allocated, reserved,
+``nvidia-smi``), [`steptime`][calc.steptime] (step time, MFU), [`planner`][calc.planner] (layout search),
+[`fp8`][calc.fp8], [`moe_routing`][calc.moe_routing], [`finetune`][calc.finetune] (LoRA / QLoRA),
+[`activation_profiles`][calc.activation_profiles] and [`charts`][calc.charts] (Vega-Lite specs).
+
 Examples:
     >>> import calc
     >>> calc.format_bytes(calc.model_state_bytes("7B").total)
