@@ -230,14 +230,13 @@ function syncEnabled(root) {
 }
 
 /** Why a value from a link cannot be put into a control, or "" if it can (the engine judges the rest). */
-function unusable(control, value) {
+function unusable(control, value, limit = control.tagName === "TEXTAREA" ? 8000 : 200) {
   if (control.tagName === "SELECT") {
     return [...control.options].some((o) => o.value === value) ? "" : "it is not one of the choices";
   }
   if (control.type === "checkbox") {
     return ["1", "0", "true", "false", "on", "off"].includes(value) ? "" : "it must be 1 or 0";
   }
-  const limit = control.tagName === "TEXTAREA" ? 8000 : 200;
   if (value.length > limit) return `it is longer than ${limit} characters`;
   INVISIBLE.lastIndex = 0;
   if (INVISIBLE.test(value) || (control.tagName !== "TEXTAREA" && LINE_BREAKS.test(value))) {
@@ -245,6 +244,63 @@ function unusable(control, value) {
     return "it contains invisible or direction-changing characters";
   }
   return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// A pasted config.json in a link: a textarea's text travels packed, "~" then the base64url of its
+// deflate-raw bytes (the browser's CompressionStream; about a fifth of the text for a config.json), so that
+// a link carries the whole model. A link longer than LINK_LIMIT is not offered for sharing: the copy
+// button says why instead (chat apps, mail clients and some servers cut longer addresses, silently).
+// Unpacking stops at the engine's own limit on a config (calc.hf_config.MAX_CONFIG_CHARS).
+
+const PACKED = "~";
+const LINK_LIMIT = 8000;
+const UNPACKED_CHARS = 256 * 1024;
+const canPack = typeof CompressionStream === "function" && typeof DecompressionStream === "function";
+
+function base64url(bytes) {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+async function pack(text) {
+  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("deflate-raw"));
+  return PACKED + base64url(new Uint8Array(await new Response(stream).arrayBuffer()));
+}
+
+/** The text of a packed value; rejects with the reason it cannot be read (shown to the reader). */
+async function unpack(value) {
+  const code = value.slice(PACKED.length);
+  if (!canPack) throw new Error("this browser cannot unpack it (no DecompressionStream)");
+  if (!/^[A-Za-z0-9_-]*$/.test(code) || code.length % 4 === 1) throw new Error("it is not a packed config (bad base64url)");
+  const binary = atob(code.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (code.length % 4)) % 4));
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  const reader = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw")).getReader();
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  let text = "";
+  try {
+    for (;;) {
+      const { done, value: chunk } = await reader.read();
+      if (done) break;
+      text += decoder.decode(chunk, { stream: true });
+      if (text.length > UNPACKED_CHARS) {
+        reader.cancel().catch(() => {});
+        throw new Error(`it unpacks to more than ${UNPACKED_CHARS.toLocaleString("en")} characters`);
+      }
+    }
+    return text + decoder.decode();
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith("it unpacks")) throw err;
+    throw new Error("it is not a packed config (the data is damaged)");
+  }
+}
+
+/** The input a link parameter sets: its own, or for `model` (before preset/config existed) one of those. */
+function linkField(field, value, byName) {
+  if (byName.has(field) || field !== "model" || !byName.has("preset")) return field;
+  const text = String(value).trim();
+  return text.startsWith("{") || text.startsWith(PACKED) ? "config" : "preset";
 }
 
 /** Unfold the "More options" <details> a control sits in (a link set it, or the engine found it invalid). */
@@ -383,6 +439,44 @@ function mount(root) {
   copyNote.setAttribute("role", "status");
   copyButton.after(copyNote);
 
+  // Upload: a file input under each textarea (a config.json) fills it as if pasted; read here, sent nowhere.
+  for (const area of form.querySelectorAll("textarea[name]")) {
+    const pick = document.createElement("input");
+    pick.type = "file";
+    pick.accept = ".json,application/json";
+    pick.id = `${area.id}-upload`;
+    pick.setAttribute("data-upload", area.name);
+    const label = document.createElement("label");
+    label.htmlFor = pick.id;
+    label.textContent = "Or upload a config.json file";
+    const note = document.createElement("small");
+    note.setAttribute("data-upload-note", "");
+    note.setAttribute("role", "status");
+    const wrap = document.createElement("div");
+    wrap.className = "lc-field__upload";
+    wrap.append(label, pick, note);
+    area.after(wrap);
+    const quiet = (event) => event.stopPropagation(); // the textarea's own input event reports the change
+    pick.addEventListener("input", quiet);
+    pick.addEventListener("change", async (event) => {
+      quiet(event);
+      const file = pick.files && pick.files[0];
+      if (!file || !owned()) return;
+      if (file.size > UNPACKED_CHARS) {
+        note.textContent = `Not read: ${quote(file.name)} is ${file.size.toLocaleString("en")} bytes, more than the ${UNPACKED_CHARS.toLocaleString("en")} a config.json may be.`;
+        return;
+      }
+      try {
+        area.value = await file.text();
+      } catch (err) {
+        note.textContent = `Not read: ${quote(file.name)} (${clip(err.message)}).`;
+        return;
+      }
+      note.textContent = `Read ${quote(file.name)}.`;
+      area.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+  }
+
   function clearInvalid() {
     if (!invalid) return;
     invalid.removeAttribute("aria-invalid");
@@ -409,34 +503,45 @@ function mount(root) {
   const params = new URLSearchParams(location.search);
   const problems = [];
   const seen = new Set();
+  const fromLink = (param, control, value, limit) => {
+    const why = unusable(control, value, limit);
+    if (why) problems.push(`Ignored the link parameter “${quote(param)}” (“${quote(value)}”): ${why}; the default stands.`);
+    else if (value !== valueOf(control)) {
+      setValue(control, value);
+      unfold(control);
+      fromUrl = true;
+    }
+  };
+  const unpacking = []; // packed textarea values (a config.json) being inflated before the first computation
   for (const param of params.keys()) {
     if (!param.startsWith(`${id}.`) || seen.has(param)) continue;
     seen.add(param);
-    const field = param.slice(id.length + 1);
-    const control = byName.get(field);
     const values = params.getAll(param);
+    const control = byName.get(linkField(param.slice(id.length + 1), values[0], byName));
     if (!control) {
       problems.push(`Ignored the link parameter “${quote(param)}”: this calculator has no such input.`);
     } else if (values.length > 1) {
       problems.push(`Ignored the link parameter “${quote(param)}”: it is given ${values.length} times; the default stands.`);
+    } else if (control.tagName === "TEXTAREA" && values[0].startsWith(PACKED)) {
+      unpacking.push(
+        unpack(values[0]).then(
+          (text) => edited || fromLink(param, control, text, UNPACKED_CHARS),
+          (err) => problems.push(`Ignored the link parameter “${quote(param)}”: ${err.message}; the default stands.`),
+        ),
+      );
     } else {
-      const why = unusable(control, values[0]);
-      if (why) problems.push(`Ignored the link parameter “${quote(param)}” (“${quote(values[0])}”): ${why}; the default stands.`);
-      else if (values[0] !== valueOf(control)) {
-        setValue(control, values[0]);
-        unfold(control);
-        fromUrl = true;
-      }
+      fromLink(param, control, values[0]);
     }
   }
-  if (problems.length) {
+  const showProblems = () => {
+    if (!problems.length) return;
     for (const text of problems) {
       const p = document.createElement("p");
       p.textContent = text;
       notice.append(p);
     }
     notice.hidden = false;
-  }
+  };
   const unitControl = byName.get("unit");
   const preferred = storedUnit();
   let restated = false; // the site's unit switch, not the link or the defaults, chose this calculator's unit
@@ -451,15 +556,48 @@ function mount(root) {
     return Object.keys(values).every((k) => !Object.hasOwn(defaults, k) || values[k] === defaults[k]);
   };
 
+  const packs = new Map(); // a textarea's text -> its packed form
+  const packable = (field, value) => canPack && value !== "" && byName.get(field)?.tagName === "TEXTAREA";
+
+  /** The URL of the current inputs, or null while a textarea's text is not packed yet (then use linkUrl). */
   function stateUrl() {
     const url = new URL(location.href);
     for (const param of [...url.searchParams.keys()]) {
       if (param.startsWith(`${id}.`)) url.searchParams.delete(param);
     }
     for (const [field, value] of Object.entries(readValues(root))) {
-      if (value !== defaults[field]) url.searchParams.set(`${id}.${field}`, value);
+      if (value === defaults[field]) continue;
+      if (packable(field, value) && !packs.has(value)) return null;
+      url.searchParams.set(`${id}.${field}`, packable(field, value) ? packs.get(value) : value);
     }
     return url;
+  }
+
+  /** The URL of the current inputs, every textarea's text packed first. */
+  async function linkUrl() {
+    for (const [field, value] of Object.entries(readValues(root))) {
+      if (value === defaults[field] || !packable(field, value) || packs.has(value)) continue;
+      const packed = await pack(value);
+      if (packs.size >= 4) packs.clear();
+      packs.set(value, packed);
+    }
+    return stateUrl() || linkUrl();
+  }
+
+  /** Put the current inputs in the address bar (after packing, for a pasted config; newest inputs only). */
+  function syncUrl() {
+    const url = stateUrl();
+    if (url) {
+      history.replaceState(history.state, "", url);
+      return;
+    }
+    const mine = seq;
+    linkUrl().then(
+      (packed) => {
+        if (mine === seq && owned()) history.replaceState(history.state, "", packed);
+      },
+      () => {},
+    );
   }
 
   /** Live calculation is unavailable: say so and say exactly what the numbers on screen are. */
@@ -556,7 +694,7 @@ function mount(root) {
     root.dataset.seq = String(seq);
     edited = true;
     syncEnabled(root);
-    history.replaceState(history.state, "", stateUrl());
+    syncUrl();
     const state = root.dataset.state;
     if (state === "error") {
       if (failure && !failure.permanent && !bootFailure) {
@@ -624,8 +762,24 @@ function mount(root) {
   });
   copyButton.addEventListener("click", async () => {
     if (!owned()) return;
-    const url = stateUrl();
+    let url;
+    try {
+      url = await linkUrl();
+    } catch (err) {
+      copyNote.textContent = `Not copied: the link could not be made (${clip(err.message)}).`;
+      return;
+    }
     url.hash = `calc-${id}`;
+    if (url.href.length > LINK_LIMIT) {
+      root.dataset.linkTooLong = String(url.href.length);
+      copyNote.textContent =
+        `Not copied: a link to these numbers would be ${url.href.length.toLocaleString("en")} characters, more than ` +
+        `the ${LINK_LIMIT.toLocaleString("en")} a link can be trusted to keep (chat apps, mail and some servers cut ` +
+        "longer ones without saying so). Trim the pasted config.json to the keys that give the model's shape, or " +
+        "share the file itself.";
+      return;
+    }
+    delete root.dataset.linkTooLong;
     try {
       await navigator.clipboard.writeText(url.href);
       copyNote.textContent = "Link copied.";
@@ -642,10 +796,20 @@ function mount(root) {
     }
   });
 
-  if (fromUrl) markStale("Computing the numbers from the link…");
-  else if (restated) markStale("Computing the numbers in your units…");
-  else setStatus("Pre-rendered at build time; loading the live engine…");
-  start();
+  const begin = () => {
+    showProblems();
+    syncEnabled(root);
+    if (fromUrl) markStale("Computing the numbers from the link…");
+    else if (restated) markStale("Computing the numbers in your units…");
+    else setStatus("Pre-rendered at build time; loading the live engine…");
+    start();
+  };
+  if (unpacking.length) {
+    markStale("Reading the config.json in the link…");
+    Promise.all(unpacking).then(begin);
+  } else {
+    begin();
+  }
 }
 
 document$.subscribe(() => {
