@@ -115,10 +115,17 @@ def test_the_curve() -> None:
     assert guide2.curve_point("selective", 8192)[0] == pytest.approx(2 * guide2.curve_point("selective", 4096)[0], 0.01)
 
 
+def test_the_kernels_decide_what_is_saved() -> None:
+    """measuring.md: the same model saves least under Megatron-LM's kernels, then SDPA, then eager attention."""
+    arch = preset(guide2.MEASURE_ARCH)
+    saved = {i: layout_memory(arch, guide2.measure_layout(i)).activations for i in ("megatron", "hf-sdpa", "hf-eager")}
+    assert saved["megatron"] < saved["hf-sdpa"] < saved["hf-eager"]
+
+
 PAGES = {
     "parallelism/overlap/": ["g2-ov-z1-rs-raw", "g2-ov-z3-saved", "g2-ov-tp-share"],
     "memory/hidden/": ["g2-hid-smi", "g2-hid-reserved-exp"],
-    "memory/measuring/": ["g2-hid-allocated"],
+    "memory/measuring/": ["g2-hid-allocated", "g2-meas-hf-eager"],
     "memory/fp8/": ["g2-fp8-fp8-hopper-allocated", "g2-fp8-speedup"],
     "parallelism/moe-practice/": ["g2-moe-peak-c125", "g2-moe-act-dropless"],
     "memory/offload/": ["g2-off-pcie-time", "g2-off-act-share"],

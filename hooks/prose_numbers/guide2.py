@@ -477,3 +477,25 @@ NUMBERS.update(
         ),
     }
 )
+
+# --------------------------------------------------------------------------- measuring (docs/memory/measuring.md)
+
+MEASURE_ARCH = "llama3-8b"
+"""The measuring page's example: Llama 3 8B, one 2,048-token sequence, no dropout, under each implementation."""
+
+
+def measure_layout(implementation: str) -> Layout:
+    """One sequence under ``implementation`` (FlashAttention for Megatron-LM's kernels and SDPA, not for eager)."""
+    return Layout(
+        seq_len=2048, implementation=implementation, flash_attention=implementation != "hf-eager", dropout=False
+    )
+
+
+NUMBERS.update(
+    {
+        f"g2-meas-{impl}": (
+            lambda impl=impl: format_bytes(layout_memory(preset(MEASURE_ARCH), measure_layout(impl)).activations)
+        )
+        for impl in ("megatron", "hf-eager", "hf-sdpa")
+    }
+)
