@@ -64,6 +64,21 @@ self.postMessage(pyodide.runPython("1+1"));
 """
 
 _WATCH_READY = """(() => {
+  const Native = window.Worker;
+  window.Worker = class extends Native {
+    constructor(...args) {
+      super(...args);
+      if (!String(args[0]).includes('calc-worker')) return;
+      window.__lcWorkerAt ??= performance.now();
+      super.addEventListener('message', (e) => {
+        const boot = e.data && e.data.type === 'ready' && e.data.boot;
+        if (!boot || window.__lcBootSteps) return;
+        const shift = boot.workerOrigin - performance.timeOrigin;
+        window.__lcBootSteps = Object.fromEntries(Object.entries(boot).filter(([k]) => k !== 'workerOrigin')
+          .map(([k, v]) => [k, Math.round(v + shift)]));
+      });
+    }
+  };
   const all = () => [...document.querySelectorAll('[data-calc]')];
   const check = () => {
     const roots = all();
@@ -80,6 +95,11 @@ _WATCH_READY = """(() => {
 # Refuse the worker the page's <head> starts: calc.mjs then starts its own, after every script has loaded.
 _NO_EARLY_WORKER = """Object.defineProperty(globalThis, '__lcEarlyWorker', { configurable: true,
   get() { return null; }, set(early) { if (early) early.worker.terminate(); } });"""
+
+_PAGE_TIMINGS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  return { domContentLoaded: Math.round(nav.domContentLoadedEventEnd), load: Math.round(nav.loadEventEnd) };
+}"""
 
 _RECOMPUTE_JS = """async ({ name, field, values, n, inPlace }) => {
   globalThis.__lcCalcTest = { ...(globalThis.__lcCalcTest || {}), inPlace };
@@ -187,13 +207,19 @@ def boot_once(browser, base: str, variant: str, path: str = "") -> dict[str, flo
             context.route("**/python_stdlib.pyc.zip", lambda route: route.fulfill(status=404, body="absent"))
         page.goto(f"{base}/{path}")
         page.wait_for_function("() => window.__lcSettledAt !== undefined", timeout=TIMEOUT_MS)
-        ready, settled = page.evaluate("[window.__lcReadyAt, window.__lcSettledAt]")
-        return {"ready": ready, "settled": settled, "load": os.getloadavg()[0]}
+        ready, settled, worker, steps = page.evaluate(
+            "[window.__lcReadyAt, window.__lcSettledAt, window.__lcWorkerAt, window.__lcBootSteps || {}]"
+        )
+        timings = {"worker": worker, **steps, **page.evaluate(_PAGE_TIMINGS)}
+        return {"ready": ready, "settled": settled, "load": os.getloadavg()[0], "steps": timings}
     finally:
         context.close()
 
 
-def summary(values: list[float]) -> dict[str, float]:
+def summary(values: list[float]) -> dict[str, float] | None:
+    """Median, min, max and count; ``None`` for no values."""
+    if not values:
+        return None
     return {
         "median": round(statistics.median(values), 3),
         "min": round(min(values), 3),
@@ -221,6 +247,11 @@ def measure_boot(site: Path, runs: int = 7, variants: tuple[str, ...] = BOOT_VAR
     for v in variants:
         out[v] = {k: summary([rd[v][k] for rd in rounds]) for k in ("ready", "settled")}
     out["load"] = summary([rd[v]["load"] for rd in rounds for v in variants])
+    for v in (v for v in variants if v.startswith("site")):
+        steps = sorted({k for rd in rounds for k in rd[v].get("steps", {})})
+        out[v]["steps"] = {
+            k: summary([rd[v]["steps"][k] for rd in rounds if rd[v]["steps"].get(k) is not None]) for k in steps
+        }
     ratios = {}
     for name in (v for v in variants if v.startswith("site")):
         for ref in ("stock", "own"):

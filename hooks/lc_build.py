@@ -167,6 +167,17 @@ def on_page_content(content: str, page, config, files) -> str:
     return content
 
 
+def _engine_zip(dest: Path) -> None:
+    """Write the engine archive the site ships (``calc/`` sources plus their ``.pyc``, see
+    ``tools/build_runtime.py``) to ``dest``: byte-identical for identical sources."""
+    try:
+        built = build_runtime.compiled(_npm_package("pyodide"))
+    except RuntimeError as err:
+        raise PluginError(str(err)) from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(built / "calc.zip", dest)
+
+
 def on_post_build(config) -> None:
     site = Path(config["site_dir"])
     pyo, katex = _npm_package("pyodide"), _npm_package("katex")

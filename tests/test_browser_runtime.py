@@ -145,8 +145,8 @@ def test_a_reply_for_older_inputs_never_clears_stale(instrumented, site_url) -> 
     root = page.locator('[data-calc="will-it-fit"]').first
     wait_settled(page, root)
     root.evaluate(STALE_LOG)
-    # Deterministic race: the reply for "13B" is held until the reader has typed "70B", then
-    # delivered inside the 60 ms debounce window of the newer input.
+    # Deterministic race: the reply for "13B" is held until the reader has typed "70B" (whose request
+    # is already posted: there is no debounce), then delivered before the newer answer.
     page.evaluate(
         """async () => {
           const lc = window.__lc;
@@ -197,7 +197,7 @@ def test_superseded_requests_are_not_computed(instrumented, site_url) -> None:
     wait_settled(page, root)
     before = page.evaluate(COUNTS)
     # 30 edits whose requests all reach the worker while it is still busy: each request is posted
-    # (after the page's debounce) and held, then all are delivered at once, as a busy worker sees them.
+    # (at once, on its input event) and held, then all are delivered at once, as a busy worker sees them.
     posted = page.evaluate(
         """async () => {
           const lc = window.__lc;

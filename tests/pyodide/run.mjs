@@ -1,5 +1,6 @@
 // Run Python inside the real, pinned Pyodide (node_modules/pyodide) under Node.
-//   node tests/pyodide/run.mjs cases ENGINE_ZIP   -> prints JSON of tests/pyodide_cases.run_cases()
+//   node tests/pyodide/run.mjs cases ENGINE_ZIP [STDLIB_ZIP] -> prints JSON of tests/pyodide_cases.run_cases()
+//        (STDLIB_ZIP: boot with that standard library, e.g. the site's precompiled one, instead of the stock one)
 //   node tests/pyodide/run.mjs pytest SITE_PACKAGES [pytest args...] -> runs the engine test suite
 // The repository is mounted read-only-in-spirit at /repo; the engine comes from the shipped zip
 // (cases) or the working tree (pytest), exactly as the browser worker unpacks it.
@@ -10,7 +11,8 @@ import { loadPyodide } from "pyodide";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const [mode, arg, ...rest] = process.argv.slice(2);
-const py = await loadPyodide({ stdout: (s) => process.stdout.write(s + "\n"), stderr: (s) => process.stderr.write(s + "\n") });
+const stdLibURL = mode === "cases" && rest[0] ? path.resolve(rest[0]) : undefined;
+const py = await loadPyodide({ stdLibURL, stdout: (s) => process.stdout.write(s + "\n"), stderr: (s) => process.stderr.write(s + "\n") });
 py.FS.mkdirTree("/repo");
 py.FS.mount(py.FS.filesystems.NODEFS, { root }, "/repo");
 py.runPython("import sys; sys.dont_write_bytecode = True");

@@ -4,7 +4,8 @@
 // Protocol (page -> worker): {type: "render", id, key, seq, name, inputs}; `key` names one mounted
 // calculator, `seq` the input change the request answers.
 // Protocol (worker -> page):
-//   {type: "ready"}                                   the engine has booted
+//   {type: "ready", boot}                             the engine has booted; `boot`: when each step ended, in
+//                                                    ms after `boot.workerOrigin` (for bench/boot.py)
 //   {type: "fatal", message}                          the engine could not boot; nothing more will come
 //   {type: "result", id, key, seq, ok, html|error, renders}  an answer; `renders` counts the renders
 //                                                    this worker has run so far
@@ -47,8 +48,15 @@ const stdlibResponse = (async () => {
 const pyodideModule = import(new URL("pyodide.mjs", runtimeURL).href);
 for (const pending of [engineArchive, stdlibResponse, pyodideModule]) pending.catch(() => {}); // boot() reports it
 
+const steps = {}; // step -> ms since this worker's time origin (`workerOrigin` in the ready message)
+const mark = (step) => {
+  steps[step] = Math.round(performance.now());
+};
+
 async function boot() {
+  mark("start");
   const { loadPyodide } = await pyodideModule;
+  mark("pyodideModule");
   // Pyodide fetches `stdLibURL` itself; hand it the response chosen above instead (one download either way).
   globalThis.fetch = (input, init) => (String(input) === compiledStdlib ? stdlibResponse : realFetch(input, init));
   let pyodide;
@@ -61,13 +69,16 @@ async function boot() {
   } finally {
     globalThis.fetch = realFetch;
   }
+  mark("loadPyodide");
   const response = await engineArchive;
   if (!response.ok) throw new Error(`engine archive: HTTP ${response.status}`);
   pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/home/pyodide/engine" });
+  mark("engineUnpacked");
   const sys = pyodide.pyimport("sys");
   sys.path.insert(0, "/home/pyodide/engine");
   sys.destroy();
   const widgets = pyodide.pyimport("calc.widgets");
+  mark("widgetsImported");
   return { pyodide, widgets };
 }
 
@@ -83,7 +94,7 @@ const engine = boot();
 engine.then(
   (booted) => {
     runtime = booted;
-    self.postMessage({ type: "ready" });
+    self.postMessage({ type: "ready", boot: { workerOrigin: performance.timeOrigin, ...steps } });
     schedule();
   },
   (err) => {

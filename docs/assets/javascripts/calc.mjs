@@ -62,8 +62,8 @@ function earlyWorker() {
   const early = globalThis.__lcEarlyWorker;
   globalThis.__lcEarlyWorker = null;
   if (!early) return null;
-  early.worker.removeEventListener("message", early.record);
-  early.worker.removeEventListener("error", early.record);
+  early.worker.onmessage = null; // from here on, calc.mjs's own listeners hear it
+  early.worker.onerror = null;
   if (early.url === WORKER_URL.href) return early;
   early.worker.terminate();
   return null;
