@@ -86,7 +86,8 @@ def linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
     """
     if arch.uses_mla or arch.is_moe:
         kind = "MLA" if arch.uses_mla else "MoE"
-        raise CalcError("model", f"fine-tuning memory covers dense non-MLA models (got a {kind} model)", arch.name)
+        msg = f"fine-tuning memory covers dense non-MLA models (got a {kind} model)"
+        raise CalcError("model", msg, arch.name, code="unsupported")
     h, d = arch.hidden_size, arch.head_dim
     q, kv = arch.num_heads * d, arch.num_kv_heads * d
     shapes = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h)}
@@ -101,7 +102,7 @@ def linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
 def _targets(targets: str) -> tuple[str, ...]:
     if targets not in LORA_TARGETS:
         msg = f"must be one of {', '.join(LORA_TARGETS)}"
-        raise CalcError("targets", msg, targets)
+        raise CalcError("targets", msg, targets, code="unknown-name")
     return LORA_TARGETS[targets]
 
 
@@ -261,9 +262,9 @@ def finetune_memory(
         calc.errors.CalcError: method must be one of full, lora, qlora (got 'prefix')
     """
     if method not in FINETUNE_METHODS:
-        raise CalcError("method", f"must be one of {', '.join(FINETUNE_METHODS)}", method)
+        raise CalcError("method", f"must be one of {', '.join(FINETUNE_METHODS)}", method, code="unknown-name")
     if convention not in CONVENTIONS:
-        raise CalcError("convention", "must be a key of calc.model_state.CONVENTIONS", convention)
+        raise CalcError("convention", "must be a key of calc.model_state.CONVENTIONS", convention, code="unknown-name")
     per_param = CONVENTIONS[convention].bytes_per_param
     n = arch.param_count
     if method == "full":
