@@ -178,6 +178,33 @@ def test_themes_cover_both_palettes_with_the_same_keys() -> None:
     assert light["background"] == dark["background"] == "transparent"  # the page's own background shows
 
 
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+@pytest.mark.parametrize(
+    ("scheme", "background"),
+    [
+        ("default", "#ffffff"),  # Material's light --md-default-bg-color
+        ("slate", "#1e2029"),  # Material's slate: hsl(232, 15%, 14%)
+    ],
+)
+def test_theme_colours_keep_contrast_on_their_background(scheme: str, background: str) -> None:
+    """WCAG 2.2: text 4.5:1 (1.4.3), marks 3:1 (1.4.11) against the page behind the transparent chart."""
+    theme = charts.THEMES[scheme]
+
+    def ratio(colour: str) -> float:
+        high, low = sorted((_luminance(colour), _luminance(background)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    for colour in (theme["axis"]["labelColor"], theme["title"]["color"], theme["text"]["color"]):
+        assert ratio(colour) >= 4.5, colour
+    for colour in [*theme["range"]["category"], theme["rule"]["color"], theme["axis"]["domainColor"]]:
+        assert ratio(colour) >= 3, colour
+
+
 # --- the calculators' charts ---------------------------------------------------------------------------
 
 
