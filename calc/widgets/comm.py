@@ -235,7 +235,7 @@ def _compute(v: dict[str, str]) -> str:
         verdict(True, line)
         + _model_line(choice, v)
         + step_time_chart(
-            [(t.label, t.time_s, t.time_s) for t in step.terms],
+            [(t.name, t.time_s, t.time_s) for t in step.terms],  # the names the planner's chart uses
             title="Communication per step, no overlap assumed (an upper bound on exposed time)",
         )
         + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows, raw_cells=True)
