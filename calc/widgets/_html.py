@@ -22,6 +22,7 @@ __all__ = [
     "UNIT_FIELD_OPTIONS",
     "byte_formatter",
     "checked",
+    "formulas",
     "gpu_memory",
     "memory_chart",
     "out",
@@ -211,6 +212,28 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, raw_cells: bool
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c if raw_cells else escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="lc-table"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def formulas(lines: Sequence[tuple[str, str]], source: str = "", name: str = "formulas") -> str:
+    """A breakdown's formulas with the reader's numbers, folded under the table, with where they come from.
+
+    Each line is ``(label, math)``, ``math`` being the formula with the values substituted
+    (``"2 B × 7.00e9 = 14.0 GB"``); ``source`` names the paper, table or equation. Everything is escaped;
+    ``data-formulas=name`` marks the block (the command line prints it as lines).
+
+    Examples:
+        >>> html_ = formulas([("Weights", "2 B × 7.00e9 = 14.0 GB")], "ZeRO, Sec. 3")
+        >>> html_.startswith('<details class="lc-formulas" data-formulas="formulas"><summary>')
+        True
+        >>> "<li>Weights: 2 B × 7.00e9 = 14.0 GB</li>" in html_ and "Source: ZeRO, Sec. 3" in html_
+        True
+    """
+    items = "".join(f"<li>{escape(label)}: {escape(math)}</li>" for label, math in lines)
+    cite = f'<p class="lc-formulas__source">Source: {escape(source)}</p>' if source else ""
+    return (
+        f'<details class="lc-formulas" data-formulas="{escape(name)}"><summary>How each line is computed, '
+        f"with your numbers</summary><ul>{items}</ul>{cite}</details>"
+    )
 
 
 def verdict(ok: bool, text: str, name: str = "verdict") -> str:

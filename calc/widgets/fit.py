@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from calc.charts import zero_chart
+from calc.layout import Layout
 from calc.model_state import (
     COMPONENTS,
     convention_options,
@@ -10,12 +11,15 @@ from calc.model_state import (
     resolve_convention,
     smallest_fitting_layout,
 )
+from calc.overheads import peak_memory
+from calc.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
     GPU_FIELD_OPTIONS,
     UNIT_FIELD_OPTIONS,
     byte_formatter,
+    formulas,
     gpu_memory,
     memory_chart,
     out,
@@ -32,41 +36,159 @@ _LABELS = {
     "momentum": "Adam momentum",
     "variance": "Adam variance",
 }
+_SHARDED_FROM = {"master": 1, "momentum": 1, "variance": 1, "gradients": 2, "weights": 3}
+"""The ZeRO stage from which each component is sharded over ``dp`` (Rajbhandari et al. 2020, Sec. 5.1-5.3)."""
+
+_SOURCE = "Rajbhandari et al. 2020 (ZeRO), Sec. 3.1 (bytes per parameter) and Sec. 5 (stages P_os, P_os+g, P_os+g+p)"
+_NO_MODEL = "none"
+_ACTIVATIONS = "Activations (optional)"
+_WHAT_ACTIVATIONS = "FlashAttention, no recomputation, no dropout, no tensor or pipeline parallelism"
+_MAX_DP = 1 << 20
+
+
+def _sci(n: int) -> str:
+    """A count as the formulas print it: ``7.00e9``."""
+    mantissa, exponent = f"{n:.2e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _row(key: str, bytes_per: int, params: int, stage: int, dp: int, fmt) -> tuple[str, str, str, int]:
+    """One breakdown row: the label unfolding to its formula with the reader's numbers, and the bytes."""
+    if stage >= _SHARDED_FROM[key] and dp > 1:
+        shard = -(-params // dp)
+        value = shard * bytes_per
+        math = f"{bytes_per} B × ⌈{_sci(params)} / {dp:,}⌉ = {bytes_per} B × {shard:,} = {fmt(value)}"
+    else:
+        value = params * bytes_per
+        math = f"{bytes_per} B × {_sci(params)} = {fmt(value)}"
+    return _LABELS[key], f"{bytes_per} B", math, value
+
+
+def _peak(arch, stage: int, dp: int, v: dict[str, str], seq: int, micro: int) -> int:
+    """``nvidia-smi`` bytes of the busiest GPU, activations and overheads included.
+
+    From [`peak_memory`][calc.overheads.peak_memory] with FlashAttention, no recomputation and no dropout.
+    """
+    layout = Layout(
+        dp=dp,
+        zero_stage=stage,
+        seq_len=seq,
+        micro_batch=micro,
+        flash_attention=True,
+        dropout=False,
+        convention=v["convention"],
+    )
+    return peak_memory(arch, layout).nvidia_smi_bytes
+
+
+def _smallest_with_activations(
+    arch, memory: int, v: dict[str, str], seq: int, micro: int
+) -> tuple[int, int, int] | None:
+    """The lowest stage and smallest ``dp`` whose whole peak (activations and overheads included) fits, and that peak.
+
+    Per-GPU peak only falls as ``dp`` grows (only model states are sharded), so each stage is
+    bisected, as [`smallest_fitting_layout`][calc.model_state.smallest_fitting_layout] does for model state.
+    """
+    for stage in range(4):
+        if _peak(arch, stage, _MAX_DP, v, seq, micro) > memory:
+            continue
+        lo, hi = 1, _MAX_DP
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _peak(arch, stage, mid, v, seq, micro) <= memory:
+                hi = mid
+            else:
+                lo = mid + 1
+        return stage, lo, _peak(arch, stage, lo, v, seq, micro)
+    return None
 
 
 def _compute(v: dict[str, str]) -> str:
-    params = parse_count(v["params"], "params")
     stage = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
-    dp = parse_positive_int(v["dp"], "dp", maximum=1 << 20)
+    dp = parse_positive_int(v["dp"], "dp", maximum=_MAX_DP)
     conv = v["convention"]
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
+    arch = None
+    seq = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)  # checked even while no model uses them
+    micro = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
+    if v["preset"] != _NO_MODEL:
+        arch = preset(v["preset"])
+        params = arch.param_count
+    else:
+        params = parse_count(v["params"], "params")
     state = model_state_bytes(params, zero_stage=stage, dp=dp, convention=conv)
     c = resolve_convention(conv)
     total = state.total
-    fits = total <= memory
-    head = f"{format_count(params)} parameters, ZeRO-{stage}, dp={dp}: {fmt(total)} of model state per GPU"
-    if fits:
-        line = f"Fits: {head}, leaving {fmt(memory - total)} of the {gpu_label} for activations and buffers."
+    head = f"{format_count(params)} parameters, ZeRO-{stage}, dp={dp}"
+    peak = extra = None
+    if arch is not None:
+        peak = max(_peak(arch, stage, dp, v, seq, micro), total)
+        extra = peak - total
+        used = peak
+        what = f"{fmt(peak)} per GPU with activations at {seq:,} tokens × {micro} and overheads (as nvidia-smi shows)"
     else:
-        line = f"Does not fit: {head} exceeds the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
-    rows = [(_LABELS[k], f"{getattr(c, k)} B", out(k, fmt(getattr(state, k)))) for k in COMPONENTS]
+        used = total
+        what = f"{fmt(total)} of model state per GPU"
+    fits = used <= memory
+    if fits:
+        line = f"Fits: {fmt(used)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - used)} left"
+        line += "." if arch is not None else " for activations and buffers."
+    else:
+        line = f"Does not fit: {head}: {what} exceeds the {gpu_label} ({fmt(memory)}) by {fmt(used - memory)}."
+    rows, lines = [], []
+    for k in COMPONENTS:
+        label, per, math, value = _row(k, getattr(c, k), params, stage, dp, fmt)
+        if value != getattr(state, k):  # the formula shown must be the engine's own arithmetic
+            raise RuntimeError(f"will-it-fit: the {k} formula gives {value}, the engine {getattr(state, k)}")
+        rows.append((label, per, out(k, fmt(value))))
+        lines.append((label, math))
+    lines.append(("Total model state", f"{c.bytes_per_param} B per parameter before sharding → {fmt(total)}"))
     rows.append(("<strong>Total model state</strong>", f"{c.bytes_per_param} B", out("total", fmt(total), "strong")))
+    if extra is not None:
+        rows.append(("Activations and overheads", "", out("activations_overheads", fmt(extra))))
+        lines.append(
+            (
+                "Activations and overheads",
+                (
+                    f"peak {fmt(peak)} − model state {fmt(total)} = {fmt(extra)} ({_WHAT_ACTIVATIONS}; activations "
+                    "from Korthikanti et al. 2022, Sec. 4, plus the CUDA context, NCCL buffers and allocator reserve "
+                    "of calc.overheads.peak_memory)"
+                ),
+            )
+        )
+        rows.append(("<strong>Peak per GPU</strong>", "", out("peak", fmt(peak), "strong")))
     headroom = out(
         "headroom",
-        fmt(memory - total) if fits else f"none (short by {fmt(total - memory)})",
-        value=memory - total,
+        fmt(memory - used) if fits else f"none (short by {fmt(used - memory)})",
+        value=memory - used,
         unit="B",
     )
-    best = smallest_fitting_layout(params, memory, convention=conv)
-    if best is None:
-        hint = "Nothing fits: even ZeRO-3 over 1,048,576 GPUs exceeds this GPU's memory."
+    if arch is not None:
+        found = _smallest_with_activations(arch, memory, v, seq, micro)
+        if found is None:
+            hint = f"Nothing fits: even ZeRO-3 over {_MAX_DP:,} GPUs leaves no room for these activations."
+        else:
+            s, d, at = found
+            where = "any dp" if s == 0 else f"dp ≥ {d:,}"
+            hint = f"ZeRO-{s} with {where}: {fmt(at)} per GPU with activations and overheads, {fmt(memory - at)} left."
     else:
-        s, d = best
-        at = model_state_bytes(params, zero_stage=s, dp=d, convention=conv).total
-        where = "any dp" if s == 0 else f"dp ≥ {d:,}"
-        hint = f"ZeRO-{s} with {where}: {fmt(at)} per GPU, {fmt(memory - at)} left for activations."
+        # Never a layout with nothing left for activations: the model state must leave at least one byte free,
+        # and the reader is told that activations are not counted unless a model and sequence are given.
+        best = smallest_fitting_layout(params, memory - 1, convention=conv, max_dp=_MAX_DP)
+        if best is None:
+            hint = f"Nothing fits: even ZeRO-3 over {_MAX_DP:,} GPUs exceeds this GPU's memory."
+        else:
+            s, d = best
+            at = model_state_bytes(params, zero_stage=s, dp=d, convention=conv).total
+            where = "any dp" if s == 0 else f"dp ≥ {d:,}"
+            hint = (
+                f"ZeRO-{s} with {where}: {fmt(at)} of model state per GPU, {fmt(memory - at)} left for activations "
+                "(not counted: give a model and sequence length under Activations to count them)."
+            )
     segments = [(_LABELS[k], getattr(state, k)) for k in COMPONENTS]
+    if extra:
+        segments.append(("Activations and overheads", extra))
     return (
         verdict(fits, line)
         + memory_chart(segments, memory, gpu_label, v["unit"])
@@ -74,6 +196,7 @@ def _compute(v: dict[str, str]) -> str:
             params, convention=conv, zero_stage=stage, dp=dp, capacity=memory, gpu_label=gpu_label, unit=v["unit"]
         )
         + table(("Component", "Bytes / param", "Per GPU"), rows, raw_cells=True)
+        + formulas(lines, _SOURCE)
         + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
         + f'<p class="lc-kv"><span>Headroom for activations</span> {headroom}</p>'
         + f'<p class="lc-kv"><span>Smallest layout that fits</span> {out("suggestion", hint)}</p>'
@@ -115,6 +238,18 @@ CALCULATOR = Calculator(
         ),
         Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
         Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+        Field(
+            "preset",
+            "Model (counts activations)",
+            _NO_MODEL,
+            kind="select",
+            options=((_NO_MODEL, "None: model state only"), *PRESET_LABELS.items()),
+            help="its parameter count replaces Parameters, and activations and overheads are counted",
+            group=_ACTIVATIONS,
+            advanced=True,
+        ),
+        Field("seq_len", "Sequence length", "4096", kind="number", group=_ACTIVATIONS, advanced=True),
+        Field("micro_batch", "Micro-batch (sequences)", "1", kind="number", group=_ACTIVATIONS, advanced=True),
     ),
     compute=_compute,
 )
