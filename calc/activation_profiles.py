@@ -36,10 +36,11 @@ Sources, term by term (``T`` tokens of the micro-batch, ``h`` hidden, ``a``/``g`
   fused GeLU: ``4Tf``).
 * **Qwen3's q/k norms**: an RMSNorm over each head's queries and keys: fp32 copies, bf16 normalized
   tensors and fp32 statistics of Q (``a`` heads) and K (``g`` heads).
-* **Mixtral's sparse MoE block** (transformers 5.24): the routed copies of the input and the experts'
-  outputs (``2Tkh`` each), the experts' SwiGLU (``8Tkf``) and the router: fp32 softmax over the
-  experts (``4TE``), top-k values and indices (``4Tk + 8Tk``), their sum (``4T``), the per-copy weights
-  (``4Tk``), three int64 permutation indices (``24Tk``) and the int32 per-expert counts (``4E``).
+* **Mixtral's and Qwen3-MoE's sparse MoE blocks** (transformers 5.24): the routed copies of the input
+  and the experts' outputs (``2Tkh`` each), the experts' SwiGLU (``8Tkf``) and the router: fp32 softmax
+  over the experts (``4TE``), top-k values and indices (``4Tk + 8Tk``), their sum (``4T``), the per-copy
+  weights (``4Tk`` in fp32 for Mixtral; Qwen3-MoE casts them to bf16, ``2Tk``), three int64 permutation
+  indices (``24Tk``) and the int32 per-expert counts (``4E``).
 * **Dropout** (GPT-2 only): CUDA's fused ``native_dropout`` saves a bool mask, 1 byte an element; the
   CPU kernel saves the scaled mask in the activation dtype (2 bytes).
 * **Outside the layers**: the int64 token ids the embedding backward needs (``8T``), GPT-2's int64
@@ -97,6 +98,7 @@ def hf_layer_terms(
     experts_per_token: int = 0,
     num_experts: int = 0,
     shared_experts: int = 0,
+    router_weight_bytes: int = 4,
 ) -> dict[str, Fraction]:
     """Bytes one Hugging Face decoder layer saves for backward on CUDA, by term (exact fractions).
 
@@ -122,6 +124,8 @@ def hf_layer_terms(
         experts_per_token: Routed experts per token ``k`` (0: dense MLP).
         num_experts: Routed experts ``E``.
         shared_experts: Shared experts (each an MLP of width ``f``).
+        router_weight_bytes: Bytes per element of the routing weights the weighted combine saves: 4
+            (fp32, Mixtral) or 2 (Qwen3-MoE casts them to the activation dtype).
 
     Returns:
         Bytes per term.
@@ -146,7 +150,7 @@ def hf_layer_terms(
     unfused = (1 if mlp == "swiglu" else 3) * _ACT * T * f * mlps  # SiLU(gate); gelu_new's three
     router = 0
     if k:
-        router = _FP32 * T * num_experts + (_FP32 + _INT64 + _FP32 + 3 * _INT64) * T * k + _FP32 * T
+        router = _FP32 * T * num_experts + (_FP32 + _INT64 + router_weight_bytes + 3 * _INT64) * T * k + _FP32 * T
         router += _FP32 * num_experts
     qkn = 0
     if qk_norm:

@@ -319,6 +319,7 @@ def layer_activations(
     implementation: str = "megatron",
     qk_norm: bool = False,
     num_experts: int = 0,
+    router_weight_bytes: int = 4,
 ) -> LayerActivations:
     """Activation bytes of one transformer layer with explicit dimensions, tensor by tensor.
 
@@ -404,6 +405,8 @@ def layer_activations(
         implementation: A key of [`IMPLEMENTATIONS`][calc.activations.IMPLEMENTATIONS].
         qk_norm: Per-head query/key RMSNorm (Qwen3; Hugging Face profiles only).
         num_experts: Routed experts of an MoE layer (its router's softmax; Hugging Face profiles only).
+        router_weight_bytes: Bytes per routing weight the combine saves (Hugging Face profiles only): 4 for
+            Mixtral's fp32 weights, 2 for Qwen3-MoE's, which are cast to the activation dtype.
 
     Returns:
         The per-GPU [`LayerActivations`][calc.activations.LayerActivations] for one micro-batch.
@@ -460,6 +463,8 @@ def layer_activations(
     impl = _choice(implementation, "implementation", IMPLEMENTATIONS)
     qkn = _flag(qk_norm, "qk_norm")
     experts = _count(num_experts, "num_experts", minimum=0)
+    if router_weight_bytes not in (2, 4):
+        raise CalcError("router_weight_bytes", "must be 2 or 4", router_weight_bytes)
 
     tokens = Fraction(s * b, c)  # tokens of the micro-batch on this context-parallel rank
     zero = dict.fromkeys((fl.name for fl in fields(LayerActivations)), 0)
@@ -485,6 +490,7 @@ def layer_activations(
             qk_norm=qkn,
             experts_per_token=k,
             num_experts=experts,
+            router_weight_bytes=router_weight_bytes,
             shared_experts=shared,
         )
         return LayerActivations(**{**zero, **{name: _ceil(value) for name, value in hf.items()}})

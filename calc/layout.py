@@ -754,6 +754,7 @@ def _layer_kinds(arch: Architecture, layout: Layout) -> dict[bool, LayerActivati
             ffn_hidden=arch.moe_intermediate_size,
             experts_per_token=arch.experts_per_token,
             shared_experts=arch.num_shared_experts,
+            router_weight_bytes=2 if arch.model_type == "qwen3_moe" else 4,  # HF profiles only
             **common,
         )
     return kinds

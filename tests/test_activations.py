@@ -483,12 +483,19 @@ def test_gqa_without_flash_saves_expanded_kv(flash, recompute, want) -> None:
         ("hf-eager", dict(mlp="swiglu", norm="rmsnorm", dropout=False), 4_556_800),  # Llama
         ("hf-sdpa", dict(mlp="swiglu", norm="rmsnorm", dropout=False), 2_795_520 + 16),  # + CUDA's RNG scalars
         ("hf-eager", dict(mlp="swiglu", norm="rmsnorm", dropout=False, qk_norm=True), 5_058_560),  # Qwen3
+        # Mixtral, 4 experts, top-2, f = 344: routed copies, experts' SwiGLU, fp32 router tensors
+        ("hf-eager", dict(ffn_hidden=344, experts_per_token=2, num_experts=4), 5_106_704),
+        # Qwen3-MoE, 8 experts, top-2, f = 128: its routing weights are cast to bf16 (2 B, not 4)
+        (
+            "hf-eager",
+            dict(ffn_hidden=128, experts_per_token=2, num_experts=8, qk_norm=True, router_weight_bytes=2),
+            4_726_816,
+        ),
     ],
 )
 def test_hf_profiles_match_measurements(implementation, kwargs, want) -> None:
-    layer = layer_activations(
-        128, 2, 256, 8, kv_heads=2, head_dim=32, ffn_hidden=688, implementation=implementation, **kwargs
-    )
+    kwargs = {"mlp": "swiglu", "norm": "rmsnorm", "dropout": False, "ffn_hidden": 688, **kwargs}
+    layer = layer_activations(128, 2, 256, 8, kv_heads=2, head_dim=32, implementation=implementation, **kwargs)
     assert layer.total == want
 
 

@@ -90,12 +90,28 @@ MODELS: dict[str, dict] = {
         sliding_window=None,
         **_SMALL,
     ),
+    "qwen3-moe": dict(
+        model_type="qwen3_moe",
+        hidden_size=256,
+        intermediate_size=688,
+        moe_intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        head_dim=32,
+        num_experts=8,
+        num_experts_per_tok=2,
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+        norm_topk_prob=True,
+        **_SMALL,
+    ),
 }
 """Small configs of real architectures (Hugging Face ``config.json`` keys)."""
 
 ACTIVATION_CASES: list[dict] = [
     dict(model=model, attn=attn, seq_len=seq, micro_batch=batch)
-    for model in ("gpt2", "llama-gqa", "llama-mha", "mistral", "qwen3", "mixtral")
+    for model in ("gpt2", "llama-gqa", "llama-mha", "mistral", "qwen3", "mixtral", "qwen3-moe")
     for attn in ("eager", "sdpa")
     for seq, batch in ((128, 2), (256, 1))
 ] + [dict(model="gpt2-dropout", attn="eager", seq_len=128, micro_batch=2)]

@@ -72,6 +72,7 @@ def _layer(arch: Architecture, case: dict, implementation: str, flash: bool = Fa
         flash_attention=flash,
         qk_norm=arch.qk_norm,
         num_experts=arch.num_experts if moe else 0,
+        router_weight_bytes=2 if arch.model_type == "qwen3_moe" else 4,
     )
 
 
