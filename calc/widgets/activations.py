@@ -12,7 +12,7 @@ from calc.errors import CalcError
 from calc.layout import check_parallelism
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table
+from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict
 
 __all__ = ["CALCULATOR"]
 
@@ -106,7 +106,8 @@ def _compute(v: dict[str, str]) -> str:
         if x
     )
     head = (
-        f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch ({setting})</span> '
+        verdict(True, f"{fmt(total)} of activations per layer per GPU for one micro-batch ({setting}).")
+        + f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch ({setting})</span> '
         f"{out('total', fmt(total), 'strong')} ({out('total_bytes', f'{total:,} B', value=total, unit='B')})</p>"
     )
     rows = []
@@ -152,7 +153,8 @@ def _hf(layer: LayerActivations, impl: str, fmt: Callable[[int], str]) -> str:
     rows = [(label, size, out(key, fmt(getattr(layer, key)))) for key, label, size in _TERMS if getattr(layer, key)]
     name = {"hf-eager": "eager attention", "hf-sdpa": "SDPA"}[impl]
     return (
-        f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch (Hugging Face GPT-2, {name})</span> '
+        verdict(True, f"{fmt(layer.total)} of activations per layer per GPU for one micro-batch (GPT-2, {name}).")
+        + f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch (Hugging Face GPT-2, {name})</span> '
         f"{out('total', fmt(layer.total), 'strong')} "
         f"({out('total_bytes', f'{layer.total:,} B', value=layer.total, unit='B')})</p>"
         + table(("Saved tensor (transformers 5.24, CUDA)", "Size", "Per GPU"), rows, raw_cells=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from calc.architecture import PARAM_KINDS, Architecture
 from calc.units import format_count
 from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, out, table
+from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, out, table, verdict
 from calc.widgets._model import model_fields, read_model
 
 __all__ = ["CALCULATOR"]
@@ -92,8 +92,12 @@ def _compute(v: dict[str, str]) -> str:
             f"{out('active_params', format_count(active), value=active)} "
             "(dense: every weight)</p>"
         )
+    answer = f"{label}: {format_count(total)} parameters, {fmt(_BF16_BYTES * total)} of weights in bf16"
+    if arch.is_moe:
+        answer += f" ({format_count(active)} active per token)"
     return (
-        f'<p class="lc-kv"><span>Model</span> {out("model", label)}</p>'
+        verdict(True, answer + ".")  # the answer first
+        + f'<p class="lc-kv"><span>Model</span> {out("model", label)}</p>'
         + f'<p class="lc-kv"><span>Shape</span> {out("shape", _shape(arch))}</p>'
         + '<p class="lc-kv"><span>Total parameters</span> '
         + f"{out('total_params', format_count(total), 'strong', value=total)}</p>"
