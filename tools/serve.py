@@ -32,6 +32,7 @@ import http.server
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -330,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.directory is None and not args.build:
         parser.error("give a built site's folder, or --build")
     builds = Path(tempfile.mkdtemp(prefix="lc-serve-"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a kill, like Ctrl-C, removes the builds
     try:
         directory = args.directory
         if args.build:
