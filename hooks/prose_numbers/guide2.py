@@ -337,6 +337,7 @@ def offload_layout(offload: bool, recompute: str = "selective") -> Layout:
         seq_len=4096,
         global_batch=64,
         flash_attention=True,
+        dropout=False,
         recompute=recompute,
         offload_optimizer=offload,
     )
