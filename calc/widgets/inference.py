@@ -12,6 +12,7 @@ from calc.widgets._html import (
     GPU_FIELD_OPTIONS,
     UNIT_FIELD_OPTIONS,
     byte_formatter,
+    formulas,
     gpu_memory,
     memory_chart,
     out,
@@ -157,10 +158,59 @@ def _compute(v: dict[str, str]) -> str:
         verdict(m.fits, line)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + table(("", "Whole model", "Per GPU"), rows, raw_cells=True)
+        + _formulas(arch, m, v, fmt, seq_len, batch, tp, memory)
         + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
         + f'<p class="lc-kv"><span>Max concurrent sequences of {seq_len:,} tokens</span> '
         + f"{out('max_sequences', f'{m.max_concurrent_sequences:,}', value=m.max_concurrent_sequences)}</p>"
         + note_html
+    )
+
+
+def _formulas(arch, m, v: dict[str, str], fmt, seq_len: int, batch: int, tp: int, memory: int) -> str:
+    """Each row's arithmetic with the reader's numbers; a line is shown only where it is the engine's own."""
+    bits = PRECISION_BITS[v["precision"]]
+    kv_bits = PRECISION_BITS[v["kv_dtype"]]
+    n = arch.param_count
+    lines = []
+    if m.weights_bytes == n * bits // 8:
+        lines.append(("Weights", f"{bits} bits / 8 × {n:,} parameters = {fmt(m.weights_bytes)}"))
+    if m.weights_per_gpu_bytes == -(-m.weights_bytes // tp):
+        lines.append(("Weights per GPU", f"{fmt(m.weights_bytes)} / tp {tp} = {fmt(m.weights_per_gpu_bytes)}"))
+    per_token = 2 * arch.num_layers * arch.num_kv_heads * arch.head_dim * kv_bits // 8
+    if not arch.uses_mla and m.kv_bytes_per_token == per_token:
+        lines.append(
+            (
+                "KV cache per token",
+                (
+                    f"2 (K, V) × {arch.num_layers} layers × {arch.num_kv_heads} KV heads × {arch.head_dim} head dim "
+                    f"× {kv_bits} bits / 8 = {m.kv_bytes_per_token:,} B"
+                ),
+            )
+        )
+    if m.kv_per_sequence_bytes == m.kv_bytes_per_token * m.cached_tokens:
+        lines.append(
+            (
+                "KV cache per sequence",
+                f"{m.kv_bytes_per_token:,} B × {m.cached_tokens:,} tokens = {fmt(m.kv_per_sequence_bytes)}",
+            )
+        )
+    if m.kv_batch_bytes == m.kv_per_sequence_bytes * batch:
+        lines.append(
+            ("KV cache for the batch", f"{fmt(m.kv_per_sequence_bytes)} × {batch:,} = {fmt(m.kv_batch_bytes)}")
+        )
+    lines.append(
+        (
+            "Total per GPU",
+            (
+                f"{fmt(m.weights_per_gpu_bytes)} + {fmt(m.kv_batch_per_gpu_bytes)} + "
+                f"{fmt(m.reserved_per_gpu_bytes)} reserved = {fmt(m.total_per_gpu_bytes)} of {fmt(memory)}"
+            ),
+        )
+    )
+    return formulas(
+        lines,
+        "Kwon et al. 2023 (vLLM), Sec. 3 (KV cache per token: K and V per layer and KV head); Ainslie et al. 2023 "
+        "(GQA) for the KV heads; calc.inference.inference_memory",
     )
 
 
