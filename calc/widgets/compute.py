@@ -10,7 +10,7 @@ from calc.hardware import GPUS, PEAK_DTYPES
 from calc.hardware import gpu as _gpu
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import out, verdict
+from calc.widgets._html import formulas, out, verdict
 from calc.widgets._model import CUSTOM, model_fields, read_model
 
 __all__ = ["CALCULATOR"]
@@ -134,7 +134,21 @@ def _compute(v: dict[str, str]) -> str:
     body = "".join(
         f'<p class="lc-kv"><span>{name}</span> {value} <small>{note}</small></p>' for name, value, note in rows
     )
-    return verdict(True, line) + body
+    seconds = t.total_flops / (gpus * achieved)
+    lines = [
+        ("Total training FLOPs", f"{factor} × {params:,} parameters × {tokens:,} tokens = {_sci(t.total_flops)}"),
+        ("Achieved per GPU", f"{mfu * 100:.3g}% × {peak / 1e12:,.1f} TFLOP/s = {achieved / 1e12:,.1f} TFLOP/s"),
+        (
+            "Wall-clock time",
+            (
+                f"{_sci(t.total_flops)} / ({gpus:,} GPUs × {achieved / 1e12:,.1f} TFLOP/s) = {_sig3(seconds)} s "
+                f"= {_sig3(t.days)} days"
+            ),
+        ),
+        ("GPU-hours", f"{gpus:,} × {_sig3(t.seconds / 3600)} hours = {_sig3(t.gpu_hours)}"),
+    ]
+    source = "Kaplan et al. 2020, Sec. 2.1 (C ≈ 6ND)" if factor == 6 else "Narayanan et al. 2021, Eq. 4 (8ND)"
+    return verdict(True, line) + body + formulas(lines, source + "; Chowdhery et al. 2022 (PaLM), App. B (MFU)")
 
 
 CALCULATOR = Calculator(
