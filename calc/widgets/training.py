@@ -8,7 +8,7 @@ from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
 from calc.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.layout import Layout
-from calc.model_state import convention_options
+from calc.model_state import convention_options, resolve_convention
 from calc.moe_routing import activation_range
 from calc.overheads import PeakMemory, peak_memory, stage_peaks
 from calc.units import format_count, parse_positive_int
@@ -18,6 +18,7 @@ from calc.widgets._html import (
     UNIT_FIELD_OPTIONS,
     byte_formatter,
     checked,
+    formulas,
     gpu_memory,
     memory_chart,
     out,
@@ -114,6 +115,53 @@ def _overhead_rows(p: PeakMemory, fmt) -> list[tuple[str, ...]]:
 _COUNTED = {"allocated": "allocated", "reserved": "reserved", "nvidia-smi": "nvidia-smi only"}
 
 
+def _formulas(p: PeakMemory, layout: Layout, fmt, in_flight: float) -> str:
+    """The breakdown's arithmetic with the reader's numbers; a model-state line is shown only where bytes per
+    parameter × the GPU's (sharded) parameters is the engine's own number (offload and FSDP2 splits are not)."""
+    m = p.memory
+    conv = resolve_convention(layout.convention)
+    lines = []
+    for key in ("weights", "gradients", "master", "momentum", "variance"):
+        per, got = getattr(conv, key), getattr(m, key)
+        for ranks in dict.fromkeys((1, layout.dp, layout.dp * layout.cp)):
+            if got and per * -(-m.params // ranks) == got:
+                shard = f"⌈{m.params:,} / {ranks:,}⌉" if ranks > 1 else f"{m.params:,}"
+                lines.append((_LABELS[key], f"{per} B × {shard} parameters = {fmt(got)}"))
+                break
+    lines.append(
+        (
+            _LABELS["activations"],
+            (
+                f"{m.layers} layers × {in_flight:.3g} micro-batches in flight × {layout.micro_batch} × "
+                f"{layout.seq_len:,} tokens, tensor by tensor = {fmt(m.activations)}"
+            ),
+        )
+    )
+    transient = p.allocated_bytes - m.total
+    lines += [
+        ("Allocated", f"{fmt(m.total)} kept + {fmt(transient)} transient at the peak = {fmt(p.allocated_bytes)}"),
+        (
+            "Reserved",
+            (
+                f"{fmt(p.allocated_bytes)} + {fmt(p.reserved_bytes - p.allocated_bytes)} allocator reserve = "
+                f"{fmt(p.reserved_bytes)}"
+            ),
+        ),
+        (
+            "nvidia-smi",
+            (
+                f"{fmt(p.reserved_bytes)} + {fmt(p.nvidia_smi_bytes - p.reserved_bytes)} CUDA context and NCCL "
+                f"buffers = {fmt(p.nvidia_smi_bytes)}"
+            ),
+        ),
+    ]
+    return formulas(
+        lines,
+        "Rajbhandari et al. 2020 (ZeRO), Sec. 3.1 and 5 (model states); Korthikanti et al. 2022, Sec. 4 "
+        "(activations); calc.overheads.peak_memory (the overheads, each with its source in the table below)",
+    )
+
+
 def _compute(v: dict[str, str]) -> str:
     choice = read_model(v)
     arch = choice.arch
@@ -138,11 +186,16 @@ def _compute(v: dict[str, str]) -> str:
     label = choice.label
     degrees = f"dp {layout.dp} × tp {layout.tp} × pp {layout.pp}" + (f" × cp {layout.cp}" if layout.cp > 1 else "")
     where = f"pipeline stage {m.stage}" if layout.pp > 1 else "each GPU"
-    head = f"{label} on {layout.gpus:,} GPUs ({degrees}): {fmt(shown)} as nvidia-smi would show it on {where}"
+    head = f"{label} on {layout.gpus:,} GPUs, {degrees}, as nvidia-smi would show it"
     if fits:
-        line = f"Fits: {head}, leaving {fmt(memory - shown)} of the {gpu_label}."
+        line = (
+            f"Fits: {fmt(shown)} of {fmt(memory)} on {where} of the {gpu_label} ({head}), {fmt(memory - shown)} left."
+        )
     else:
-        line = f"Does not fit: {head}, over the {gpu_label} ({fmt(memory)}) by {fmt(shown - memory)}."
+        line = (
+            f"Does not fit: {fmt(shown)} on {where} ({head}) is over the {gpu_label} ({fmt(memory)}) by "
+            f"{fmt(shown - memory)}."
+        )
     parts = ("weights", "gradients", "master", "momentum", "variance", "activations", "logits")
     rows = [(_LABELS[k], out(k, fmt(getattr(m, k)))) for k in parts]
     rows.append(("<strong>Tensors kept (model states and activations)</strong>", out("total", fmt(total), "strong")))
@@ -225,6 +278,7 @@ def _compute(v: dict[str, str]) -> str:
         verdict(fits, line)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + table(("Component", "Per GPU"), rows, raw_cells=True)
+        + _formulas(p, layout, fmt, in_flight)
         + table(("Overhead", "Tag", "Counted in", "Per GPU"), _overhead_rows(p, fmt), raw_cells=True)
         + table(("Total", "Per GPU"), totals, raw_cells=True)
         + _stage_table(per_stage, fmt)
