@@ -60,9 +60,9 @@ def _summary(data: dict[str, Any]) -> str:
     lines = ["| What was measured | Configurations | Largest error | Tolerance |", "|---|---:|---:|---:|"]
     for category, label in CATEGORIES.items():
         rows = [r for r in data["rows"] if r["category"] == category]
-        worst = max((abs(r["error"]) for r in rows), default=0.0)
+        worst = max((r["error"] for r in rows), key=abs, default=0.0)  # signed: under (-) or over (+)
         tol = TOLERANCE[category]
-        lines.append(f"| {label} | {len(rows)} | {_pct(worst) if worst else '0 (exact)'} | {_pct(tol)} |")
+        lines.append(f"| {label} | {len(rows)} | {_pct(worst)} | {'±' + format(tol, '.2%') if tol else '0 (exact)'} |")
     v = data["versions"]
     lines.append("")
     lines.append(
