@@ -182,7 +182,7 @@ def schedule_bubble(
 
     * GPipe, 1F1B: ``(p-1)(t_f + t_b)``; interleaved: divided by ``v`` (Narayanan et al. 2021,
       arXiv:2104.04473, Sec. 2.2.1-2.2.2).
-    * ZB-H1 (Qi et al. 2023, arXiv:2401.10241, Sec. 3.1): with ``T_B = t_b - t_w`` the input-gradient
+    * ZB-H1 (Qi et al. 2023, arXiv:2401.10241, Sec. 2.1): with ``T_B = t_b - t_w`` the input-gradient
       pass and ``T_W = t_w``, the bubble is ``(p-1)(T_F + T_B - T_W)`` once ``m >= p`` and
       ``T_W <= min(T_F, T_B)``: DeepSeek-V3's Table 2 writes it ``(PP-1)(F+B-2W)``. In general
       ``(p-1)(T_F + T_B) - (min(m, p) - 1)·min(T_W, T_F, T_B)``: a ``W`` fills a gap only as far as

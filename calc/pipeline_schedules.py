@@ -44,7 +44,7 @@ SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe
   Sec. 2.2.1);
 * ``"interleaved"``: 1F1B over ``v`` model chunks per stage (Narayanan et al. 2021, Sec. 2.2.2);
 * ``"zb-h1"``: zero-bubble ZB-H1, 1F1B with the weight-gradient passes deferred into the bubble
-  (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, Sec. 3.1);
+  (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, Sec. 2.1);
 * ``"dualpipe"``: DeepSeek-V3's bidirectional schedule (DeepSeek-AI 2024, arXiv:2412.19437, Sec. 3.2.1).
 """
 

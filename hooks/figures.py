@@ -38,5 +38,19 @@ FIGURES: dict[str, tuple[str, Callable[[], str]]] = {
         ),
         _schedule("pp-interleaved", "interleaved", v=2),
     ),
+    "pp-zb-h1": (
+        (
+            "ZB-H1, p = 4, m = 8: each backward split into B (input gradient) and W (weight gradient); the W passes "
+            "fill 1F1B's drain, a third of its bubble left (Qi et al. 2023, arXiv:2401.10241, Fig. 3 top)."
+        ),
+        _schedule("pp-zb-h1", "zb-h1"),
+    ),
+    "pp-dualpipe": (
+        (
+            "DualPipe, p = 4, m = 8: half the micro-batches enter at each end; every GPU holds stages i and p - 1 - i "
+            "(DeepSeek-AI 2024, arXiv:2412.19437, Sec. 3.2.1, Fig. 5)."
+        ),
+        _schedule("pp-dualpipe", "dualpipe"),
+    ),
 }
 """Named build-time figures: name -> (caption, function returning SVG)."""
