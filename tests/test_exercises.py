@@ -1,0 +1,147 @@
+"""calc.exercises: every answer equals a direct engine call, every draw is solvable, typed units are read."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calc.activations import activation_bytes_per_layer
+from calc.collectives import collective_bytes_sent
+from calc.errors import CalcError
+from calc.exercises import ANSWER_UNITS, check, draw, exercises, live, parse_answer
+from calc.inference import kv_cache_bytes_per_token
+from calc.model_state import model_state_bytes
+from calc.pipeline import bubble_fraction
+
+# The default case of each exercise against the engine called directly, so the page cannot drift from it.
+DIRECT = [
+    ("zero3-gpus", 14),  # 70B x 16 B = 1.12 TB over 80 GB H100s: the smallest dp is 14
+    ("model-state-total", model_state_bytes("7B").total),
+    ("weights-only-factor", Fraction(16, 2)),  # the brief's "roughly 8x"
+    ("zero1-per-gpu", model_state_bytes("7B", zero_stage=1, dp=8).total),
+    ("zero2-per-gpu", model_state_bytes("7B", zero_stage=2, dp=8).total),
+    ("zero3-per-gpu", model_state_bytes("70B", zero_stage=3, dp=64).total),
+    ("activations-none", activation_bytes_per_layer(4096, 1, 4096, 32)),
+    ("activations-selective", activation_bytes_per_layer(4096, 1, 4096, 32, recompute="selective")),
+    ("activations-full", activation_bytes_per_layer(4096, 1, 4096, 32, recompute="full")),
+    (
+        "activations-tp-sp",
+        activation_bytes_per_layer(4096, 1, 4096, 32, tp=4, sequence_parallel=True, recompute="selective"),
+    ),
+    ("activations-dp", activation_bytes_per_layer(4096, 1, 4096, 32, recompute="selective")),  # dp changes nothing
+    ("kv-per-token", kv_cache_bytes_per_token(80, 8, 128, 2)),
+    ("kv-batch", kv_cache_bytes_per_token(80, 8, 128, 2) * 4096 * 32),
+    ("bubble-1f1b", bubble_fraction(4, 8)),
+    ("bubble-interleaved", bubble_fraction(4, 8, schedule="interleaved", v=2)),
+    ("allreduce-bytes", collective_bytes_sent("all-reduce", 14 * 10**9, 8)),
+    ("oom-13b-8k", Fraction(34, 2)),  # selective keeps 34sbh, full 2sbh
+]
+
+
+@pytest.mark.parametrize(("exercise", "expected"), DIRECT)
+def test_default_answer_is_the_engine(exercise: str, expected) -> None:
+    assert draw(exercise).answer == expected
+
+
+def test_at_least_twenty_exercises_covering_every_topic() -> None:
+    found = exercises()
+    assert len(found) >= 20
+    topics = {ex.topic for ex in found.values()}
+    assert {"memory", "ZeRO", "activations", "TP", "PP", "CP", "EP", "communication", "inference", "MFU"} <= topics
+
+
+@pytest.mark.parametrize("exercise", list(exercises()))
+def test_every_parameter_draw_is_solvable(exercise: str) -> None:
+    ex = exercises()[exercise]
+    names = [name for name, _ in ex.choices]
+    for values in itertools.product(*(vals for _, vals in ex.choices)):
+        q, answer, unit, _display, tol, hint, steps = ex.solve(dict(zip(names, values, strict=True)))
+        assert unit in ANSWER_UNITS and q and hint and steps
+        assert Fraction(answer) > 0
+        assert 0 <= Fraction(tol) <= Fraction(1, 20)
+
+
+@pytest.mark.parametrize("exercise", list(exercises()))
+def test_the_shown_answer_is_accepted(exercise: str) -> None:
+    """What the worked solution prints, typed back, is right; a tenth of it is wrong."""
+    case = draw(exercise)
+    shown = case.answer_text.split(" (")[0].replace(" %", "%").replace("×", "").strip()
+    assert check(exercise, 0, shown)["correct"], shown
+    tenth = float(case.answer) / 10
+    suffix = {"B": " B", "s": " s"}.get(case.unit, "")
+    wrong = f"{tenth:g}{suffix}"
+    assert not check(exercise, 0, wrong)["correct"], wrong
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(list(exercises())), st.integers(min_value=0, max_value=10**9))
+def test_any_seed_draws_the_same_case_twice(exercise: str, seed: int) -> None:
+    assert draw(exercise, seed) == draw(exercise, seed)
+    assert draw(exercise, str(seed)).answer == draw(exercise, seed).answer
+
+
+@pytest.mark.parametrize(
+    ("text", "unit", "display", "expected"),
+    [
+        ("1.1 TB", "B", "GB", 1_100 * 10**9),
+        ("1120 GB", "B", "GB", 1_120 * 10**9),
+        ("1120", "B", "GB", 1_120 * 10**9),  # a bare number is in the question's unit
+        ("1 GiB", "B", "GB", 2**30),
+        ("1,120 GB", "B", "GB", 1_120 * 10**9),  # thousands separators
+        ("16", "gpus", "GPUs", 16),
+        ("16 GPUs", "gpus", "GPUs", 16),
+        ("37.5%", "ratio", "%", Fraction(3, 8)),
+        ("0.375", "ratio", "%", Fraction(3, 8)),
+        ("3.9 ms", "s", "ms", Fraction(39, 10000)),
+        ("12 days", "s", "days", 12 * 86400),
+        ("4.2e22", "count", "FLOP", 42 * 10**21),
+    ],
+)
+def test_parse_answer(text: str, unit: str, display: str, expected) -> None:
+    assert parse_answer(text, unit, display) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        ("", "B"),
+        ("   ", "gpus"),
+        ("lots", "B"),
+        ("12 parsecs", "B"),
+        ("5 GB", "gpus"),  # bytes where GPUs are asked
+        ("3 ms", "B"),
+        ("-1", "B"),
+        ("1e999", "count"),
+        ("9" * 100, "count"),
+    ],
+)
+def test_bad_answers_are_a_clear_calc_error(text: str, unit: str) -> None:
+    with pytest.raises(CalcError) as err:
+        parse_answer(text, unit, {"B": "GB", "gpus": "GPUs", "count": "FLOP"}[unit])
+    assert err.value.field == "answer"
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"op": "check", "exercise": "zero3-gpus", "seed": "0", "answer": "many"},
+        {"op": "check", "exercise": "nope", "seed": "0", "answer": "1"},
+        {"op": "case", "exercise": "zero3-gpus", "seed": "-3"},
+        {"op": "case", "exercise": "zero3-gpus", "seed": "1e9999"},
+        {"op": "explode"},
+    ],
+)
+def test_live_never_raises(request_: dict) -> None:
+    reply = live(request_)
+    assert reply["ok"] is False and reply["error"]["message"]
+
+
+def test_live_case_and_check() -> None:
+    case = live({"op": "case", "exercise": "bubble-1f1b", "seed": "12"})["case"]
+    assert case["seed"] == 12 and case["question"] and case["steps"]
+    reply = live({"op": "check", "exercise": "bubble-1f1b", "seed": "12", "answer": case["answer"].replace(" %", "%")})
+    assert reply["ok"] and reply["case"]["correct"]
