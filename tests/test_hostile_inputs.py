@@ -47,6 +47,8 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("communication", "config"): frozenset({"", "   "}),
     ("training-compute", "config"): frozenset({"", "   "}),
     ("plan", "config"): frozenset({"", "   "}),
+    # The planner searches a degree left blank (as "any").
+    **{("plan", d): frozenset({"", "   "}) for d in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")},
     # Blank or 0 routed-expert parameters means a dense model; 1e9 of 70B is a plausible MoE share.
     ("communication", "expert_params"): frozenset({"", "   ", "0", "1000000000"}),
     # ZeRO stage 0 is plain data parallelism.

@@ -32,11 +32,9 @@ far beyond any published run (Llama 3 405B: 16,384 GPUs, 16M tokens per batch)."
 
 
 def _searched(v: dict[str, str], name: str) -> str:
-    """A degree field: ``any`` searches it (returned as blank), anything else is passed on to be checked."""
+    """A degree field: blank or ``any`` searches it (returned as blank), anything else is passed on to be checked."""
     text = v[name].strip()
-    if text == "":
-        raise CalcError(name, f"must be a whole number, or {_ANY} to search it", v[name])
-    return "" if text.lower() == _ANY else text
+    return "" if text.lower() in ("", _ANY) else text
 
 
 def _share(v: dict[str, str], name: str, low: float, high: float) -> str:
@@ -190,7 +188,7 @@ CALCULATOR = accept_legacy_model(
                 kind="select",
                 options=tuple((k, k) for k in IMPLEMENTATIONS),
             ),
-            Field("dp", "dp", _ANY, help="a number pins it; any searches it"),
+            Field("dp", "dp", _ANY, help="a number pins it; any (or blank) searches it"),
             Field("tp", "tp", _ANY, help="searched within the node"),
             Field("pp", "pp", _ANY),
             Field("cp", "cp", _ANY, help="searched from 32K tokens"),
