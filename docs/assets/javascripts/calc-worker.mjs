@@ -1,7 +1,8 @@
 // The one Pyodide of a page load, in a module worker. Loads the pinned Pyodide and the engine
 // archive from this site (no other host), then answers render requests.
 //
-// Protocol (page -> worker): {type: "render", id, key, seq, name, inputs}; `key` names one mounted
+// Protocol (page -> worker): {type: "render", id, key, seq, name, inputs}; {type: "exercise", ...} with the same
+// fields asks calc.exercises.live(inputs) (exercises.mjs) and is answered like a render; `key` names one mounted
 // calculator, `seq` the input change the request answers.
 // Protocol (worker -> page):
 //   {type: "ready", boot}                             the engine has booted; `boot`: when each step ended, in
@@ -130,7 +131,12 @@ function renderOne(request) {
   let result = null;
   try {
     args = pyodide.toPy(request.inputs);
-    result = widgets.render(request.name, args);
+    if (request.type === "exercise") {
+      runtime.exercises ??= pyodide.pyimport("calc.exercises");
+      result = runtime.exercises.live(args);
+    } else {
+      result = widgets.render(request.name, args);
+    }
     renders += 1;
     const reply = result.toJs({ dict_converter: Object.fromEntries });
     return { type: "result", ...reply };
@@ -180,7 +186,7 @@ async function drain() {
 
 self.addEventListener("message", (event) => {
   const request = event.data;
-  if (!request || request.type !== "render") return;
+  if (!request || (request.type !== "render" && request.type !== "exercise")) return;
   const older = queue.get(request.key);
   if (older) self.postMessage({ type: "result", id: older.id, key: older.key, seq: older.seq, superseded: true, renders });
   queue.set(request.key, request);

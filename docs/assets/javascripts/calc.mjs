@@ -69,7 +69,8 @@ function earlyWorker() {
   return null;
 }
 
-function engine() {
+/** The booted engine (starting it on first use); exported for exercises.mjs, which shares this one worker. */
+export function engine() {
   if (bootFailure) return Promise.reject(bootFailure);
   if (current) return current.ready;
   const { bootTimeoutMs } = settings();
@@ -140,7 +141,8 @@ function die(eng, message) {
   for (const controller of [...controllers]) controller.engineDied(message, permanent);
 }
 
-function request(key, seq, name, inputs) {
+/** One request to the worker; `type` "exercise" asks calc.exercises.live instead of a calculator (exercises.mjs). */
+export function request(key, seq, name, inputs, type = "render") {
   const eng = current;
   if (!eng || !eng.booted || eng.over) return Promise.resolve({ type: "dead", message: "the engine is not running" });
   const id = ++nextId;
@@ -151,7 +153,7 @@ function request(key, seq, name, inputs) {
       renderTimeoutMs,
     );
     eng.pending.set(id, { resolve, timer });
-    eng.worker.postMessage({ type: "render", id, key, seq, name, inputs });
+    eng.worker.postMessage({ type, id, key, seq, name, inputs });
   });
 }
 
