@@ -5,15 +5,32 @@ and ``stage3.py``, documented in ``docs/code-docs/source/memory.rst``). They cou
 paper: 18 bytes per parameter of sharded state (fp16 and fp32 gradients, fp32 master weights, Adam's two
 moments) plus an unsharded 16-bit copy, a 1.5x buffer factor on CPU, and for ZeRO-3 four bytes per parameter of
 the largest layer. They print "GB" that are GiB (``bytes / 2**30``).
+
+llm-analysis (cli99/llm-analysis, the release on PyPI, 0.2.2, ``llm_analysis/analysis.py``) estimates
+training memory from Korthikanti et al. 2022 (arXiv:2205.05198, Sec. 4): per layer ``sbh(34 + 5as/h)``-style
+terms with its own choices (fp32 layer-norm inputs, a 1-byte attention dropout mask always, flash attention
+by default), and model states at 2 B/param of weights plus 4 of fp32 gradients and 12 of Adam (fp32 master
+weights and two moments). It computes in floats; these reproductions compute exactly and round down.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
+from calc.errors import CalcError
 from calc.units import parse_count, parse_positive_int
 
-__all__ = ["Estimate", "deepspeed_zero2_estimate", "deepspeed_zero3_estimate"]
+__all__ = [
+    "LLM_ANALYSIS_RECOMPUTE",
+    "Estimate",
+    "LlmAnalysisStates",
+    "deepspeed_zero2_estimate",
+    "deepspeed_zero3_estimate",
+    "llm_analysis_activation_bytes",
+    "llm_analysis_layer_activation_bytes",
+    "llm_analysis_model_state_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -129,3 +146,256 @@ def deepspeed_zero3_estimate(
         gpu = largest_layer_memory + int(18 * n / total_gpus)
         cpu = largest * 4 * per_node * buffer_factor if zero_init else n * 4 * per_node * buffer_factor
     return Estimate(cpu_bytes=int(cpu), gpu_bytes=int(gpu))
+
+
+LLM_ANALYSIS_RECOMPUTE = ("none", "selective", "full")
+"""llm-analysis 0.2.2's ``ActivationRecomputation``: NONE, SELECTIVE (attention core only), FULL."""
+
+
+def _la_check(recompute: str, tp: int, sp: int | None) -> int:
+    if recompute not in LLM_ANALYSIS_RECOMPUTE:
+        raise CalcError("recompute", f"must be one of {', '.join(LLM_ANALYSIS_RECOMPUTE)}", recompute)
+    sp = tp if sp is None else parse_positive_int(sp, "sp")
+    if sp > 1 and sp != tp:  # analysis.py LLMAnalysis.__init__ asserts it (Megatron-LM sequence parallelism)
+        raise CalcError("sp", f"must be 1 or equal tp (tp={tp}), as llm-analysis requires", sp)
+    return sp
+
+
+def llm_analysis_layer_activation_bytes(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    ffn_hidden: int,
+    *,
+    tp: int = 1,
+    sp: int | None = None,
+    flash_attention: bool = True,
+    softmax_dropout: bool = False,
+    recompute: str = "none",
+    recompute_gelu: bool = False,
+    gated: bool = False,
+    experts: int = 1,
+    top_k: int = 1,
+    ep: int = 1,
+    activation_bytes: int = 2,
+    layernorm_bytes: int = 4,
+) -> int:
+    """llm-analysis's ``get_activation_memory_per_layer`` (training), term for term.
+
+    Source: cli99/llm-analysis 0.2.2 (PyPI), ``llm_analysis/analysis.py``, ``LLMAnalysis``'s
+    ``get_activation_memory_per_layer``, ``..._per_layer_attn``, ``..._per_layer_mlp`` and
+    ``..._per_layernorm``, after Korthikanti et al. 2022 (arXiv:2205.05198) Sec. 4.1. With a = ``activation_bytes``,
+    t = tp, s_p = sp (llm-analysis's default: sp = tp):
+
+    - full recompute: the layer input ``sbh·a/t`` only;
+    - attention: ``(sbh/s_p + 4sbh/t)·a`` plus the core, ``(2sbh + 4·heads·sb)·a/t`` with flash attention or
+      ``2·heads·s²b·a/t`` without (none under selective recompute), plus a 1-byte softmax dropout mask
+      ``heads·s²b/t`` when asked, plus a 1-byte attention dropout mask ``sbh/s_p`` always;
+    - MLP: ``a·sbh·(E/ep)·k/s_p`` plus ``2a·sb·ffn·(E/ep)·k/t`` (``a·…`` with ``recompute_gelu``, ``a/3·…``
+      with it and gated units); llm-analysis counts no third gated matrix otherwise;
+    - two layer norms, ``2·sbh/s_p·layernorm_bytes``.
+
+    Args:
+        seq_len: Sequence length s.
+        micro_batch: Micro-batch size b.
+        hidden: Hidden size h.
+        heads: Attention heads.
+        ffn_hidden: MLP width (llm-analysis's ``ffn_embed_dim`` = ``expansion_ratio`` × h).
+        tp: Tensor-parallel size.
+        sp: Sequence-parallel size (1, or tp; default tp as llm-analysis's ``ParallelismConfig``).
+        flash_attention: llm-analysis's ``flash_attn`` (its default: True).
+        softmax_dropout: Dropout after the softmax (a 1-byte mask per score).
+        recompute: One of [`LLM_ANALYSIS_RECOMPUTE`][calc.estimators.LLM_ANALYSIS_RECOMPUTE].
+        recompute_gelu: llm-analysis's ``mlp_recompute_gelu``.
+        gated: Gated linear units (counts only with ``recompute_gelu``).
+        experts: ``moe_num_experts``.
+        top_k: ``moe_top_k``.
+        ep: Expert-parallel size.
+        activation_bytes: ``activation_bits / 8``.
+        layernorm_bytes: ``layernorm_dtype_bytes`` (its default: 4).
+
+    Returns:
+        Bytes per layer per GPU, rounded down.
+
+    Examples:
+        >>> llm_analysis_layer_activation_bytes(2048, 1, 4096, 32, 16384)  # GPT-like, flash, fp32 norms
+        344457216
+        >>> llm_analysis_layer_activation_bytes(2048, 1, 4096, 32, 16384, recompute="full")
+        16777216
+    """
+    s, b = parse_positive_int(seq_len, "seq_len"), parse_positive_int(micro_batch, "micro_batch")
+    h, n = parse_positive_int(hidden, "hidden"), parse_positive_int(heads, "heads")
+    f, t = parse_positive_int(ffn_hidden, "ffn_hidden"), parse_positive_int(tp, "tp")
+    sp_ = _la_check(recompute, t, sp)
+    a = Fraction(parse_positive_int(activation_bytes, "activation_bytes"))
+    sbh = s * b * h
+    if recompute == "full":
+        return int(sbh * a / t)
+    core = Fraction(0)
+    if recompute != "selective":
+        core = (2 * sbh + 4 * n * s * b) * a / t if flash_attention else 2 * n * s * s * b * a / t
+        if softmax_dropout:
+            core += Fraction(n * s * s * b, t)
+    attn = (Fraction(sbh, sp_) + Fraction(4 * sbh, t)) * a + core + Fraction(sbh, sp_)
+    routed = Fraction(parse_positive_int(experts, "experts"), parse_positive_int(ep, "ep"))
+    routed *= parse_positive_int(top_k, "top_k")
+    per_gelu = a / 3 if recompute_gelu and gated else a if recompute_gelu else 2 * a
+    mlp = a * sbh * routed / sp_ + per_gelu * s * b * f * routed / t
+    norms = 2 * Fraction(sbh, sp_) * parse_positive_int(layernorm_bytes, "layernorm_bytes")
+    return int(attn + mlp + norms)
+
+
+def llm_analysis_activation_bytes(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    ffn_hidden: int,
+    num_layers: int,
+    vocab_size: int,
+    **layer: object,
+) -> int:
+    """llm-analysis's ``activation_memory_per_gpu`` in ``LLMAnalysis.training``.
+
+    Source: cli99/llm-analysis 0.2.2, ``llm_analysis/analysis.py``, ``LLMAnalysis.training``: every layer of the
+    model (``num_layers``, not the stage's share: Korthikanti et al.'s first-stage argument) times
+    [`llm_analysis_layer_activation_bytes`][calc.estimators.llm_analysis_layer_activation_bytes], plus the
+    logits ``V·sb·a/t`` (``get_activation_memory_output_embedding``) and one final layer norm ``sbh/s_p`` at
+    ``layernorm_bytes`` (none under full recompute). The input embedding and the loss are not counted.
+
+    Args:
+        seq_len: Sequence length s.
+        micro_batch: Micro-batch size b.
+        hidden: Hidden size h.
+        heads: Attention heads.
+        ffn_hidden: MLP width.
+        num_layers: Transformer layers L.
+        vocab_size: Vocabulary V.
+        **layer: The keyword arguments of ``llm_analysis_layer_activation_bytes``.
+
+    Returns:
+        Bytes per GPU, rounded down.
+
+    Examples:
+        >>> llm_analysis_activation_bytes(2048, 1, 4096, 32, 16384, 32, 50257)
+        11262038016
+    """
+    per_layer = llm_analysis_layer_activation_bytes(seq_len, micro_batch, hidden, heads, ffn_hidden, **layer)
+    L, v = parse_positive_int(num_layers, "num_layers"), parse_positive_int(vocab_size, "vocab_size")
+    t = parse_positive_int(layer.get("tp", 1), "tp")
+    sp_ = _la_check(str(layer.get("recompute", "none")), t, layer.get("sp"))  # type: ignore[arg-type]
+    sb = seq_len * micro_batch
+    a = parse_positive_int(layer.get("activation_bytes", 2), "activation_bytes")
+    logits = Fraction(v * sb * a, t)
+    norm = Fraction(0)
+    if layer.get("recompute", "none") != "full":
+        norm = Fraction(sb * hidden, sp_) * parse_positive_int(layer.get("layernorm_bytes", 4), "layernorm_bytes")
+    return int(L * per_layer + logits + norm)
+
+
+@dataclass(frozen=True)
+class LlmAnalysisStates:
+    """llm-analysis's per-GPU model states, in bytes.
+
+    Attributes:
+        weights: ``weight_memory_per_gpu``.
+        gradients: ``gradient_memory_per_gpu``.
+        optimizer_states: ``optimizer_state_memory_per_gpu`` (master weights and moments).
+        total: Their sum (``weight_grad_op_state_memory_per_gpu``).
+    """
+
+    weights: int
+    gradients: int
+    optimizer_states: int
+
+    @property
+    def total(self) -> int:
+        """Weights + gradients + optimizer states."""
+        return self.weights + self.gradients + self.optimizer_states
+
+
+def llm_analysis_model_state_bytes(
+    hidden: int,
+    heads: int,
+    ffn_hidden: int,
+    num_layers: int,
+    vocab_size: int,
+    *,
+    kv_heads: int | None = None,
+    experts: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+    zero_stage: int = 0,
+    weight_bytes: int = 2,
+    embedding_bytes: int = 2,
+    master_bytes: int = 4,
+    optimizer_bytes: int | None = None,
+) -> LlmAnalysisStates:
+    """llm-analysis's weights, gradients and optimizer states per GPU, term for term.
+
+    Source: cli99/llm-analysis 0.2.2, ``llm_analysis/analysis.py``: ``get_num_params_per_layer_attn``
+    (``2h² + 2h·h·kv/heads``, at least one KV head per tp rank, no biases), ``..._mlp`` (``2·h·ffn·E``: no
+    third gated matrix), ``..._layernorm`` (2h a layer, h at the end), ``get_num_params_embedding`` (V·h, one
+    shared matrix); then ``get_weight_memory_per_layer``, ``get_memory_embedding``,
+    ``get_memory_optimizer_state_and_gradient_*`` and ``LLMAnalysis.training``: ``int(L/pp)`` layers; weights
+    at ``weight_bytes`` over tp (over dp too at ZeRO-3), gradients at ``master_bytes`` (over dp from ZeRO-2),
+    optimizer states at 12 B/param for Adam (``optimizer_bytes`` + ``master_bytes`` otherwise; over dp from
+    ZeRO-1). Experts are divided over ep and the MLP's dp share over dp/ep. The last layer norm's optimizer
+    state and gradient are divided by tp, as in the source.
+
+    Args:
+        hidden: Hidden size h.
+        heads: Attention heads.
+        ffn_hidden: MLP width.
+        num_layers: Layers L.
+        vocab_size: Vocabulary V.
+        kv_heads: Key/value heads (default: heads).
+        experts: Experts per MoE layer.
+        tp: Tensor-parallel size.
+        pp: Pipeline stages.
+        dp: Sharded data-parallel size.
+        ep: Expert-parallel size.
+        zero_stage: DeepSpeed ZeRO stage, 0 to 3.
+        weight_bytes: ``weight_bits / 8``.
+        embedding_bytes: ``embedding_bits / 8``.
+        master_bytes: ``master_weights_dtype_bytes``.
+        optimizer_bytes: ``other_op_bytes`` (None: Adam).
+
+    Returns:
+        The [`LlmAnalysisStates`][calc.estimators.LlmAnalysisStates].
+
+    Examples:
+        >>> st = llm_analysis_model_state_bytes(4096, 32, 11008, 32, 32000)  # Llama-2-7B-like shapes
+        >>> st.weights, st.total
+        (10329006080, 92961054720)
+    """
+    h, n = parse_positive_int(hidden, "hidden"), parse_positive_int(heads, "heads")
+    f, L = parse_positive_int(ffn_hidden, "ffn_hidden"), parse_positive_int(num_layers, "num_layers")
+    v = parse_positive_int(vocab_size, "vocab_size")
+    kv = n if kv_heads is None else parse_positive_int(kv_heads, "kv_heads")
+    if n % kv:
+        raise CalcError("kv_heads", f"must divide heads (heads={n})", kv, code="not-divisible")
+    E, t, p = parse_positive_int(experts, "experts"), parse_positive_int(tp, "tp"), parse_positive_int(pp, "pp")
+    d, e = parse_positive_int(dp, "dp"), parse_positive_int(ep, "ep")
+    if zero_stage not in (0, 1, 2, 3):
+        raise CalcError("zero_stage", "must be 0, 1, 2 or 3", zero_stage)
+    wb, mb = Fraction(weight_bytes), Fraction(master_bytes)
+    op = Fraction(12) if optimizer_bytes is None else Fraction(optimizer_bytes) + mb
+    attn = 2 * h * h + 2 * h * (h * max(Fraction(kv, t), Fraction(1)) * t / n)
+    mlp, router, ln, emb = 2 * h * f * E, h * E if E > 1 else 0, 2 * h, v * h
+    layers = L // p
+
+    def over(stage: int) -> tuple[Fraction, Fraction]:  # (dp, mlp's dp) divisors from this stage on
+        return (Fraction(d), Fraction(d, e)) if zero_stage >= stage else (Fraction(1), Fraction(1))
+
+    d3, m3 = over(3)
+    weights = layers * ((attn + ln) * wb / t / d3 + (Fraction(mlp, e) + router) * wb / t / m3)
+    weights += Fraction(emb, t) * embedding_bytes / d3 + Fraction(h, t) * wb / d3
+    d1, m1 = over(1)
+    opt = layers * (op * mlp / e / t / m1 + op * (attn + router + ln) / t / d1) + op * (emb + h) / t / d1
+    d2, m2 = over(2)
+    grad = layers * (mlp * mb / e / t / m2 + (attn + router + ln) * mb / t / d2) + mb * (emb + h) / t / d2
+    return LlmAnalysisStates(weights=int(weights), gradients=int(grad), optimizer_states=int(opt))

@@ -312,7 +312,14 @@ def main() -> int:
     from validation.configs import ACTIVATION_CASES
 
     measured["activations"] = [measure_activations(c) for c in ACTIVATION_CASES]
-    return write_results(measured, device="cpu")
+    rc = write_results(measured, device="cpu")
+    from validation.llm_analysis import check  # the engine's llm-analysis reproduction vs the real package
+
+    peers = check()
+    bad = [line for line in peers if not line.startswith("ok")]
+    print(f"llm-analysis 0.2.2: {len(peers) - len(bad)}/{len(peers)} configurations reproduced exactly")
+    print("\n".join(bad))
+    return rc or (1 if bad else 0)
 
 
 if __name__ == "__main__":
