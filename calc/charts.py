@@ -41,6 +41,7 @@ __all__ = [
     "layout_chart",
     "layout_comparison",
     "memory_breakdown",
+    "memory_by_case",
     "spec_json",
     "step_time_chart",
     "zero_chart",
@@ -196,6 +197,82 @@ def memory_breakdown(
     }
 
 
+def memory_by_case(
+    cases: Sequence[tuple[str, Sequence[tuple[str, int]]]],
+    capacity: tuple[int, str] | None = None,
+    *,
+    unit: str = "GB",
+    title: str = "Memory by case",
+) -> dict[str, object]:
+    """Horizontal stacked bars, one per case (a method, a layout), of memory by component.
+
+    The same encoding as [`memory_breakdown`][calc.charts.memory_breakdown], one bar per case, so cases
+    are compared component by component; empty components are left out.
+
+    Args:
+        cases: ``(case label, [(component, bytes), ...])`` in display order.
+        capacity: ``(bytes, label)`` of the GPU, drawn as a labelled rule, or ``None``.
+        unit: ``"GB"`` or ``"GiB"``.
+        title: The chart's title.
+
+    Examples:
+        >>> s = memory_by_case([("Full", [("Weights", 2 * 10**9), ("Adam", 0)]), ("LoRA", [("Weights", 10**9)])])
+        >>> s["layer"][0]["data"]["values"]
+        [{'case': 'Full', 'component': 'Weights', 'amount': 2.0, 'order': 0}, \
+{'case': 'LoRA', 'component': 'Weights', 'amount': 1.0, 'order': 0}]
+        >>> memory_by_case([])
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: cases must name at least one case (got 0)
+    """
+    if not cases:
+        raise CalcError("cases", "must name at least one case", 0)
+    values, components = [], []
+    for case, segments in cases:
+        for i, (component, n) in enumerate(segments):
+            if n > 0:
+                values.append({"case": case, "component": component, "amount": _amount(n, unit), "order": i})
+                if component not in components:
+                    components.append(component)
+    x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
+    layers: list[dict[str, object]] = [
+        {
+            "data": {"values": values},
+            "mark": {"type": "bar", "tooltip": False},
+            "encoding": {
+                "y": {"field": "case", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}},
+                "x": {**x, "stack": "zero"},
+                "color": {
+                    "field": "component",
+                    "type": "nominal",
+                    "sort": components,
+                    "title": None,
+                    "legend": {"orient": "bottom", "columns": 3},
+                },
+                "order": {"field": "order", "type": "ordinal"},
+            },
+        }
+    ]
+    if capacity is not None:
+        cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
+        layers += [
+            {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeWidth": 2}, "encoding": {"x": x}},
+            {
+                "data": {"values": [cap]},
+                "mark": {"type": "text", "align": "right", "dx": -4, "y": -8, "fontWeight": "bold"},
+                "encoding": {"x": x, "text": {"field": "label"}},
+            },
+        ]
+    return {
+        "title": title,
+        "description": "Horizontal stacked bars of memory per GPU by component, one per case"
+        + (f", with the GPU memory ({capacity[1]}) marked." if capacity else "."),
+        "width": CHART_WIDTH,
+        "height": {"step": 30},
+        "layer": layers,
+    }
+
+
 def _log_series(
     series: Mapping[str, Sequence[tuple[int, int]]], unit: str, x_name: str
 ) -> tuple[list[dict[str, object]], list[str]]:
@@ -299,9 +376,11 @@ def zero_scaling(
 
 def activations_by_sequence(
     series: Mapping[str, Sequence[tuple[int, int]]],
-    reader: tuple[int, int, str],
+    reader: tuple[int, int, str] | None,
     *,
     capacity: tuple[int, str] | None = None,
+    stops: Mapping[str, int] | None = None,
+    legend: str = "Recomputation",
     unit: str = "GB",
     title: str = "Activations against sequence length",
 ) -> dict[str, object]:
@@ -313,8 +392,13 @@ def activations_by_sequence(
 
     Args:
         series: Mode name (``"None"``, ``"Selective"``, ``"Full"``) to ``(seq_len, bytes)`` points.
-        reader: ``(seq_len, bytes, label)`` of the reader's inputs, drawn as a labelled diamond.
+        reader: ``(seq_len, bytes, label)`` of the reader's inputs, drawn as a labelled diamond, or ``None``
+            (a chart in the prose has no reader).
         capacity: ``(bytes, label)`` of the GPU, or ``None``.
+        stops: Series name to the longest sequence at which that layout still fits, drawn as a ring on
+            the line (a point of the series). What "fits" means is the caller's: the whole peak, not
+            only the activations, so a ring may sit well below the capacity line.
+        legend: The colour legend's title.
         unit: ``"GB"`` or ``"GiB"``.
         title: The chart's title.
 
@@ -322,6 +406,13 @@ def activations_by_sequence(
         >>> s = activations_by_sequence({"Full": [(1024, 10**9), (2048, 2 * 10**9)]}, (2048, 2 * 10**9, "you"))
         >>> [r["amount"] for r in s["layer"][0]["data"]["values"]]
         [1.0, 2.0]
+        >>> s = activations_by_sequence({"Full": [(1024, 10**9), (2048, 2 * 10**9)]}, None, stops={"Full": 1024})
+        >>> [layer["mark"]["type"] for layer in s["layer"]], s["layer"][1]["data"]["values"]
+        (['line', 'point', 'text'], [{'series': 'Full', 'seq': 1024, 'amount': 1.0, 'label': 'fits up to 1,024'}])
+        >>> activations_by_sequence({"Full": [(1024, 1)]}, None, stops={"Full": 4096})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: stops must name a point of its series (got 'Full: seq=4096')
         >>> activations_by_sequence({"Full": [(0, 1)]}, (1, 1, "you"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -335,27 +426,40 @@ def activations_by_sequence(
         "scale": {"type": "log", "base": 2},
     }
     y = {"field": "amount", "type": "quantitative", "title": f"Activations ({unit})", "scale": {"type": "log"}}
-    seq, n, label = reader
-    point = {"seq": seq, "amount": _amount(n, unit), "label": label}
+    color = {"field": "series", "type": "nominal", "sort": names, "title": legend}
+    layers: list[dict[str, object]] = [
+        {
+            "data": {"values": rows},
+            "mark": {"type": "line", "point": True},
+            "encoding": {"x": x, "y": y, "color": color},
+        }
+    ]
+    described = ""
+    if reader is not None:
+        seq, n, label = reader
+        layers += _reader_layers({"seq": seq, "amount": _amount(n, unit), "label": label}, x, y)
+        described = f", with the reader's inputs ({label}) marked"
+    if stops:
+        rings = []
+        for name, seq in stops.items():
+            match = [r for r in rows if r["series"] == name and r["seq"] == seq]
+            if not match:
+                raise CalcError("stops", "must name a point of its series", f"{name}: seq={seq}")
+            rings.append({**match[0], "label": f"fits up to {seq:,}"})
+        ring = {"type": "point", "filled": False, "size": 260, "strokeWidth": 2}
+        label_mark = {"type": "text", "align": "left", "dx": 9, "dy": 10, "fontSize": 10}
+        layers += [
+            {"data": {"values": rings}, "mark": ring, "encoding": {"x": x, "y": y, "color": color}},
+            {"data": {"values": rings}, "mark": label_mark, "encoding": {"x": x, "y": y, "text": {"field": "label"}}},
+        ]
+        described += ", each line's longest fitting length ringed"
     return {
         "title": title,
-        "description": "Lines of activation memory against sequence length for each recomputation mode, log axes, "
-        f"with the reader's inputs ({label}) marked.",
+        "description": f"Lines of activation memory against sequence length for each {legend.lower()} case, log axes"
+        f"{described}.",
         "width": CHART_WIDTH,
         "height": 260,
-        "layer": [
-            {
-                "data": {"values": rows},
-                "mark": {"type": "line", "point": True},
-                "encoding": {
-                    "x": x,
-                    "y": y,
-                    "color": {"field": "series", "type": "nominal", "sort": names, "title": "Recomputation"},
-                },
-            },
-            *_reader_layers(point, x, y),
-            *_capacity_layers(capacity, unit, y),
-        ],
+        "layer": [*layers, *_capacity_layers(capacity, unit, y)],
     }
 
 

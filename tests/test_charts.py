@@ -64,6 +64,8 @@ CALCULATOR_CHARTS = [
     ("activations", {"sequence_parallel": "1", "recompute": "selective"}, ["activations-by-sequence"]),
     ("communication", {}, ["exposed-time"]),
     ("plan", {}, ["layout-comparison", "exposed-time"]),
+    ("finetune-memory", {}, ["memory-breakdown"]),
+    ("finetune-memory", {"method": "qlora", "preset": "llama3-70b", "unit": "GiB"}, ["memory-breakdown"]),
     ("plan", {"pp": "4"}, ["layout-comparison", "exposed-time"]),  # with a pipeline bubble
 ]
 

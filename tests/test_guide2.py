@@ -3,10 +3,15 @@ and the built pages print the registry's numbers where they make it (hooks/prose
 
 from __future__ import annotations
 
+import html as _html
+import json
+import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from mkdocs.exceptions import PluginError
 
 from calc.finetune import finetune_memory
 from calc.hardware import gpu
@@ -17,6 +22,7 @@ from calc.steptime import step_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
 
+import lc_prose_charts
 from numbers_registry import NUMBERS  # the hooks folder is on sys.path, not a package
 from prose_numbers import guide2
 
@@ -144,3 +150,109 @@ def test_pages_print_the_engine_numbers(site_pages: dict[str, str], page: str) -
 
 def test_the_accuracy_page_is_linked(site_pages: dict[str, str]) -> None:
     assert 'href="../../accuracy/' in site_pages["memory/measuring/"]
+
+
+# --- the prose charts (hooks/lc_prose_charts.py): values from the engine, pre-rendered in both palettes -------
+
+_PROSE_CHART = re.compile(
+    r'<div class="lc-prose-chart" id="chart-(?P<id>[^"]+)"><figure class="lc-chart" data-chart="(?P<name>[^"]+)" '
+    r'data-chart-spec="(?P<spec>[^"]*)"(?P<rest>[^>]*)><div class="lc-chart__view"[^>]*>(?P<view>.*?)</div></figure>',
+    re.DOTALL,
+)
+PROSE_CHART_PAGES = {
+    "activations-curve": "memory/activations/",
+    "overlap-exposed": "parallelism/overlap/",
+    "finetune-methods": "memory/finetuning/",
+    "finetune-methods-70b": "memory/finetuning/",
+}
+
+
+def _spec(name: str) -> dict:
+    m = re.search(r'data-chart-spec="([^"]*)"', lc_prose_charts.CHARTS[name][1]())
+    assert m
+    return json.loads(_html.unescape(m[1]))
+
+
+def test_the_curve_chart_is_the_engine_curve() -> None:
+    """Every point is layout_memory's activations for that case and length; each ring sits at the longest length
+    whose whole peak (peak_memory, as nvidia-smi shows it) fits, computed here without guide2's cache."""
+    spec = _spec("activations-curve")
+    lines, rings = spec["layer"][0]["data"]["values"], spec["layer"][1]["data"]["values"]
+    arch = preset(guide2.CURVE_ARCH)
+    names = dict(zip(guide2.CURVE_CASES, dict.fromkeys(r["series"] for r in lines), strict=True))
+    assert len(lines) == len(guide2.CURVE_CASES) * len(guide2.CURVE_SEQS)
+    for row in lines[:: len(guide2.CURVE_SEQS) // 3]:
+        case = next(c for c, n in names.items() if n == row["series"])
+        exact = layout_memory(arch, guide2.curve_layout(case, row["seq"])).activations
+        assert row["amount"] == pytest.approx(exact / 1e9, abs=1e-6)
+    for case, name in names.items():
+        fits = [
+            s for s in guide2.CURVE_SEQS if peak_memory(arch, guide2.curve_layout(case, s)).nvidia_smi_bytes <= CAPACITY
+        ]
+        ring = [r["seq"] for r in rings if r["series"] == name]
+        assert ring == ([max(fits)] if fits else [])
+        if fits and max(fits) < guide2.CURVE_SEQS[-1]:  # the next length does not fit
+            nxt = 2 * max(fits)
+            assert peak_memory(arch, guide2.curve_layout(case, nxt)).nvidia_smi_bytes > CAPACITY
+    capacity = [layer for layer in spec["layer"] if layer["mark"].get("type") == "rule"]
+    assert capacity and capacity[0]["data"]["values"][0]["amount"] == CAPACITY / 1e9
+    # the quadratic term: without recomputation or FlashAttention the line bends up, FlashAttention's does not
+    none = [r["amount"] for r in lines if r["series"] == names["none"]]
+    flash = [r["amount"] for r in lines if r["series"] == names["flash"]]
+    assert none[-1] / none[-2] > 2.5 and flash[-1] / flash[-2] == pytest.approx(2, rel=0.01)
+
+
+def test_the_overlap_chart_is_the_step_time_model() -> None:
+    spec = _spec("overlap-exposed")
+    got = {(v["what"], v["part"]): v["seconds"] for v in spec["data"]["values"]}
+    for stage in (1, 3):
+        t = step_time(preset(guide2.OVERLAP_ARCH), guide2.overlap_layout(stage))
+        for term, total in guide2.raw_terms(stage).items():
+            label = f"ZeRO-{stage}: {lc_prose_charts._OVERLAP_NAMES[term]}"
+            exposed = t.exposed_s[term]
+            assert got[(label, "Exposed")] == pytest.approx(exposed, abs=1e-9)
+            if total - exposed > 0:
+                assert got[(label, "Overlapped with compute")] == pytest.approx(total - exposed, abs=1e-9)
+
+
+@pytest.mark.parametrize(("name", "slug"), [("finetune-methods", "llama2-7b"), ("finetune-methods-70b", "llama3-70b")])
+def test_the_finetune_chart_is_finetune_memory(name: str, slug: str) -> None:
+    spec = _spec(name)
+    bars = spec["layer"][0]["data"]["values"]
+    totals: dict[str, float] = {}
+    for b in bars:
+        totals[b["case"]] = totals.get(b["case"], 0) + b["amount"]
+    want = [finetune_memory(preset(slug), m).total / 1e9 for m in ("full", "lora", "qlora")]
+    assert list(totals.values()) == pytest.approx(want, abs=1e-5)
+    fits = [t <= CAPACITY / 1e9 for t in totals.values()]
+    assert fits == ([False, True, True] if slug == "llama2-7b" else [False, False, True])
+
+
+def _page(src: str) -> SimpleNamespace:
+    return SimpleNamespace(file=SimpleNamespace(src_uri=src))
+
+
+@pytest.mark.parametrize("text", ["[[chart no-such-chart]]", "see [[chart activations-curve]] inline"])
+def test_a_bad_chart_marker_fails_the_build(text: str) -> None:
+    with pytest.raises(PluginError, match="chart"):
+        lc_prose_charts.on_page_markdown(f"# T\n\n{text}\n", _page("x.md"), None, None)
+
+
+@pytest.mark.parametrize(("name", "page"), sorted(PROSE_CHART_PAGES.items()))
+def test_prose_charts_are_prerendered_in_both_palettes(site_pages: dict[str, str], name: str, page: str) -> None:
+    found = {m["id"]: m for m in _PROSE_CHART.finditer(site_pages[page])}
+    assert name in found, (page, sorted(found))
+    m = found[name]
+    assert 'data-chart-state="prerendered"' in m["rest"]
+    assert re.findall(r'<svg data-scheme="(\w+)" aria-hidden="true"', m["view"]) == ["default", "slate"]
+    assert json.loads(_html.unescape(m["spec"])) == _spec(name), "the page's spec is the engine's"
+
+
+def test_the_curve_keeps_its_table_under_the_chart(site_pages: dict[str, str]) -> None:
+    page = site_pages["memory/activations/"]
+    chart_at = page.index('id="chart-activations-curve"')
+    assert chart_at < page.index('data-num="g2-curve-none-4k"'), "the table is the chart's text alternative"
+
+
+def test_the_finetune_calculator_is_on_its_page(site_pages: dict[str, str]) -> None:
+    assert 'data-calc="finetune-memory"' in site_pages["memory/finetuning/"]

@@ -47,6 +47,7 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("communication", "config"): frozenset({"", "   "}),
     ("training-compute", "config"): frozenset({"", "   "}),
     ("plan", "config"): frozenset({"", "   "}),
+    ("finetune-memory", "config"): frozenset({"", "   "}),
     # The planner searches a degree left blank (as "any").
     **{("plan", d): frozenset({"", "   "}) for d in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")},
     # Blank or 0 routed-expert parameters means a dense model; 1e9 of 70B is a plausible MoE share.
@@ -59,6 +60,7 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("will-it-fit", "gpu_memory"): frozenset({"1.5"}),
     ("training-memory", "gpu_memory"): frozenset({"1.5"}),
     ("serving-memory", "gpu_memory"): frozenset({"1.5"}),
+    ("finetune-memory", "gpu_memory"): frozenset({"1.5"}),
     ("serving-memory", "reserved_pct"): frozenset({"0", "1.5"}),
     ("training-compute", "peak_tflops"): frozenset({"1.5"}),
     ("training-compute", "mfu"): frozenset({"1.5"}),

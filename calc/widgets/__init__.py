@@ -54,6 +54,7 @@ CALCULATOR_MODULES: tuple[str, ...] = (
     "activations",
     "training",
     "planner",
+    "finetune",
 )
 """Modules of ``calc.widgets`` that each define a ``CALCULATOR``; their names are the registry keys."""
 
@@ -233,6 +234,7 @@ _LOADED: dict[str, Calculator] = {}  # imported one at a time by render(); the f
 _MODULE_OF: dict[str, str] = {
     "activations": "activations",
     "communication": "comm",
+    "finetune-memory": "finetune",
     "parameter-count": "architecture",
     "pipeline-bubble": "pipeline",
     "plan": "planner",
