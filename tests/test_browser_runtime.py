@@ -204,9 +204,9 @@ def test_superseded_requests_are_not_computed(instrumented, site_url) -> None:
           const field = document.querySelector('[data-calc="pipeline-bubble"] [name="num_microbatches"]');
           lc.holdPosts = true;
           for (let i = 0; i < 30; i++) {
+            const n = lc.heldPosts.length;  // before the event: its request is posted within it
             field.value = String(8 + i);
             field.dispatchEvent(new Event('input', {bubbles: true}));
-            const n = lc.heldPosts.length;
             await lc.until(() => lc.heldPosts.length > n);
           }
           lc.holdPosts = false;
