@@ -8,6 +8,16 @@ activations are those of full fine-tuning. Plus the CUDA context
 ([`CUDA_CONTEXT_BYTES`][calc.overheads.CUDA_CONTEXT_BYTES]). Not counted: the adapters' own ``r``-wide
 intermediates, QLoRA's momentary dequantized bf16 copy of one layer, paged optimizers, the caching
 allocator's reserve and fragmentation, and any sharding (one GPU, one replica).
+
+Examples:
+    >>> from calc.widgets import render
+    >>> reply = render("finetune-memory", {"method": "qlora", "preset": "llama3-70b", "recompute": "full"})
+    >>> reply["ok"], 'data-ok="yes"' in reply["html"], 'data-output="frozen_nf4"' in reply["html"]
+    (True, True, True)
+    >>> 'data-ok="no"' in render("finetune-memory", {"method": "qlora", "preset": "llama3-70b"})["html"]
+    True
+    >>> render("finetune-memory", {"rank": "0"})["error"]["field"]
+    'rank'
 """
 
 from __future__ import annotations
