@@ -145,3 +145,26 @@ def test_live_case_and_check() -> None:
     assert case["seed"] == 12 and case["question"] and case["steps"]
     reply = live({"op": "check", "exercise": "bubble-1f1b", "seed": "12", "answer": case["answer"].replace(" %", "%")})
     assert reply["ok"] and reply["case"]["correct"]
+
+
+def test_the_hook_prerenders_every_exercise_and_refuses_unknown_ones() -> None:
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    PluginError = pytest.importorskip("mkdocs.exceptions", reason="the build hook runs on the host only").PluginError
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
+    import lc_exercises
+
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="elsewhere.md"))
+    out = lc_exercises.on_page_markdown("# T { #t }\n\n[[exercise zero3-gpus]]\n", page, None, None)
+    html_ = lc_exercises.on_page_content(f"<p>{out.split()[-1]}</p>", page, None, None)
+    assert 'data-exercise="zero3-gpus"' in html_ and 'data-state="prerendered"' in html_
+    assert draw("zero3-gpus").answer_text in html_ and "<script" not in html_ and "style=" not in html_
+    with pytest.raises(PluginError, match="exercise"):
+        lc_exercises.on_page_markdown("[[exercise nope]]\n", page, None, None)
+    with pytest.raises(PluginError, match="missing"):
+        lc_exercises.on_page_markdown(
+            "[[exercise zero3-gpus]]\n", SimpleNamespace(file=SimpleNamespace(src_uri="exercises.md")), None, None
+        )
