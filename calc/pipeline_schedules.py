@@ -258,7 +258,7 @@ class Schedule:
 
         This is how many chunks' activations ``stage`` holds at once: ``m`` for GPipe, at most
         ``p`` for 1F1B and ZB-H1 on the first stage (Narayanan et al. 2021, Sec. 2.2.1; Qi et al.
-        2023, Sec. 3.1), ``p + 1`` for DualPipe (DeepSeek-V3 report, Table 2). An overlapped pair's
+        2023, Sec. 2.1), ``p + 1`` for DualPipe (DeepSeek-V3 report, Table 2). An overlapped pair's
         forward is counted before its backward frees anything. A split schedule's ``W`` pass still
         needs the layer inputs and output gradients, a smaller residue that this count leaves out,
         as Qi et al. do (their ``M_W`` next to ``M_B``).
@@ -359,7 +359,7 @@ def _interleaved(stage: int, p: int, m: int, v: int) -> list[tuple[_Pass, ...]]:
 
 
 def _zb_h1(stage: int, p: int, m: int) -> list[tuple[_Pass, ...]]:
-    # Qi et al. 2023 Sec. 3.1 (Fig. 3, ZB-H1): 1F1B's order of F and B (input gradients only), with each
+    # Qi et al. 2023 Sec. 2.1 (Fig. 3, ZB-H1): 1F1B's order of F and B (input gradients only), with each
     # W pass run one step after its B on every stage, and stage i deferring i of them to its
     # cool-down, where they fill the bubble 1F1B leaves there. In-flight forwards stay 1F1B's.
     warmup = min(p - stage - 1, m)
@@ -479,7 +479,7 @@ def pipeline_schedule(
     Each stage runs its passes in a fixed order (GPipe: all forwards, then all backwards, Huang
     et al. 2019; 1F1B: ``p - stage - 1`` warm-up forwards, then alternating one forward and one
     backward, Narayanan et al. 2021 Sec. 2.2.1; interleaved: Megatron-LM's order for ``v`` chunks,
-    Sec. 2.2.2; ZB-H1: Qi et al. 2023 Sec. 3.1; DualPipe: DeepSeek-V3 report Sec. 3.2.1). A pass
+    Sec. 2.2.2; ZB-H1: Qi et al. 2023 Sec. 2.1; DualPipe: DeepSeek-V3 report Sec. 3.2.1). A pass
     starts as soon as its stage is free and its input is ready: the forward of model stage ``g``
     needs stage ``g-1``'s forward of that micro-batch, the backward needs stage ``g+1``'s backward
     (or, on the last stage, its own forward), a ``W`` its own ``B``. Chunk ``c`` of device ``i`` is

@@ -367,7 +367,7 @@ def test_in_flight_without_drawing_matches_the_schedule(p: int, m: int, schedule
 @pytest.mark.parametrize(
     ("schedule", "p", "m", "times", "bubble"),
     [
-        # Qi et al. 2023 Sec. 3.1: with T_F = T_B = T_W (here 1, input-gradient 1, weight 1) ZB-H1's bubble is
+        # Qi et al. 2023 Sec. 2.1: with T_F = T_B = T_W (here 1, input-gradient 1, weight 1) ZB-H1's bubble is
         # (p-1)(T_F + T_B - T_W) = p - 1, a third of 1F1B's (p-1)(T_F + T_B + T_W) = 3 (p - 1).
         ("zb-h1", 4, 8, (1, 2, 1), 3),
         ("1f1b", 4, 8, (1, 2, 1), 9),

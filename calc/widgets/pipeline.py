@@ -29,7 +29,7 @@ _FORMULAS = {
     "gpipe": ("(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
     "1f1b": ("(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
     "interleaved": ("(p−1)(F+B)/v", "Narayanan et al. 2021 Sec. 2.2.2"),
-    "zb-h1": ("(p−1)(F+B−2W)", "Qi et al. 2023 Sec. 3.1; DeepSeek-V3 Table 2"),
+    "zb-h1": ("(p−1)(F+B−2W)", "Qi et al. 2023 Sec. 2.1; DeepSeek-V3 Table 2"),
     "dualpipe": ("(p/2−1)(F&B+B−3W)", "DeepSeek-V3 report Sec. 3.2.1, Table 2"),
 }
 """Bubble time per step in the papers' notation (B the whole backward, W its weight-gradient part)."""
