@@ -28,6 +28,8 @@ RENDER_CASES = [
     ("will-it-fit", {"params": "1e100000000"}),  # refused before 10**100000000 is computed
     ("will-it-fit", {"gpu": "custom", "gpu_memory": "1e5000"}),
     ("pipeline-bubble", {"pp": "1024", "num_microbatches": "9"}),
+    ("pipeline-bubble", {"pp": "4", "num_microbatches": "8", "schedule": "zb-h1"}),
+    ("pipeline-bubble", {"pp": "8", "num_microbatches": "16", "schedule": "dualpipe"}),
 ]
 
 
