@@ -137,6 +137,9 @@ def bind(
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: batch is not an input of will-it-fit (its inputs: params, convention, ...) (got '8')
+        >>> serving = calculators()["serving-memory"].fields
+        >>> bind("serving-memory", serving, [("model", "llama2-70b")])["preset"]  # the old field name still works
+        'llama2-70b'
     """
     by_name: Mapping[str, Field] = {f.name: f for f in fields}
     if word is not None:
@@ -146,6 +149,9 @@ def bind(
     values = {f.name: f.default for f in fields}
     seen: set[str] = set()
     for name, value in pairs:
+        if name == "model" and name not in by_name and "preset" in by_name and "config" in by_name:
+            # The serving calculator's old field: a preset name, or a config.json (inline JSON or @file).
+            name = "config" if value is not None and value.lstrip().startswith(("{", "@")) else "preset"
         f = by_name.get(name)
         if f is None:
             known = ", ".join(by_name) or "none"
