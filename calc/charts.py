@@ -408,7 +408,7 @@ def activations_by_sequence(
         [1.0, 2.0]
         >>> s = activations_by_sequence({"Full": [(1024, 10**9), (2048, 2 * 10**9)]}, None, stops={"Full": 1024})
         >>> [layer["mark"]["type"] for layer in s["layer"]], s["layer"][1]["data"]["values"]
-        (['line', 'point', 'text'], [{'series': 'Full', 'seq': 1024, 'amount': 1.0, 'label': 'fits up to 1,024'}])
+        (['line', 'point'], [{'series': 'Full', 'seq': 1024, 'amount': 1.0}])
         >>> activations_by_sequence({"Full": [(1024, 1)]}, None, stops={"Full": 4096})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -445,13 +445,10 @@ def activations_by_sequence(
             match = [r for r in rows if r["series"] == name and r["seq"] == seq]
             if not match:
                 raise CalcError("stops", "must name a point of its series", f"{name}: seq={seq}")
-            rings.append({**match[0], "label": f"fits up to {seq:,}"})
+            rings.append(match[0])
         ring = {"type": "point", "filled": False, "size": 260, "strokeWidth": 2}
-        label_mark = {"type": "text", "align": "left", "dx": 9, "dy": 10, "fontSize": 10}
-        layers += [
-            {"data": {"values": rings}, "mark": ring, "encoding": {"x": x, "y": y, "color": color}},
-            {"data": {"values": rings}, "mark": label_mark, "encoding": {"x": x, "y": y, "text": {"field": "label"}}},
-        ]
+        # Unlabelled: with many lines the labels would overlap; the legend's colour names the ring's line.
+        layers.append({"data": {"values": rings}, "mark": ring, "encoding": {"x": x, "y": y, "color": color}})
         described += ", each line's longest fitting length ringed"
     return {
         "title": title,

@@ -27,6 +27,7 @@ from calc import format_bytes
 from calc.charts import activations_by_sequence, chart, exposed_time, memory_by_case
 from calc.errors import CalcError
 from calc.hardware import gpu
+from calc.model_state import CONVENTIONS
 from prose_numbers import guide2
 
 __all__ = ["CHARTS", "curve_series", "finetune_cases", "overlap_rows"]
@@ -64,7 +65,7 @@ def _curve() -> str:
     spec = activations_by_sequence(
         series,
         None,
-        capacity=(_H100.memory_bytes, _H100.name),
+        capacity=(_H100.memory_bytes, _H100.label),
         stops=stops,
         legend="Layout",
         title="Llama 3 8B on 8 H100s: activations per GPU against sequence length",
@@ -72,7 +73,7 @@ def _curve() -> str:
     longest = max(stops.items(), key=lambda kv: kv[1], default=("none", 0))
     label = (
         f"Per-GPU activations of Llama 3 8B against sequence length for {len(series)} layouts, log axes, with the "
-        f"{_H100.name} capacity line; the longest that fits is {longest[1]:,} tokens ({longest[0]})."
+        f"{_H100.label} capacity line; the longest that fits is {longest[1]:,} tokens ({longest[0]})."
     )
     return chart("activations-curve", spec, label)
 
@@ -102,6 +103,7 @@ def _overlap() -> str:
     return chart("overlap-exposed", spec, label)
 
 
+_PER_PARAM = CONVENTIONS["mixed-adam-16"].bytes_per_param
 _FT_LABELS = {"full": "Full fine-tuning", "lora": "LoRA, r 16", "qlora": "QLoRA, r 16"}
 
 
@@ -119,7 +121,7 @@ def finetune_cases(slug: str = guide2.FT_ARCH) -> list[tuple[str, list[tuple[str
                     ("Frozen base, bf16", m.frozen_bf16_bytes),
                     ("Frozen base, NF4 values", nf4.values_bytes if nf4 else 0),
                     ("NF4 constants", nf4.absmax_bytes + nf4.second_level_bytes if nf4 else 0),
-                    ("Trained: weights, gradients, Adam", m.trainable_bytes),
+                    (f"Trained state ({_PER_PARAM} B each)", m.trainable_bytes),
                 ],
             )
         )
@@ -129,7 +131,7 @@ def finetune_cases(slug: str = guide2.FT_ARCH) -> list[tuple[str, list[tuple[str
 def _finetune(slug: str, title: str) -> Callable[[], str]:
     def draw() -> str:
         cases = finetune_cases(slug)
-        spec = memory_by_case(cases, (_H100.memory_bytes, _H100.name), title=title)
+        spec = memory_by_case(cases, (_H100.memory_bytes, _H100.label), title=title)
         totals = "; ".join(f"{case} {format_bytes(sum(n for _, n in parts))}" for case, parts in cases)
         return chart("finetune-methods", spec, f"Model-state memory by method and component: {totals}.")
 
