@@ -76,7 +76,8 @@ NAME_OF = """el => el.name || (el.dataset.copyLink !== undefined ? 'copy-link' :
 # Tab order inside a calculator: enabled controls, links, the <summary> of each folded group ("More options",
 # "Reproduce these numbers"), and the results box when it scrolls sideways (Chromium makes an overflowing
 # scroller keyboard-focusable so it can be scrolled without a mouse).
-FOCUSABLE_IN = f"""root => [...root.querySelectorAll('input, select, textarea, button, a[href], summary, [data-results]')]
+FOCUSABLE_IN = f"""root => [...root.querySelectorAll(
+    'input, select, textarea, button, a[href], summary, [data-results]')]
   .filter(el => el.matches('[data-results]')
                 ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex], summary')
                 : !el.disabled && el.tabIndex >= 0 && el.getClientRects().length)
