@@ -32,7 +32,8 @@ from calc.layout import Layout
 from calc.presets import preset
 from calc.units import format_bytes
 from calc.widgets import ACCURACY_HREF
-from validation.configs import MODELS
+from validation.configs import ACTIVATION_CASES, MODELS, SHARDING_CASES
+from validation.llm_analysis import predict_activations, predict_states
 from validation.predict import CATEGORIES, TOLERANCE
 
 RESULTS = ROOT / "validation" / "results.json"
@@ -151,10 +152,21 @@ def _overheads(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _case(cases: list[dict], inputs: dict[str, Any], keys: tuple[str, ...]) -> dict:
+    """The harness case a results row was measured from (its recorded inputs name it)."""
+    for case in cases:
+        if all(case.get(k) == inputs.get(k) for k in keys):
+            return case
+    raise PluginError(f"{PAGE}: no harness case for results row {inputs}; re-run make validate")
+
+
 def _peers(data: dict[str, Any]) -> str:
     lines = [
-        "| Configuration | Measured (B) | This engine (B) | Megatron-LM's printed estimate (B) | Its error |",
-        "|---|---:|---:|---:|---:|",
+        (
+            "| Configuration | Measured (B) | This engine (B) | Megatron-LM's printed estimate (B) | Its error "
+            "| llm-analysis (B) | Its error |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in (r for r in data["rows"] if r["category"] == "activations-model"):
         inputs = r["inputs"]
@@ -169,16 +181,18 @@ def _peers(data: dict[str, Any]) -> str:
             sequence_parallel=False,
             recompute="none",
         )
+        la = predict_activations(_case(ACTIVATION_CASES, inputs, ("model", "attn", "seq_len", "micro_batch")))
         lines.append(
-            f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_b(meg)} | {meg / r['measured'] - 1:+.1%} |"
+            f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_b(meg)} | {meg / r['measured'] - 1:+.1%} "
+            f"| {_b(la)} | {la / r['measured'] - 1:+.1%} |"
         )
     lines += [
         "",
         (
             "| Configuration | Measured busiest rank (B) | This engine (B) | DeepSpeed ZeRO-2 estimator (B) "
-            "| DeepSpeed ZeRO-3 estimator (B) |"
+            "| DeepSpeed ZeRO-3 estimator (B) | llm-analysis (B) |"
         ),
-        "|---|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for r in (r for r in data["rows"] if r["category"] in ("fsdp2", "zero1")):
         arch = Architecture.from_hf_config(dict(MODELS[r["inputs"]["model"]]), name=r["inputs"]["model"])
@@ -188,7 +202,8 @@ def _peers(data: dict[str, Any]) -> str:
         z3 = deepspeed_zero3_estimate(
             n, largest, gpus_per_node=world, cpu_offload=False, cpu_offload_params=False
         ).gpu_bytes
-        lines.append(f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_b(z2)} | {_b(z3)} |")
+        la = predict_states(_case(SHARDING_CASES, r["inputs"], ("model", "strategy", "world")))
+        lines.append(f"| {r['name']} | {_b(r['measured'])} | {_b(r['predicted'])} | {_b(z2)} | {_b(z3)} | {_b(la)} |")
     return "\n".join(lines)
 
 

@@ -56,6 +56,9 @@ _DARK_MEDIA = re.compile(r"@media\s*\(prefers-color-scheme:\s*dark\)\s*\{((?:[^{
 _DIAGRAM_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s#]*assets/diagrams/[\w-]+)\.svg\)")
 
 _page_widgets: dict[str, list[str]] = {}
+# A link in a calculator's results to a site page, addressed from the site root (the live results do not know
+# the page): the pre-render gets its page-relative href here, calc.mjs sets it after each live render.
+_SITE_HREF = re.compile(r'<a (?P<attrs>[^>]*)data-site-href="(?P<target>[^"#]*)(?P<anchor>#[^"]*)?"')
 
 
 def _npm_package(name: str) -> Path:
@@ -164,7 +167,23 @@ def on_page_content(content: str, page, config, files) -> str:
         if content.count(token) != 1:
             raise PluginError(f"{page.file.src_uri}: calculator or figure placeholder {i} lost in rendering")
         content = content.replace(token, widget)
-    return content
+    return _site_hrefs(content, page, files)
+
+
+def _site_hrefs(content: str, page, files) -> str:
+    """Give each ``<a data-site-href="path/#anchor">`` its href relative to this page; an unknown page fails."""
+    from mkdocs.utils import get_relative_url
+
+    def rewrite(m: re.Match) -> str:
+        target = m["target"]
+        src = (target.rstrip("/") or "index") + ".md"
+        found = files.get_file_from_path(src)
+        if found is None:
+            raise PluginError(f"{page.file.src_uri}: a calculator links to {target!r}, which is not in the site")
+        href = get_relative_url(found.url, page.url) + (m["anchor"] or "")
+        return f'<a href="{html.escape(href)}" {m["attrs"]}data-site-href="{target}{m["anchor"] or ""}"'
+
+    return _SITE_HREF.sub(rewrite, content)
 
 
 def _engine_zip(dest: Path) -> None:

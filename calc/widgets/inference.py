@@ -147,7 +147,10 @@ def _compute(v: dict[str, str]) -> str:
             "model is configured for."
         )
     if PRECISION_BITS[v["precision"]] < 8:
-        notes.append("Quantization scales (e.g. one 16-bit scale per 128 weights, +3%) are not counted.")
+        notes.append(
+            "Quantization scales (e.g. one 16-bit scale per 128 weights, +3%) are "
+            '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">not counted</a>.'
+        )
     segments = [
         ("Weights", m.weights_per_gpu_bytes),
         ("KV cache (batch)", m.kv_batch_per_gpu_bytes),

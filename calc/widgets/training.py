@@ -234,20 +234,29 @@ def _compute(v: dict[str, str]) -> str:
             f"{LOW_PRECISION_RECIPES[low].label}: the quantized weight copies are one line above; kept in high "
             "precision: " + "; ".join(HIGH_PRECISION) + "."
         )
+    # The not-counted sentences link the accuracy page's list (data-site-href: the build and calc.mjs set href).
+    link = '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">{}</a>'.format
+    linked = []
     if arch.is_moe:
         r = activation_range(arch, layout)
-        notes.append(
-            f"MoE layers: the activations above assume balanced routing (the MoE routing select adds a worst "
-            "case as a named line). Routing is decided at run time: "
-            f"dropless, a rank's experts can receive {float(r.tokens.ratio):.3g}× their balanced tokens, which "
-            f"would make this stage's activations {fmt(r.balanced)} to {fmt(r.worst)} (a capacity factor "
-            "caps it; calc.moe_routing). Router and all-to-all buffers are not counted."
+        linked.append(
+            escape(
+                f"MoE layers: the activations above assume balanced routing (the MoE routing select adds a worst "
+                "case as a named line). Routing is decided at run time: "
+                f"dropless, a rank's experts can receive {float(r.tokens.ratio):.3g}× their balanced tokens, which "
+                f"would make this stage's activations {fmt(r.balanced)} to {fmt(r.worst)} (a capacity factor "
+                "caps it; calc.moe_routing). Router and all-to-all buffers are "
+            )
+            + link("not counted")
+            + "."
         )
-    notes.append(
-        "ESTIMATED items come from documented defaults and framework source, not from a measurement; how far "
-        "the engine is from measured runs is on the accuracy page (How accurate is this?). Still not modelled: "
-        + "; ".join(p.not_modelled)
-        + "."
+    linked.append(
+        escape(
+            "ESTIMATED items come from documented defaults and framework source, not from a measurement; how far "
+            "the engine is from measured runs is on the accuracy page (How accurate is this?). "
+        )
+        + link("Still not modelled")
+        + escape(": " + "; ".join(p.not_modelled) + ".")
     )
     in_flight = m.in_flight / layout.interleave
     kv = [
@@ -284,6 +293,7 @@ def _compute(v: dict[str, str]) -> str:
         + _stage_table(per_stage, fmt)
         + "".join(f'<p class="lc-kv"><span>{k}</span> {value}</p>' for k, value in kv)
         + "".join(f"<p><small>{escape(n)}</small></p>" for n in notes)
+        + "".join(f"<p><small>{n}</small></p>" for n in linked)
     )
 
 

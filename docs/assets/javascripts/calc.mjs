@@ -17,6 +17,15 @@
 // A reply for older inputs is never shown and never clears data-stale.
 
 const WORKER_URL = new URL("./calc-worker.mjs", import.meta.url);
+// Links in results to a site page, <a data-site-href="accuracy/#not-modelled">, are addressed from the site
+// root: the build gives the pre-render its page-relative href; after a live render, href is set here from
+// where this file is served (<site>/assets/javascripts/calc.mjs, as site-base.js finds the site).
+const SITE_ROOT = new URL("../../", import.meta.url);
+function siteLinks(container) {
+  for (const a of container.querySelectorAll("a[data-site-href]")) {
+    a.setAttribute("href", new URL(a.dataset.siteHref, SITE_ROOT).href);
+  }
+}
 const started = performance.now();
 
 // Boot timeout: Pyodide is ~10 MB of wasm and stdlib; on a slow link (1 Mbit/s) or a loaded
@@ -645,6 +654,7 @@ function mount(root) {
       clearInvalid();
       if (settings().inPlace) patch(results, reply.html);
       else results.innerHTML = reply.html;
+      siteLinks(results);
       results.hidden = false;
       setAlert("");
       delete results.dataset.stale;
