@@ -170,7 +170,21 @@ def read_hf_config(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         raise CalcError("model_type", f"is required (one of {', '.join(HF_MODEL_TYPES)})", code="missing-field")
     if model_type not in HF_MODEL_TYPES:
         raise CalcError("model_type", f"must be one of {', '.join(HF_MODEL_TYPES)}", model_type, code="unsupported")
-    return model_type, _READERS[model_type](_HFReader(config, model_type))
+    fields = _READERS[model_type](_HFReader(config, model_type))
+    _check_top_k(config, fields)
+    return model_type, fields
+
+
+_TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token")
+"""Config keys that hold the routed experts per token (the Architecture field ``experts_per_token``)."""
+
+
+def _check_top_k(config: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Refuse a top-k outside 1..experts naming the config's own key (Architecture would name its field)."""
+    experts, top_k = fields.get("num_experts", 0), fields.get("experts_per_token", 0)
+    if experts and not 1 <= top_k <= experts:
+        key = next((k for k in _TOP_K_KEYS if k in config), _TOP_K_KEYS[0])
+        raise CalcError(key, f"must be from 1 to the number of experts ({experts})", top_k)
 
 
 # --------------------------------------------------------------------- config.json readers

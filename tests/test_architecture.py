@@ -359,7 +359,7 @@ def test_underscore_keys_and_name() -> None:
         ({"model_type": "gpt2", "vocab_size": 10, "n_embd": 9, "n_layer": 1, "n_head": 2}, "n_head", "not-divisible"),
         (
             _llama(model_type="mixtral", num_key_value_heads=2, num_local_experts=2, num_experts_per_tok=3),
-            "experts_per_token",
+            "num_experts_per_tok",  # the config's key, not the Architecture field it fills
             "invalid-value",
         ),
         (
