@@ -53,7 +53,7 @@ def render_exercise(case: Case) -> str:
         f'<label for="ex-{e(ex)}-answer">Your answer</label> '
         f'<input id="ex-{e(ex)}-answer" name="answer" type="text" inputmode="decimal" autocomplete="off" '
         f'spellcheck="false" aria-describedby="ex-{e(ex)}-feedback"> '
-        f'<button type="submit" class="md-button md-button--primary" disabled>Check</button> '
+        f'<button type="submit" class="md-button" disabled>Check</button> '
         f'<button type="button" class="md-button" data-new-numbers disabled>New numbers</button>'
         f"</form>"
         f'<p class="lc-exercise__feedback" id="ex-{e(ex)}-feedback" role="status" data-feedback></p>'
