@@ -48,7 +48,10 @@ def test_render_imports_only_the_calculator_it_renders() -> None:
         "print(sorted(m for m in sys.modules if m.startswith('calc.widgets.')))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert json.loads(proc.stdout.replace("'", '"')) == ["calc.widgets._html", "calc.widgets.fit"]
+    from calc.widgets import CALCULATOR_MODULES
+
+    loaded = {m.removeprefix("calc.widgets.") for m in json.loads(proc.stdout.replace("'", '"'))}
+    assert loaded & set(CALCULATOR_MODULES) == {"fit"}  # shared helpers (_html, …) may come along
 
 
 def test_an_unknown_calculator_is_still_a_calc_error() -> None:
