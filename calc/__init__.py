@@ -18,7 +18,8 @@ The modules built on those are imported from where they live, so that ``import c
 the browser's first render: [`overheads`][calc.overheads] (the per-GPU peak: allocated, reserved,
 ``nvidia-smi``), [`steptime`][calc.steptime] (step time, MFU), [`planner`][calc.planner] (layout search),
 [`fp8`][calc.fp8], [`moe_routing`][calc.moe_routing], [`finetune`][calc.finetune] (LoRA / QLoRA),
-[`activation_profiles`][calc.activation_profiles] and [`charts`][calc.charts] (Vega-Lite specs).
+[`activation_profiles`][calc.activation_profiles], [`charts`][calc.charts] (Vega-Lite specs) and
+[`exercises`][calc.exercises] (the practice questions, checked by the engine).
 
 Examples:
     >>> import calc
