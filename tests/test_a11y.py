@@ -75,12 +75,13 @@ NAME_OF = """el => el.name || (el.dataset.copyLink !== undefined ? 'copy-link' :
   (el.matches('[data-results]') ? 'results' : el.tagName)"""
 # Tab order inside a calculator: enabled controls, links, the <summary> of each folded group ("More options",
 # "Reproduce these numbers"), and the results box when it scrolls sideways (Chromium makes an overflowing
-# scroller keyboard-focusable so it can be scrolled without a mouse).
+# scroller keyboard-focusable so it can be scrolled without a mouse). A control folded in a closed <details> keeps
+# its boxes (content-visibility: hidden) but is not focusable: checkVisibility() tells.
 FOCUSABLE_IN = f"""root => [...root.querySelectorAll(
     'input, select, textarea, button, a[href], summary, [data-results]')]
   .filter(el => el.matches('[data-results]')
                 ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex], summary')
-                : !el.disabled && el.tabIndex >= 0 && el.getClientRects().length)
+                : !el.disabled && el.tabIndex >= 0 && el.getClientRects().length && el.checkVisibility())
   .map({NAME_OF})"""
 ACTIVE = f"""() => {{ const el = document.activeElement; const cs = getComputedStyle(el);
   return {{name: ({NAME_OF})(el), style: cs.outlineStyle, width: parseFloat(cs.outlineWidth),
