@@ -109,4 +109,4 @@ validate: $(STAMPS)/venv-validation
 	$(VVENV)/bin/python -m validation.measure
 
 clean:
-	rm -rf site $(STAMPS) $(VVENV) .pytest_cache .hypothesis
+	rm -rf site $(STAMPS) $(VVENV) .pytest_cache .hypothesis .cache

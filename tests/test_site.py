@@ -120,8 +120,14 @@ def test_no_asset_from_another_host(built_site: Path) -> None:
 
 
 def test_pyodide_and_engine_are_shipped(built_site: Path) -> None:
-    for name in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"):
-        assert (built_site / "assets" / "pyodide" / name).stat().st_size > 0
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build_runtime import COMPILED_STDLIB, RUNTIME_FILES
+
+    (runtime,) = (built_site / "assets" / "runtime").iterdir()  # one content-hashed folder
+    assert re.fullmatch(r"[0-9a-f]{16}", runtime.name), runtime.name
+    for name in (*RUNTIME_FILES, COMPILED_STDLIB):
+        assert (runtime / name).stat().st_size > 0
+    assert not list(built_site.rglob("pyodide-lock.json")), "the lock file's info is inlined into the worker"
     assert (built_site / "assets" / "calc" / "calc.zip").stat().st_size > 0
     assert (built_site / "assets" / "katex" / "katex.min.js").exists()
 
