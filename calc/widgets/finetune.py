@@ -80,7 +80,13 @@ def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
     arch = choice.arch
-    state = finetune_memory(arch, method, rank=rank, targets=targets)
+    try:
+        state = finetune_memory(arch, method, rank=rank, targets=targets)
+    except CalcError as err:
+        if err.field != "model":
+            raise
+        # The reader chose the model in the preset menu or the pasted config: name that field.
+        raise CalcError(choice.source, err.rule, choice.label, code=err.code) from None
     lay = layout_memory(
         arch, Layout(seq_len=seq, micro_batch=micro, flash_attention=True, dropout=False, recompute=recompute)
     )
