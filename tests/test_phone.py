@@ -93,10 +93,13 @@ def test_study_pages_print_as_a_cheat_sheet(browser, site_url, path: str) -> Non
                && getComputedStyle(el).visibility !== 'hidden';
              const chrome = ['.md-header', '.md-sidebar--primary', '.md-sidebar--secondary', '.md-footer', '.md-search',
                              '.md-tabs'].filter(sel => visible(document.querySelector(sel)));
+             // a calculator's form is not printed at all; a cheat sheet's answer prints as its summary (test_print)
              const answers = [...document.querySelectorAll('.md-typeset details > :not(summary)')]
-               .filter(el => !el.closest('.lc-calc form'));  // a calculator's form is not printed at all
+               .filter(el => !el.closest('.lc-calc form') && visible(el.parentElement))  // in a printed block
+               .filter(el => !el.closest('.md-content__inner:has(> h1#interview)') || el.matches('.lc-print-summary'));
              const forms = [...document.querySelectorAll('.lc-calc form')].filter(visible).length;
-             const results = [...document.querySelectorAll('.lc-calc [data-results]')];
+             const results = [...document.querySelectorAll('.lc-calc [data-results]')]
+               .filter(el => visible(el.closest('.lc-calc')));  // a printed calculator prints its results
              const h2 = [...document.querySelectorAll('.md-typeset h2')];
              return {chrome, answers: answers.length, openAnswers: answers.filter(visible).length,
                      sections: h2.length, forms, results: results.length,

@@ -283,6 +283,7 @@ _COMPUTE: dict[str, Callable[[], str]] = {
         round(training_time("70B", "2T", 2048, 0.4 * gpu("h100-sxm").bf16_flops).gpu_hours)
     ),
     "sys-70b-2t-flops": lambda: _sci(flops_6nd("70B", "2T")),
+    "sys-70b-2t-mfu": lambda: _pct(0.4, 0),  # the MFU assumed by sys-70b-2t-days / -gpu-hours
 }
 
 
