@@ -1,7 +1,8 @@
 """Print: the interview and mistakes pages print as a cheat sheet, one A4 page per ``h2`` section.
 
 Each question (interview) or mistake carries a short print-only ``.lc-print-summary`` (print.css shows it, theme.css
-hides it on screen); print hides the long answers, so every section fits one sheet.
+hides it on screen); print hides the long answers (a mistake keeps its one-paragraph statement), so every section
+fits one sheet.
 """
 
 from __future__ import annotations
@@ -26,10 +27,15 @@ SECTIONS_JS = """() => {
   const items = interview ? [...article.querySelectorAll(':scope > details')] : h2;
   const summaryOf = item => item.tagName === 'DETAILS'
     ? item.querySelector(':scope > .lc-print-summary')
-    : [item.nextElementSibling].find(el => el && el.matches('.lc-print-summary')) || null;
+    : (() => {  // a mistake's summary: the first .lc-print-summary before the next h2
+        for (let el = item.nextElementSibling; el && el.tagName !== 'H2'; el = el.nextElementSibling) {
+          if (el.matches('.lc-print-summary')) return el;
+        }
+        return null;
+      })();
   const bodies = interview
     ? [...article.querySelectorAll(':scope > details > :not(summary, .lc-print-summary)')]
-    : [...article.querySelectorAll(':scope > :not(h1, h2, .lc-print-summary, h1 + p)')];
+    : [...article.querySelectorAll(':scope > :not(h1, h2, h2 + p, .lc-print-summary, h1 + p)')];
   return {
     sections: h2.length,
     items: items.map(item => ({id: item.tagName === 'DETAILS' ? item.previousElementSibling.id : item.id,
