@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 from calc.collectives import COLLECTIVES
+from calc.collectives import _efficiency as _share  # one rule for a share of peak: (0, 1]
 from calc.errors import CalcError
 from calc.interconnects import Interconnect, interconnect
 from calc.units import parse_positive_int
@@ -149,18 +150,6 @@ def group_placement(stride: int, size: int, gpus_per_node: int) -> Placement:
     full = min(-(-(j + 1) * g // s) - -(-j * g // s) for j in range(min(nodes - 1, period)))
     last = n - -(-((nodes - 1) * g) // s)
     return Placement(n, nodes, min(full, last))
-
-
-def _share(value: object, field: str) -> Fraction:
-    rule = "must be a number greater than 0 and at most 1"
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
-        raise CalcError(field, rule, value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise CalcError(field, rule, value)
-    frac = Fraction(value)
-    if not 0 < frac <= 1:
-        raise CalcError(field, rule, value)
-    return frac
 
 
 @dataclass(frozen=True)
