@@ -14,9 +14,9 @@ from conftest import READY_TIMEOUT_MS, visit, wait_settled
 pytestmark = pytest.mark.browser
 
 PAGES = {
-    # page: the charts its calculators show, in order
+    # page: the charts its calculators and its prose ([[chart NAME]]) show, in order
     "": ["memory-breakdown", "zero-scaling"],
-    "memory/activations/": ["activations-by-sequence", "memory-breakdown"],
+    "memory/activations/": ["activations-by-sequence", "memory-breakdown", "activations-curve"],
     "memory/inference/": ["memory-breakdown"],
     "communication/": ["exposed-time"],
     "plan/": ["layout-comparison", "exposed-time"],

@@ -116,7 +116,7 @@ class _Reader(HTMLParser):
         depth = len(self._stack)
         if tag in _NOT_TEXT:
             self._not_text += 1
-        hidden = a.get("aria-hidden") == "true" or "data-chart" in a or "lc-bar" in a.get("class", "").split()
+        hidden = a.get("aria-hidden") == "true" or "data-chart" in a
         if self._hidden is None and hidden:
             self._hidden = depth
         if "data-output" in a:
