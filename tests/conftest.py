@@ -161,6 +161,9 @@ if sys.platform == "emscripten":  # the engine suite under Pyodide: no example d
     collect_ignore_glob = [
         "test_site.py",
         "test_guide_claims.py",
+        "test_guide2.py",
+        "test_print.py",
+        "test_not_counted_links.py",
         "test_browser*.py",
         "test_csp.py",
         "test_serving.py",

@@ -73,7 +73,9 @@ def test_built_pages_link_each_not_counted_line(built_site: Path, site_pages: di
                 assert target.is_file(), f"{path}: {m['href']} resolves to {url.path}, not a page"
                 assert url.fragment in _anchors(target.read_text(encoding="utf-8")), f"{path}: no #{url.fragment}"
                 linked.add(path)
-    pages_with = {p for p, h in site_pages.items() if 'data-calc="training-memory"' in h or "finetune-memory" in h}
+    pages_with = {
+        p for p, h in site_pages.items() if 'data-calc="training-memory"' in h or 'data-calc="finetune-memory"' in h
+    }
     assert pages_with and pages_with <= linked
 
 
