@@ -93,6 +93,10 @@ def test_python_reproduces_the_page(name: str, inputs: dict[str, str]) -> None:
     _agrees(scope["result"], fragment)
 
 
+NO_PROCESSES = pytest.mark.skipif(sys.platform == "emscripten", reason="no processes under Pyodide")
+
+
+@NO_PROCESSES
 @pytest.mark.parametrize(("name", "inputs"), CASES)
 def test_command_reproduces_the_page(name: str, inputs: dict[str, str]) -> None:
     if inputs and any(k not in calculators()[name].defaults for k in inputs):
@@ -137,6 +141,7 @@ def test_command_quotes_for_the_shell(value: str, quoted: str) -> None:
     assert shlex.split(line)[2] == f"params={value}"
 
 
+@NO_PROCESSES
 def test_a_pasted_config_is_read_from_its_file(tmp_path) -> None:
     """A pasted config.json is not repeated inline: both snippets read config.json, which the reader saves."""
     calc = calculators()["parameter-count"]
