@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from calc.activation_profiles import CPU_DIFFERENCES
-from calc.activations import megatron_activation_bytes
-from calc.architecture import Architecture
-from calc.charts import CHART_WIDTH, chart
-from calc.estimators import deepspeed_zero2_estimate, deepspeed_zero3_estimate
-from calc.layout import Layout
-from calc.presets import preset
+from calc.guide.charts import CHART_WIDTH, chart
+from calc.memory.activation_profiles import CPU_DIFFERENCES
+from calc.memory.activations import megatron_activation_bytes
+from calc.memory.layout import Layout
+from calc.models.architecture import Architecture
+from calc.models.presets import preset
+from calc.peers.estimators import deepspeed_zero2_estimate, deepspeed_zero3_estimate
 from calc.units import format_bytes
 from calc.widgets import ACCURACY_HREF
 from validation.configs import ACTIVATION_CASES, MODELS, SHARDING_CASES
@@ -122,7 +122,7 @@ def _chart(data: dict[str, Any]) -> str:
 
 
 def _overheads(data: dict[str, Any]) -> str:
-    from calc.overheads import overheads
+    from calc.memory.overheads import overheads
 
     lines = ["**Measured here (CPU)**", "", "| Overhead | Configuration | Bytes |", "|---|---|---:|"]
     for o in data["overheads"]:

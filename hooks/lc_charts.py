@@ -1,9 +1,9 @@
 """MkDocs hook: pre-render every ``[data-chart]`` to inline SVG, and ship the pinned Vega bundle.
 
-Charts are specs made by ``calc.charts`` (plain data, carried in ``data-chart-spec``). For every page:
+Charts are specs made by ``calc.guide.charts`` (plain data, carried in ``data-chart-spec``). For every page:
 
 * each chart's empty ``.lc-chart__view`` gets one SVG per Material palette (``default`` light, ``slate``
-  dark), rendered now by ``vl-convert-python`` with the palette's ``calc.charts.THEMES`` config; CSS
+  dark), rendered now by ``vl-convert-python`` with the palette's ``calc.guide.charts.THEMES`` config; CSS
   shows the one matching ``data-md-color-scheme``, so a chart is there at first paint and with
   JavaScript off, and ``docs/assets/javascripts/charts.mjs`` later replaces it with a live rendering of
   the same spec;
@@ -33,7 +33,7 @@ from mkdocs.exceptions import PluginError
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calc.charts import SCHEMES, THEMES
+from calc.guide.charts import SCHEMES, THEMES
 
 ASSETS = "assets/vega"
 BUNDLES = {

@@ -1,4 +1,4 @@
-"""MkDocs hook: pre-render ``[[exercise ID]]`` markers with ``calc.exercises`` (question, hint, worked answer).
+"""MkDocs hook: pre-render ``[[exercise ID]]`` markers with ``calc.guide.exercises`` (question, hint, worked answer).
 
 A marker stands alone on a line. The build writes the exercise's default case (seed 0) into the page, so
 with JavaScript off the question and a static worked solution are there; ``assets/javascripts/exercises.mjs``
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calc.errors import CalcError
-from calc.exercises import Case, draw, exercises
+from calc.guide.exercises import Case, draw, exercises
 
 PAGE = "exercises.md"
 _LINE = re.compile(r"^\[\[exercise (?P<id>[^\]\s]*)\]\]\s*$", re.MULTILINE)

@@ -1,7 +1,7 @@
 """MkDocs hook: ``[[chart NAME]]`` alone on a line puts a named Vega-Lite chart of engine numbers in the prose.
 
 Each entry of [`CHARTS`][] maps a name to a caption and a zero-argument function that returns a
-``[data-chart]`` element made by ``calc.charts.chart`` (its spec built from the same engine calls as the
+``[data-chart]`` element made by ``calc.guide.charts.chart`` (its spec built from the same engine calls as the
 page's ``[[num ...]]`` numbers, in ``hooks/prose_numbers/``). The element is the one a calculator emits, so
 ``hooks/lc_charts.py`` pre-renders it to a light and a dark SVG on the finished page and
 ``assets/javascripts/charts.mjs`` re-renders it live. The chart is wrapped in
@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calc import format_bytes
-from calc.charts import activations_by_sequence, chart, exposed_time, memory_by_case
 from calc.errors import CalcError
+from calc.guide.charts import activations_by_sequence, chart, exposed_time, memory_by_case
 from calc.hardware import gpu
-from calc.model_state import CONVENTIONS
+from calc.memory.model_state import CONVENTIONS
 from prose_numbers import guide2
 
 __all__ = ["CHARTS", "curve_series", "finetune_cases", "overlap_rows"]
@@ -83,7 +83,7 @@ _OVERLAP_NAMES = {"dp-grad-reduce-scatter": "gradient reduce-scatter", "dp-param
 
 def overlap_rows() -> list[tuple[str, float, float]]:
     """The overlap page's collectives (``docs/parallelism/overlap.md``): ``(label, seconds on the wire, seconds
-    exposed)`` for ZeRO-1 and ZeRO-3, from ``calc.steptime.step_time`` and the same collectives unoverlapped."""
+    exposed)`` for ZeRO-1 and ZeRO-3, from ``calc.timing.steptime.step_time`` and the same collectives unoverlapped."""
     rows = []
     for stage in (1, 3):
         exposed = guide2._ov(stage).exposed_s
@@ -109,7 +109,7 @@ _FT_LABELS = {"full": "Full fine-tuning", "lora": "LoRA, r 16", "qlora": "QLoRA,
 
 def finetune_cases(slug: str = guide2.FT_ARCH) -> list[tuple[str, list[tuple[str, int]]]]:
     """The fine-tuning page's methods (``docs/memory/finetuning.md``): model state by component, from
-    ``calc.finetune.finetune_memory`` with the page's defaults (rank 16, all linear layers)."""
+    ``calc.memory.finetune.finetune_memory`` with the page's defaults (rank 16, all linear layers)."""
     out = []
     for method, label in _FT_LABELS.items():
         m = guide2._ft(method, slug)

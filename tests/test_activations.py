@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.activations import (
+from calc.errors import CalcError
+from calc.memory.activations import (
     LayerActivations,
     activation_bytes_per_layer,
     in_flight_chunks,
@@ -16,7 +17,6 @@ from calc.activations import (
     megatron_activation_bytes,
     stage_activations,
 )
-from calc.errors import CalcError
 
 MiB = 2**20
 GiB = 2**30

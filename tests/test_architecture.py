@@ -19,9 +19,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from calc.architecture import HF_MODEL_TYPES, PARAM_KINDS, Architecture
 from calc.errors import CalcError
-from calc.presets import PRESET_LABELS, PRESETS, preset
+from calc.models.architecture import HF_MODEL_TYPES, PARAM_KINDS, Architecture
+from calc.models.presets import PRESET_LABELS, PRESETS, preset
 from calc.widgets.architecture import CALCULATOR
 
 HF = json.loads((Path(__file__).parent / "data" / "hf_param_counts.json").read_text(encoding="utf-8"))

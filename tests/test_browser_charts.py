@@ -8,7 +8,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_helpers import wait_calculators
 from calc import format_bytes, model_state_bytes
-from calc.charts import THEMES
+from calc.guide.charts import THEMES
 from conftest import READY_TIMEOUT_MS, visit, wait_settled
 
 pytestmark = pytest.mark.browser

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from calc.cli._fragment import read_fragment
-from calc.presets import PRESETS
+from calc.models.presets import PRESETS
 from calc.widgets import render
 from conftest import wait_settled
 

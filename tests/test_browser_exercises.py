@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from calc.exercises import draw, exercises
+from calc.guide.exercises import draw, exercises
 from conftest import READY_TIMEOUT_MS, SETTLED_JS
 
 pytestmark = pytest.mark.browser

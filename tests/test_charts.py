@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calc import charts
 from calc.errors import CalcError
-from calc.model_state import model_state_bytes
+from calc.guide import charts
+from calc.memory.model_state import model_state_bytes
 from calc.widgets import calculators, render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ def test_activations_chart_grows_with_sequence_and_parts_the_modes() -> None:
 
 
 def test_charts_module_is_standard_library_only() -> None:
-    tree = ast.parse((ROOT / "calc" / "charts.py").read_text())
+    tree = ast.parse((ROOT / "calc" / "guide" / "charts.py").read_text())
     roots = {
         (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0
     } | {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from calc.cli import DISTRIBUTION, commands, main, version
 from calc.cli._args import FLAGS
 from calc.cli._fragment import json_key, read_fragment
-from calc.model_state import model_state_bytes
+from calc.memory.model_state import model_state_bytes
 from calc.widgets import calculators
 from calc.widgets._html import UNITS
 
@@ -279,7 +279,7 @@ def test_checkbox_spellings(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_config_file_is_read_with_at(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from calc.presets import PRESETS, preset
+    from calc.models.presets import PRESETS, preset
 
     config = tmp_path / "config.json"
     config.write_text(json.dumps(PRESETS["llama3-8b"]), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Tests for calc.comm: collective costs, interconnect presets and a layout's per-step communication."""
+"""Tests for calc.parallel.comm: collective costs, interconnect presets and a layout's per-step communication."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.comm import (
+from calc.errors import CalcError
+from calc.hardware import GPUS
+from calc.parallel.comm import (
     COLLECTIVES,
     INTERCONNECTS,
     SCALE_UP_FOR_GPU,
@@ -22,8 +24,6 @@ from calc.comm import (
     interconnect,
     step_communication,
 )
-from calc.errors import CalcError
-from calc.hardware import GPUS
 
 GB = 10**9
 """nccl-tests prints GB/s as 10^9 bytes/s (src/all_reduce.cu: ``bytes / 1.0E9 / sec``)."""
@@ -374,7 +374,7 @@ def test_context_parallel_kv_volume():
     assert cp_terms["cp-kv-grad-reduce-scatter"].calls == layers_ps * m
     assert sum(t.bytes_sent for t in cp_terms.values()) == 3 * layers_ps * m * (cp - 1) * message // cp
     # tp 8 x cp 16 = 128 GPUs: CP leaves the node; 16 members, one per node (stride 8), so one NIC each,
-    # at the 96% of NDR's 50 GB/s that NCCL maintainers measure (calc.network.ACHIEVED_SHARE).
+    # at the 96% of NDR's 50 GB/s that NCCL maintainers measure (calc.parallel.network.ACHIEVED_SHARE).
     assert not cp_terms["cp-kv-all-gather"].intra_node
     assert cp_terms["cp-kv-all-gather"].bus_bytes_per_s == 48 * GB
 

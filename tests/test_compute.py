@@ -1,4 +1,4 @@
-"""Tests for calc.compute: FLOP counts, MFU/HFU and training time against published tables."""
+"""Tests for calc.timing.compute: FLOP counts, MFU/HFU and training time against published tables."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.compute import (
+from calc.errors import CalcError
+from calc.hardware import gpu
+from calc.timing.compute import (
     RECOMPUTE_MODES,
     TrainingTime,
     flops_6nd,
@@ -19,8 +21,6 @@ from calc.compute import (
     utilization,
     utilization_from_throughput,
 )
-from calc.errors import CalcError
-from calc.hardware import gpu
 
 A100_PEAK = 312e12
 """A100 dense BF16 peak used by Narayanan et al. 2021 and Korthikanti et al. 2022."""

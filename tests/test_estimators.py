@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calc.estimators import deepspeed_zero2_estimate, deepspeed_zero3_estimate
+from calc.peers.estimators import deepspeed_zero2_estimate, deepspeed_zero3_estimate
 
 GIB = 2**30
 T5_3B = 2851e6  # memory.rst: t5-3b, 2851M params, 32M in the largest layer, 1 node x 8 GPUs
@@ -106,7 +106,7 @@ GPT = (2048, 1, 4096, 32, 16384)
     ],
 )
 def test_llm_analysis_layer_gpt(kwargs: dict, expected: int) -> None:
-    from calc.estimators import llm_analysis_layer_activation_bytes
+    from calc.peers.estimators import llm_analysis_layer_activation_bytes
 
     assert llm_analysis_layer_activation_bytes(*GPT, **kwargs) == expected
 
@@ -128,7 +128,7 @@ def test_llm_analysis_layer_gpt(kwargs: dict, expected: int) -> None:
     ],
 )
 def test_llm_analysis_total(args: tuple, kwargs: dict, expected: int) -> None:
-    from calc.estimators import llm_analysis_activation_bytes
+    from calc.peers.estimators import llm_analysis_activation_bytes
 
     assert llm_analysis_activation_bytes(*args, **kwargs) == expected
 
@@ -151,7 +151,7 @@ LLAMA = (256, 8, 688, 2, 1024)
     ],
 )
 def test_llm_analysis_states(kwargs: dict, weights: int, grads: int, opt: int) -> None:
-    from calc.estimators import llm_analysis_model_state_bytes
+    from calc.peers.estimators import llm_analysis_model_state_bytes
 
     st = llm_analysis_model_state_bytes(*LLAMA, kv_heads=2, **kwargs)
     assert (st.weights, st.gradients, st.optimizer_states) == (weights, grads, opt)
@@ -161,7 +161,7 @@ def test_llm_analysis_states(kwargs: dict, weights: int, grads: int, opt: int) -
 def test_llm_analysis_states_tp_keeps_one_kv_head_per_rank() -> None:
     # kv 2 at tp 4: max(2/4, 1)·4 = 4 KV heads counted, attn 131,072 + 2·256·128 = 196,608; layer 549,376;
     # P = 2·549,376 + 262,144 + 256 = 1,361,152; weights 2P/4 (every matrix and norm over tp) = 680,576
-    from calc.estimators import llm_analysis_model_state_bytes
+    from calc.peers.estimators import llm_analysis_model_state_bytes
 
     assert llm_analysis_model_state_bytes(*LLAMA, kv_heads=2, tp=4).weights == 680_576
 
@@ -172,7 +172,7 @@ def test_llm_analysis_states_tp_keeps_one_kv_head_per_rank() -> None:
 )
 def test_llm_analysis_bad_input(kwargs: dict, field: str) -> None:
     from calc.errors import CalcError
-    from calc.estimators import llm_analysis_layer_activation_bytes
+    from calc.peers.estimators import llm_analysis_layer_activation_bytes
 
     with pytest.raises(CalcError) as err:
         llm_analysis_layer_activation_bytes(*GPT, **kwargs)

@@ -1,4 +1,4 @@
-"""calc.exercises: every answer equals a direct engine call, every draw is solvable, typed units are read."""
+"""calc.guide.exercises: every answer equals a direct engine call, every draw is solvable, typed units are read."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.activations import activation_bytes_per_layer
-from calc.collectives import collective_bytes_sent
 from calc.errors import CalcError
-from calc.exercises import ANSWER_UNITS, check, draw, exercises, live, parse_answer
-from calc.inference import kv_cache_bytes_per_token
-from calc.model_state import model_state_bytes
-from calc.pipeline import bubble_fraction
+from calc.guide.exercises import ANSWER_UNITS, check, draw, exercises, live, parse_answer
+from calc.memory.activations import activation_bytes_per_layer
+from calc.memory.inference import kv_cache_bytes_per_token
+from calc.memory.model_state import model_state_bytes
+from calc.parallel.collectives import collective_bytes_sent
+from calc.parallel.pipeline import bubble_fraction
 
 # The default case of each exercise against the engine called directly, so the page cannot drift from it.
 DIRECT = [

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from calc.hf_config import MAX_CONFIG_CHARS, MAX_CONFIG_DEPTH
+from calc.models.hf_config import MAX_CONFIG_CHARS, MAX_CONFIG_DEPTH
 from calc.widgets import calculators, render
 
 HTML_BUDGET = 200_000

@@ -1,4 +1,4 @@
-"""calc.finetune: frozen bases, LoRA adapters and the NF4 base of QLoRA (Dettmers et al. 2023, Sec. 3)."""
+"""calc.memory.finetune: frozen bases, LoRA adapters and the NF4 base of QLoRA (Dettmers et al. 2023, Sec. 3)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc.errors import CalcError
-from calc.finetune import (
+from calc.memory.finetune import (
     FINETUNE_METHODS,
     LORA_TARGETS,
     finetune_memory,
@@ -17,7 +17,7 @@ from calc.finetune import (
     lora_params,
     nf4_bytes,
 )
-from calc.presets import preset
+from calc.models.presets import preset
 
 DENSE = ["llama2-7b", "llama3-8b", "gpt2", "gpt2-xl", "llama3-70b"]
 

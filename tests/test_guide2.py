@@ -13,12 +13,12 @@ from types import SimpleNamespace
 import pytest
 from mkdocs.exceptions import PluginError
 
-from calc.finetune import finetune_memory
 from calc.hardware import gpu
-from calc.layout import layout_memory
-from calc.overheads import peak_memory
-from calc.presets import preset
-from calc.steptime import step_time
+from calc.memory.finetune import finetune_memory
+from calc.memory.layout import layout_memory
+from calc.memory.overheads import peak_memory
+from calc.models.presets import preset
+from calc.timing.steptime import step_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
 
@@ -31,7 +31,7 @@ CAPACITY = gpu("h100-sxm").memory_bytes
 
 def test_overlap_off_is_the_raw_collective() -> None:
     """The "overlap off" numbers are the engine's own: one bucket the size of the model leaves the whole
-    reduce-scatter exposed, and that equals the raw term guide2 rebuilds from calc.comm."""
+    reduce-scatter exposed, and that equals the raw term guide2 rebuilds from calc.parallel.comm."""
     arch = preset(guide2.OVERLAP_ARCH)
     whole = step_time(arch, guide2.overlap_layout(1), dp_bucket_params=arch.param_count)
     raw = guide2.raw_terms(1)["dp-grad-reduce-scatter"]

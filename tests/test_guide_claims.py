@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc import model_state_bytes
-from calc.layout import Layout, layout_memory
-from calc.presets import preset
+from calc.memory.layout import Layout, layout_memory
+from calc.models.presets import preset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
 

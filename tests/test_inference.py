@@ -1,4 +1,4 @@
-"""Tests for calc.inference: weight bytes, KV cache (MHA, GQA, MLA, sliding window), tensor parallelism, fit."""
+"""Tests for calc.memory.inference: weight bytes, KV cache (MHA, GQA, MLA, sliding window), tensor parallelism, fit."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from calc.errors import CalcError
 from calc.hardware import GPUS, gpu
-from calc.inference import (
+from calc.memory.inference import (
     DEFAULT_RESERVED_FRACTION,
     PRECISION_BITS,
     InferenceMemory,
@@ -32,7 +32,8 @@ KiB, GiB = 2**10, 2**30
 
 @dataclass(frozen=True)
 class _Arch:
-    """The Architecture fields calc.inference reads; keeps these tests independent of calc.architecture."""
+    """The Architecture fields calc.memory.inference reads; keeps these tests independent of
+    calc.models.architecture."""
 
     num_layers: int
     num_heads: int
@@ -435,7 +436,7 @@ def test_max_concurrent_sequences_is_the_largest_that_fits(memory, weights, kv, 
         assert n == 0
 
 
-# --- Real presets (calc.presets) ----------------------------------------------------------------
+# --- Real presets (calc.models.presets) ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -449,7 +450,7 @@ def test_max_concurrent_sequences_is_the_largest_that_fits(memory, weights, kv, 
     ],
 )
 def test_preset_kv_per_token(name, per_token):
-    from calc.presets import preset
+    from calc.models.presets import preset
 
     arch = preset(name)
     assert model_kv_bytes_per_token(arch) == per_token
@@ -457,7 +458,7 @@ def test_preset_kv_per_token(name, per_token):
 
 
 def test_preset_sliding_window_applies_by_default():
-    from calc.presets import preset
+    from calc.models.presets import preset
 
     mistral = preset("mistral-7b")
     assert inference_memory(mistral, seq_len=32768).cached_tokens == 4096
@@ -475,7 +476,7 @@ def _outputs(fragment: str) -> dict[str, str]:
 
 
 def test_widget_defaults():
-    from calc.presets import preset
+    from calc.models.presets import preset
     from calc.widgets.inference import CALCULATOR
 
     fragment = CALCULATOR.compute(dict(CALCULATOR.defaults))
@@ -564,7 +565,7 @@ def test_widget_garbage_is_a_calc_error_or_a_result(garbage):
 )
 @pytest.mark.parametrize("seq_len", [100, 4096, 131072])
 def test_global_layers_cache_every_token(slug: str, window: int, global_layers: int, seq_len: int) -> None:
-    from calc.presets import preset
+    from calc.models.presets import preset
 
     arch = preset(slug)
     assert (arch.sliding_window, arch.global_attention_layers) == (window, global_layers)

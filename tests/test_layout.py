@@ -10,11 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.architecture import Architecture
 from calc.errors import CalcError
-from calc.layout import Layout, LayoutMemory, check_layout, layout_memory, layout_stages, stage_layers, stage_memory
-from calc.model_state import CONVENTIONS, model_state_bytes
-from calc.presets import preset
+from calc.memory.layout import (
+    Layout,
+    LayoutMemory,
+    check_layout,
+    layout_memory,
+    layout_stages,
+    stage_layers,
+    stage_memory,
+)
+from calc.memory.model_state import CONVENTIONS, model_state_bytes
+from calc.models.architecture import Architecture
+from calc.models.presets import preset
 from calc.widgets import render
 
 MiB = 2**20
@@ -691,7 +699,7 @@ def test_possible_layouts_render(calculator: str, inputs: dict) -> None:
 @pytest.mark.parametrize("model", ["gpt2", "llama3-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-8b"])
 @pytest.mark.parametrize("pp", [1, 2])
 def test_stage_tensors_add_up_to_the_stage(model: str, pp: int) -> None:
-    from calc.layout import _stage_params, _stage_tensors
+    from calc.memory.layout import _stage_params, _stage_tensors
 
     arch = preset(model)
     layout = Layout(pp=pp, tp=2 if model != "gpt2" else 1)
@@ -724,8 +732,8 @@ def test_shard_modes_bound_the_busiest_rank_from_below(model: str, kw: dict) -> 
 
 def test_fsdp2_padding_of_gpt2_over_7_ranks() -> None:
     """GPT-2's 50,257-row embedding over 7 ranks: rank 0 holds ceil(50257 / 7) = 7,180 rows, 3 more than even."""
-    from calc.layout import _stage_tensors
-    from calc.model_state import busiest_shard
+    from calc.memory.layout import _stage_tensors
+    from calc.memory.model_state import busiest_shard
 
     arch = preset("gpt2")
     layout = Layout(dp=7, zero_stage=3, shard="fsdp2", seq_len=1024)
@@ -753,7 +761,7 @@ def test_more_zero_sharding_never_raises_model_state_in_any_mode(model: str, sha
     assert states == sorted(states, reverse=True)
 
 
-# --- MoE routing imbalance (calc.moe_routing) ----------------------------------------------------
+# --- MoE routing imbalance (calc.memory.moe_routing) ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -769,7 +777,7 @@ def test_more_zero_sharding_never_raises_model_state_in_any_mode(model: str, sha
     ],
 )
 def test_expert_tokens(args: tuple, kw: dict, balanced: int, worst: int) -> None:
-    from calc.moe_routing import expert_tokens
+    from calc.memory.moe_routing import expert_tokens
 
     r = expert_tokens(*args, **kw)
     assert (r.balanced, r.worst) == (balanced, worst)
@@ -784,7 +792,7 @@ def test_expert_tokens(args: tuple, kw: dict, balanced: int, worst: int) -> None
     ],
 )
 def test_expert_tokens_errors(kw: dict, field: str) -> None:
-    from calc.moe_routing import expert_tokens
+    from calc.memory.moe_routing import expert_tokens
 
     with pytest.raises(CalcError) as err:
         expert_tokens(4096, 8, 2, **kw)
@@ -792,7 +800,7 @@ def test_expert_tokens_errors(kw: dict, field: str) -> None:
 
 
 def test_activation_range_of_mixtral() -> None:
-    from calc.moe_routing import activation_range
+    from calc.memory.moe_routing import activation_range
 
     arch = preset("mixtral-8x7b")
     layout = Layout(dp=8, ep=8, seq_len=4096, flash_attention=True, dropout=False, recompute="selective")
@@ -806,7 +814,7 @@ def test_activation_range_of_mixtral() -> None:
 
 
 def test_activation_range_collapses_under_full_recompute_and_for_dense_models() -> None:
-    from calc.moe_routing import activation_range
+    from calc.memory.moe_routing import activation_range
 
     full = activation_range(preset("mixtral-8x7b"), Layout(dp=8, ep=8, seq_len=2048, recompute="full"))
     assert full.balanced == full.worst  # only layer inputs are kept
@@ -821,7 +829,7 @@ def test_activation_range_collapses_under_full_recompute_and_for_dense_models() 
     seq=st.sampled_from([512, 2048]),
 )
 def test_more_capacity_never_lowers_the_worst_case(c: float, ep: int, seq: int) -> None:
-    from calc.moe_routing import activation_range
+    from calc.memory.moe_routing import activation_range
 
     arch = preset("mixtral-8x7b")
     layout = Layout(dp=8, ep=ep, seq_len=seq, flash_attention=True, dropout=False)

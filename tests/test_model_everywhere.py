@@ -13,7 +13,7 @@ import json
 import pytest
 
 from calc.cli._fragment import read_fragment
-from calc.presets import PRESETS
+from calc.models.presets import PRESETS
 from calc.widgets import calculators, render
 from calc.widgets._model import CONFIG_HELP, CUSTOM, read_model
 

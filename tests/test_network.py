@@ -1,4 +1,4 @@
-"""calc.network: closed-form placement, α–β collectives per link level."""
+"""calc.parallel.network: closed-form placement, α–β collectives per link level."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc.errors import CalcError
-from calc.network import LATENCY, Network, Placement, collective_cost, group_placement
+from calc.parallel.network import LATENCY, Network, Placement, collective_cost, group_placement
 
 GB = 10**9
 

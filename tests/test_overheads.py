@@ -1,4 +1,4 @@
-"""Tests for calc.overheads: named line items, NCCL's documented defaults, and the three per-GPU totals."""
+"""Tests for calc.memory.overheads: named line items, NCCL's documented defaults, and the three per-GPU totals."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.activations import layer_activations
 from calc.errors import CalcError
-from calc.layout import Layout, layout_memory
-from calc.overheads import (
+from calc.memory.activations import layer_activations
+from calc.memory.layout import Layout, layout_memory
+from calc.memory.overheads import (
     CUDA_CONTEXT_BYTES,
     ESTIMATED,
     MEASURED,
@@ -24,7 +24,7 @@ from calc.overheads import (
     overheads,
     peak_memory,
 )
-from calc.presets import preset
+from calc.models.presets import preset
 
 MIB = 1 << 20
 
@@ -289,7 +289,7 @@ def test_training_calculator_options() -> None:
     assert "expandable_segments" in _widget(expandable_segments="1")
 
 
-# --- FP8 and lower-precision recipes (calc.fp8) ----------------------------------------------------
+# --- FP8 and lower-precision recipes (calc.memory.fp8) ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -303,7 +303,7 @@ def test_training_calculator_options() -> None:
     ],
 )
 def test_low_precision_weights(recipe: str, params: int, values: int, scales: int) -> None:
-    from calc.fp8 import low_precision_weights
+    from calc.memory.fp8 import low_precision_weights
 
     w = low_precision_weights(params, recipe)
     assert (w.values_bytes, w.scale_bytes, w.total) == (values, scales, values + scales)
@@ -313,7 +313,7 @@ def test_low_precision_weights(recipe: str, params: int, values: int, scales: in
 def test_hopper_vs_blackwell_per_param() -> None:
     from fractions import Fraction
 
-    from calc.fp8 import LOW_PRECISION_RECIPES
+    from calc.memory.fp8 import LOW_PRECISION_RECIPES
 
     per = {n: r.bytes_per_param for n, r in LOW_PRECISION_RECIPES.items()}
     assert per == {
@@ -349,8 +349,8 @@ def test_unknown_low_precision_recipe_names_the_field() -> None:
 
 @pytest.mark.parametrize("routing", ["dropless", "capacity-1.25", "capacity-2"])
 def test_moe_routing_worst_case_is_a_named_line(routing: str) -> None:
-    from calc.moe_routing import activation_range
-    from calc.overheads import MOE_ROUTINGS
+    from calc.memory.moe_routing import activation_range
+    from calc.memory.overheads import MOE_ROUTINGS
 
     arch = preset("mixtral-8x7b")
     layout = Layout(dp=8, ep=8, seq_len=4096, flash_attention=True, dropout=False)

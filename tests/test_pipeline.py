@@ -1,4 +1,5 @@
-"""Tests for calc.pipeline: bubble formulas, schedules as data (measured bubble = formula) and the SVG drawing."""
+"""Tests for calc.parallel.pipeline: bubble formulas, schedules as data (measured bubble = formula) and the SVG
+drawing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc.errors import CalcError
-from calc.pipeline import (
+from calc.parallel.pipeline import (
     BUBBLE_CONVENTIONS,
     MAX_SCHEDULE_OPS,
     SCHEDULES,
@@ -193,8 +194,8 @@ def test_interleaved_in_flight_matches_korthikanti(p, v):
 
 
 def test_in_flight_agrees_with_activations_module():
-    # calc.activations.in_flight_chunks states the same counts in closed form; the simulation must agree.
-    from calc.activations import in_flight_chunks
+    # calc.memory.activations.in_flight_chunks states the same counts in closed form; the simulation must agree.
+    from calc.memory.activations import in_flight_chunks
 
     for name, v in (("1f1b", 1), ("interleaved", 2), ("interleaved", 3)):
         for p in (1, 2, 3, 4, 8):
@@ -355,7 +356,7 @@ def test_widget_draws_only_readable_schedules(inputs: dict, drawn: bool, reason:
 )
 def test_in_flight_without_drawing_matches_the_schedule(p: int, m: int, schedule: str, v: int) -> None:
     """When the schedule is not drawn the calculator uses the closed form; it equals the simulated peak."""
-    from calc.activations import in_flight_chunks
+    from calc.memory.activations import in_flight_chunks
 
     live = m if schedule == "gpipe" else in_flight_chunks(p, interleave=v, num_microbatches=m)
     assert live == pipeline_schedule(p, m, schedule, v).peak_in_flight(0) == schedule_in_flight(schedule, p, m, v)
@@ -508,7 +509,7 @@ def test_schedule_building_is_linear_in_p():
 
 
 def test_schedule_text_alternative():
-    from calc.pipeline_svg import schedule_text
+    from calc.parallel.pipeline_svg import schedule_text
 
     lines = schedule_text(pipeline_schedule(4, 8, "dualpipe"))
     assert len(lines) == 4 and lines[0].startswith("Stage 1: F1")

@@ -1,11 +1,11 @@
-"""calc.planner: the layout search."""
+"""calc.timing.planner: the layout search."""
 
 from __future__ import annotations
 
 import pytest
 
 from calc.errors import CalcError
-from calc.planner import plan, plan_from_fields
+from calc.timing.planner import plan, plan_from_fields
 
 _KEYS = {"dp", "tp", "pp", "cp", "ep", "zero_stage", "micro_batch", "recompute", "interleave", "memory_bytes"}
 _KEYS |= {"step_time_s", "tflops_per_gpu", "mfu", "memory", "time"}
@@ -73,7 +73,7 @@ def test_cli_contract_json(capsys):
     # python -m calc plan model gpus=N gpu=… seq_len=… global_batch=… [tp=…] --json (issue 9).
     import json
 
-    from calc.planner import run_cli
+    from calc.timing.planner import run_cli
 
     assert run_cli(["llama3-8b", "gpus=16", "gpu=h100-sxm", "seq_len=4096", "global_batch=64", "tp=2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -95,7 +95,7 @@ def test_cli_contract_json(capsys):
     ],
 )
 def test_cli_bad_input_exits_2_naming_the_field(capsys, argv, field):
-    from calc.planner import run_cli
+    from calc.timing.planner import run_cli
 
     assert run_cli(argv) == 2
     captured = capsys.readouterr()

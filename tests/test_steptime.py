@@ -1,4 +1,4 @@
-"""calc.steptime: the step-time model, validated against published runs."""
+"""calc.timing.steptime: the step-time model, validated against published runs."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.compute import megatron_flops_per_iteration
-from calc.layout import Layout
-from calc.network import Network
-from calc.presets import preset
-from calc.steptime import step_time
+from calc.memory.layout import Layout
+from calc.models.presets import preset
+from calc.parallel.network import Network
+from calc.timing.compute import megatron_flops_per_iteration
+from calc.timing.steptime import step_time
 
 TABLE1_TOLERANCE = 0.15
 """Issue 9: every row of Narayanan Table 1 within ±15%, one set of defaults."""

@@ -121,7 +121,7 @@ def test_console_command_runs_outside_the_repository(installed: Installed) -> No
     fit = _sh(
         trainmem, "will-it-fit", "params=70B", "--json", "zero_stage=3", "dp=64", cwd=installed.cwd, env=installed.env
     )
-    from calc.model_state import model_state_bytes
+    from calc.memory.model_state import model_state_bytes
 
     assert fit.returncode == 0, fit.stderr
     assert json.loads(fit.stdout)["outputs"]["total_bytes"] == model_state_bytes(70e9, zero_stage=3, dp=64).total

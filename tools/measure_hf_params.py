@@ -2,7 +2,7 @@
 
 Every case's ``param_count`` is ``sum(p.numel() for p in model.parameters())`` of the model that
 ``AutoModelForCausalLM.from_config`` instantiates on the meta device (no weights are allocated or downloaded).
-Presets come from ``calc.presets.PRESETS`` (without ``_source``); each other case keeps its committed config.
+Presets come from ``calc.models.presets.PRESETS`` (without ``_source``); each other case keeps its committed config.
 Cases listed in ``EXTRA`` are added when missing. Run it with torch and transformers installed (the validation
 environment has both), from the repository root::
 
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
-    from calc.presets import PRESETS
+    from calc.models.presets import PRESETS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")

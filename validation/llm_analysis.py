@@ -3,15 +3,15 @@
 ``activation_inputs`` and ``state_inputs`` say how each measured configuration is put to llm-analysis
 (pure Python: the accuracy page's side-by-side uses them). ``check`` (run by ``python -m validation.llm_analysis``
 in the validation venv, where ``llm-analysis==0.2.2`` is pinned) builds llm-analysis's own ``LLMAnalysis``
-for each configuration and asserts that [`calc.estimators`][calc.estimators] gives the same bytes.
+for each configuration and asserts that [`calc.peers.estimators`][calc.peers.estimators] gives the same bytes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from calc.architecture import Architecture
-from calc.estimators import (
+from calc.models.architecture import Architecture
+from calc.peers.estimators import (
     llm_analysis_activation_bytes,
     llm_analysis_model_state_bytes,
 )

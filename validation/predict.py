@@ -4,7 +4,7 @@
 ``validation/results.json``; ``make validate`` uses it after re-measuring.
 
 The implementation profiles model CUDA. The measurements here run on CPU, where PyTorch's kernels save
-a few tensors differently ([`CPU_DIFFERENCES`][calc.activation_profiles.CPU_DIFFERENCES]); ``cpu_delta``
+a few tensors differently ([`CPU_DIFFERENCES`][calc.memory.activation_profiles.CPU_DIFFERENCES]); ``cpu_delta``
 adds those documented differences back, term by term, so the comparison is still exact.
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from calc.activations import LayerActivations, layer_activations
-from calc.architecture import Architecture
-from calc.layout import Layout, layout_memory
-from calc.model_state import CONVENTIONS
+from calc.memory.activations import LayerActivations, layer_activations
+from calc.memory.layout import Layout, layout_memory
+from calc.memory.model_state import CONVENTIONS
+from calc.models.architecture import Architecture
 from validation.configs import MODELS
 
 __all__ = ["CATEGORIES", "TOLERANCE", "predict"]

@@ -8,8 +8,8 @@ from html import escape
 from math import isfinite
 from typing import Self
 
-from calc.charts import chart, memory_breakdown
 from calc.errors import CalcError
+from calc.guide.charts import chart, memory_breakdown
 from calc.hardware import GPUS, gpu
 from calc.units import format_bytes, to_bytes
 
@@ -247,8 +247,8 @@ def verdict(ok: bool, text: str, name: str = "verdict") -> str:
 def memory_chart(segments: Sequence[tuple[str, int]], capacity: int, gpu_label: str, unit: str) -> str:
     """The memory-breakdown chart: ``segments`` ``(label, bytes)`` stacked against the GPU's labelled capacity.
 
-    A [`calc.charts.memory_breakdown`][calc.charts.memory_breakdown] spec in a
-    [`calc.charts.chart`][calc.charts.chart] element; the build pre-renders it to SVG, the browser renders
+    A [`calc.guide.charts.memory_breakdown`][calc.guide.charts.memory_breakdown] spec in a
+    [`calc.guide.charts.chart`][calc.guide.charts.chart] element; the build pre-renders it to SVG, the browser renders
     it live. Its accessible name states the total and the capacity; the breakdown table beside it
     holds every number.
 

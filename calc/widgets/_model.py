@@ -3,9 +3,9 @@
 Every calculator that takes a model (parameter count, training and serving memory, communication,
 training compute, the planner) declares the pair with [`model_fields`][calc.widgets._model.model_fields]
 and reads it with [`read_model`][calc.widgets._model.read_model]: ``preset`` is a select of
-[`PRESET_LABELS`][calc.presets.PRESET_LABELS], ``config`` a textarea whose text, when not blank, is used
-instead of the preset (read by [`parse_config_json`][calc.hf_config.parse_config_json] and
-[`Architecture.from_hf_config`][calc.architecture.Architecture.from_hf_config]). A calculator whose
+[`PRESET_LABELS`][calc.models.presets.PRESET_LABELS], ``config`` a textarea whose text, when not blank, is used
+instead of the preset (read by [`parse_config_json`][calc.models.hf_config.parse_config_json] and
+[`Architecture.from_hf_config`][calc.models.architecture.Architecture.from_hf_config]). A calculator whose
 other fields can describe a model by hand (communication, training compute) adds a ``custom`` choice to
 the select; with it and a blank config there is no model and those fields stand.
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from calc.architecture import Architecture
 from calc.errors import CalcError
-from calc.hf_config import HF_MODEL_TYPES, parse_config_json
-from calc.presets import PRESET_LABELS, preset
+from calc.models.architecture import Architecture
+from calc.models.hf_config import HF_MODEL_TYPES, parse_config_json
+from calc.models.presets import PRESET_LABELS, preset
 from calc.widgets import Calculator, Field
 
 __all__ = [

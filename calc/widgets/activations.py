@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 
-from calc.activations import IMPLEMENTATIONS, LayerActivations, activation_bytes_per_layer, layer_activations
-from calc.charts import activations_chart
-from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
-from calc.layout import check_parallelism
+from calc.guide.charts import activations_chart
+from calc.memory.activations import IMPLEMENTATIONS, LayerActivations, activation_bytes_per_layer, layer_activations
+from calc.memory.layout import check_parallelism
+from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict

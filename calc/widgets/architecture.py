@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calc.architecture import PARAM_KINDS, Architecture
+from calc.models.architecture import PARAM_KINDS, Architecture
 from calc.units import format_count
 from calc.widgets import Calculator, Field
 from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, out, table, verdict

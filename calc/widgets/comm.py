@@ -5,10 +5,10 @@ from __future__ import annotations
 from fractions import Fraction
 from html import escape
 
-from calc.charts import step_time_chart
-from calc.comm import INTERCONNECTS, step_communication
 from calc.errors import CalcError
-from calc.layout import check_parallelism
+from calc.guide.charts import step_time_chart
+from calc.memory.layout import check_parallelism
+from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict
@@ -29,7 +29,7 @@ _GROUPS = {
 _DP_MAX = 1 << 14
 """dp (and dp × cp, the data-parallel group) up to 16,384: 128 times Llama 3 405B's dp of 128
 (16,384 GPUs as tp 8 × pp 16 × dp 128, Dubey et al. 2024, arXiv:2407.21783, Table 4). The engine
-places each group in closed form (``calc.network.group_placement``), so the bound is about what a
+places each group in closed form (``calc.parallel.network.group_placement``), so the bound is about what a
 reader can mean, not about speed."""
 
 _EP_MAX = 1024

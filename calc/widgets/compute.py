@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from calc.compute import SECONDS_PER_DAY, training_time
 from calc.errors import CalcError
 from calc.hardware import GPUS, PEAK_DTYPES
 from calc.hardware import gpu as _gpu
+from calc.timing.compute import SECONDS_PER_DAY, training_time
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import formulas, out, verdict

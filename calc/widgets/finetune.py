@@ -1,11 +1,11 @@
 """The fine-tuning memory calculator: one GPU fine-tuning a dense model fully, with LoRA or with QLoRA.
 
-Model state from [`finetune_memory`][calc.finetune.finetune_memory] (Hu et al. 2021, "LoRA", Sec. 4.1;
+Model state from [`finetune_memory`][calc.memory.finetune.finetune_memory] (Hu et al. 2021, "LoRA", Sec. 4.1;
 Dettmers et al. 2023, "QLoRA", Sec. 3), activations and logits from
-[`layout_memory`][calc.layout.layout_memory] (Korthikanti et al. 2022, Table 2) for one GPU with FlashAttention
+[`layout_memory`][calc.memory.layout.layout_memory] (Korthikanti et al. 2022, Table 2) for one GPU with FlashAttention
 and no dropout: a frozen layer still saves its inputs so the gradient reaches the adapters below it, so the
 activations are those of full fine-tuning. Plus the CUDA context
-([`CUDA_CONTEXT_BYTES`][calc.overheads.CUDA_CONTEXT_BYTES]). Not counted: the adapters' own ``r``-wide
+([`CUDA_CONTEXT_BYTES`][calc.memory.overheads.CUDA_CONTEXT_BYTES]). Not counted: the adapters' own ``r``-wide
 intermediates, QLoRA's momentary dequantized bf16 copy of one layer, paged optimizers, the caching
 allocator's reserve and fragmentation, and any sharding (one GPU, one replica).
 
@@ -23,10 +23,10 @@ Examples:
 from __future__ import annotations
 
 from calc.errors import CalcError
-from calc.finetune import FINETUNE_METHODS, LORA_TARGETS, finetune_memory
-from calc.layout import Layout, layout_memory
-from calc.model_state import CONVENTIONS
-from calc.overheads import CUDA_CONTEXT_BYTES
+from calc.memory.finetune import FINETUNE_METHODS, LORA_TARGETS, finetune_memory
+from calc.memory.layout import Layout, layout_memory
+from calc.memory.model_state import CONVENTIONS
+from calc.memory.overheads import CUDA_CONTEXT_BYTES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -112,7 +112,7 @@ def _compute(v: dict[str, str]) -> str:
         ),
         ("activations", "Activations", lay.activations, f"{arch.num_layers} layers at s = {seq:,}, b = {micro}"),
         ("logits", "Logits (output layer)", lay.logits, "final-norm input, output-projection input, fp32 logits"),
-        ("cuda_context", "CUDA context", CUDA_CONTEXT_BYTES, "CUDA runtime and kernels, calc.overheads"),
+        ("cuda_context", "CUDA context", CUDA_CONTEXT_BYTES, "CUDA runtime and kernels, calc.memory.overheads"),
     ]
     parts = [p for p in parts if p[2] > 0]  # full fine-tuning has no frozen base, LoRA no NF4 part
     total = sum(n for _, _, n, _ in parts)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from calc.charts import zero_chart
-from calc.layout import Layout
-from calc.model_state import (
+from calc.guide.charts import zero_chart
+from calc.memory.layout import Layout
+from calc.memory.model_state import (
     COMPONENTS,
     convention_options,
     model_state_bytes,
     resolve_convention,
     smallest_fitting_layout,
 )
-from calc.overheads import peak_memory
-from calc.presets import PRESET_LABELS, preset
+from calc.memory.overheads import peak_memory
+from calc.models.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -67,7 +67,7 @@ def _row(key: str, bytes_per: int, params: int, stage: int, dp: int, fmt) -> tup
 def _peak(arch, stage: int, dp: int, v: dict[str, str], seq: int, micro: int) -> int:
     """``nvidia-smi`` bytes of the busiest GPU, activations and overheads included.
 
-    From [`peak_memory`][calc.overheads.peak_memory] with FlashAttention, no recomputation and no dropout.
+    From [`peak_memory`][calc.memory.overheads.peak_memory] with FlashAttention, no recomputation and no dropout.
     """
     layout = Layout(
         dp=dp,
@@ -87,7 +87,7 @@ def _smallest_with_activations(
     """The lowest stage and smallest ``dp`` whose whole peak (activations and overheads included) fits, and that peak.
 
     Per-GPU peak only falls as ``dp`` grows (only model states are sharded), so each stage is
-    bisected, as [`smallest_fitting_layout`][calc.model_state.smallest_fitting_layout] does for model state.
+    bisected, as [`smallest_fitting_layout`][calc.memory.model_state.smallest_fitting_layout] does for model state.
     """
     for stage in range(4):
         if _peak(arch, stage, _MAX_DP, v, seq, micro) > memory:
@@ -153,7 +153,7 @@ def _compute(v: dict[str, str]) -> str:
                 (
                     f"peak {fmt(peak)} − model state {fmt(total)} = {fmt(extra)} ({_WHAT_ACTIVATIONS}; activations "
                     "from Korthikanti et al. 2022, Sec. 4, plus the CUDA context, NCCL buffers and allocator reserve "
-                    "of calc.overheads.peak_memory)"
+                    "of calc.memory.overheads.peak_memory)"
                 ),
             )
         )

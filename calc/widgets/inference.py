@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from calc.errors import CalcError
-from calc.inference import PRECISION_BITS, inference_memory
+from calc.memory.inference import PRECISION_BITS, inference_memory
 from calc.units import format_bytes, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -213,7 +213,7 @@ def _formulas(arch, m, v: dict[str, str], fmt, seq_len: int, batch: int, tp: int
     return formulas(
         lines,
         "Kwon et al. 2023 (vLLM), Sec. 3 (KV cache per token: K and V per layer and KV head); Ainslie et al. 2023 "
-        "(GQA) for the KV heads; calc.inference.inference_memory",
+        "(GQA) for the KV heads; calc.memory.inference.inference_memory",
     )
 
 

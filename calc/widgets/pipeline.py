@@ -5,9 +5,9 @@ from __future__ import annotations
 from html import escape
 
 from calc.errors import CalcError
-from calc.layout import check_parallelism
-from calc.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_in_flight
-from calc.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
+from calc.memory.layout import check_parallelism
+from calc.parallel.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_in_flight
+from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, verdict
@@ -37,7 +37,7 @@ _FORMULAS = {
 MAX_DRAWN_PASSES = 512
 """Most passes (forward, backward and weight-gradient) the calculator draws.
 
-The drawing is one ``<path>`` per stage and kind of pass (calc.pipeline_svg), so its DOM grows
+The drawing is one ``<path>`` per stage and kind of pass (calc.parallel.pipeline_svg), so its DOM grows
 with the stages, not the passes: 512 passes at 32 stages is under 300 elements and about 20 KB.
 The cost is building the schedule, linear in the passes (about 6 µs each in CPython, all told):
 512 keep the whole render near 3 ms in CPython, the 10 ms budget in Pyodide. The bubble and

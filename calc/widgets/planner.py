@@ -6,12 +6,12 @@ import math
 from html import escape
 from typing import Any
 
-from calc.activations import IMPLEMENTATIONS
-from calc.charts import layout_chart, step_time_chart
 from calc.errors import CalcError
+from calc.guide.charts import layout_chart, step_time_chart
 from calc.hardware import GPUS
-from calc.interconnects import INTERCONNECTS
-from calc.model_state import CONVENTIONS
+from calc.memory.activations import IMPLEMENTATIONS
+from calc.memory.model_state import CONVENTIONS
+from calc.parallel.interconnects import INTERCONNECTS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import out, table, verdict
@@ -50,7 +50,8 @@ def _share(v: dict[str, str], name: str, low: float, high: float) -> str:
 
 def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
     """The calculator's fields (every one given, ``any`` = search) to the model choice and
-    [`calc.planner.plan`][calc.planner.plan]'s plain-data result; the page and ``trainmem plan --json`` both use it.
+    [`calc.timing.planner.plan`][calc.timing.planner.plan]'s plain-data result; the page and
+    ``trainmem plan --json`` both use it.
 
     Examples:
         >>> v = {**CALCULATOR.defaults, "preset": "llama3-8b", "gpus": "16", "global_batch": "64", "tp": "2"}
@@ -58,7 +59,7 @@ def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
         >>> {x["tp"] for x in r["layouts"]}, isinstance(r["layouts"][0]["memory_bytes"], int)
         ({2}, True)
     """
-    from calc.planner import plan_from_fields  # imported here: the planner pulls in the whole engine
+    from calc.timing.planner import plan_from_fields  # imported here: the planner pulls in the whole engine
 
     choice = read_model(v)
     fields = {k: str(parse_positive_int(v[k], k, maximum=m)) for k, m in _MAXIMA.items()}

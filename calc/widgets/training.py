@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from html import escape
 
-from calc.compute import RECOMPUTE_MODES
 from calc.errors import CalcError
-from calc.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
-from calc.layout import Layout
-from calc.model_state import convention_options, resolve_convention
-from calc.moe_routing import activation_range
-from calc.overheads import PeakMemory, peak_memory, stage_peaks
+from calc.memory.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
+from calc.memory.layout import Layout
+from calc.memory.model_state import convention_options, resolve_convention
+from calc.memory.moe_routing import activation_range
+from calc.memory.overheads import PeakMemory, peak_memory, stage_peaks
+from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._html import (
@@ -158,7 +158,7 @@ def _formulas(p: PeakMemory, layout: Layout, fmt, in_flight: float) -> str:
     return formulas(
         lines,
         "Rajbhandari et al. 2020 (ZeRO), Sec. 3.1 and 5 (model states); Korthikanti et al. 2022, Sec. 4 "
-        "(activations); calc.overheads.peak_memory (the overheads, each with its source in the table below)",
+        "(activations); calc.memory.overheads.peak_memory (the overheads, each with its source in the table below)",
     )
 
 
@@ -245,7 +245,7 @@ def _compute(v: dict[str, str]) -> str:
                 "case as a named line). Routing is decided at run time: "
                 f"dropless, a rank's experts can receive {float(r.tokens.ratio):.3g}× their balanced tokens, which "
                 f"would make this stage's activations {fmt(r.balanced)} to {fmt(r.worst)} (a capacity factor "
-                "caps it; calc.moe_routing). Router and all-to-all buffers are "
+                "caps it; calc.memory.moe_routing). Router and all-to-all buffers are "
             )
             + link("not counted")
             + "."

@@ -1,8 +1,10 @@
 """Numbers on the "deeper" pages of the guide's second edition: overlap, newer pipeline schedules, hidden memory,
 measuring, FP8, MoE in practice, offload, fine-tuning and the activation curve.
 
-Every value is an engine call (``calc.steptime``, ``calc.comm``, ``calc.overheads``, ``calc.fp8``,
-``calc.moe_routing``, ``calc.pipeline``, ``calc.layout``, ``calc.finetune``); this module only formats the
+Every value is an engine call (``calc.timing.steptime``, ``calc.parallel.comm``, ``calc.memory.overheads``,
+``calc.memory.fp8``,
+``calc.memory.moe_routing``, ``calc.parallel.pipeline``, ``calc.memory.layout``, ``calc.memory.finetune``); this
+module only formats the
 results. Names start with ``g2-``. ``tests/test_guide2.py`` checks the subtle ones against direct engine calls.
 """
 
@@ -13,14 +15,12 @@ from fractions import Fraction
 from functools import cache
 
 from calc import format_bytes, format_count
-from calc.comm import INTERCONNECTS, step_communication
-from calc.finetune import NF4_BLOCK, NF4_SCALE_BLOCK, finetune_memory, lora_params, nf4_bytes
-from calc.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.hardware import gpu
-from calc.layout import Layout, layout_memory
-from calc.moe_routing import activation_range
-from calc.network import Network
-from calc.overheads import (
+from calc.memory.finetune import NF4_BLOCK, NF4_SCALE_BLOCK, finetune_memory, lora_params, nf4_bytes
+from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
+from calc.memory.layout import Layout, layout_memory
+from calc.memory.moe_routing import activation_range
+from calc.memory.overheads import (
     ALLOCATOR_FRAGMENTATION,
     CUDA_CONTEXT_BYTES,
     NCCL_BUFFSIZE,
@@ -30,9 +30,11 @@ from calc.overheads import (
     nccl_communicator_bytes,
     peak_memory,
 )
-from calc.pipeline import schedule_in_flight
-from calc.presets import preset
-from calc.steptime import DP_BUCKET_PARAMS, step_time
+from calc.models.presets import preset
+from calc.parallel.comm import INTERCONNECTS, step_communication
+from calc.parallel.network import Network
+from calc.parallel.pipeline import schedule_in_flight
+from calc.timing.steptime import DP_BUCKET_PARAMS, step_time
 
 NUMBERS: dict[str, Callable[[], str]] = {}
 

@@ -19,17 +19,17 @@ from calc import (
     model_state_bytes,
     smallest_fitting_layout,
 )
-from calc.activations import activation_bytes_per_layer, stage_activations
-from calc.architecture import Architecture
-from calc.inference import (
+from calc.memory.activations import activation_bytes_per_layer, stage_activations
+from calc.memory.inference import (
     cached_tokens,
     inference_memory,
     kv_cache_bytes_per_token,
     model_kv_bytes_per_token,
     weight_bytes,
 )
-from calc.layout import Layout, layout_memory
-from calc.presets import preset
+from calc.memory.layout import Layout, layout_memory
+from calc.models.architecture import Architecture
+from calc.models.presets import preset
 
 NUMBERS: dict[str, Callable[[], str]] = {}
 

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from calc import format_bytes, format_count, gpu, model_state_bytes
-from calc.activations import activation_bytes_per_layer
-from calc.comm import bus_factor, collective_bytes_sent, collective_time_s, interconnect, step_communication
-from calc.compute import megatron_flops_per_iteration, utilization
-from calc.layout import Layout, layout_memory
-from calc.pipeline import bubble_fraction, pipeline_schedule, schedule_in_flight
-from calc.presets import preset
+from calc.memory.activations import activation_bytes_per_layer
+from calc.memory.layout import Layout, layout_memory
+from calc.models.presets import preset
+from calc.parallel.comm import bus_factor, collective_bytes_sent, collective_time_s, interconnect, step_communication
+from calc.parallel.pipeline import bubble_fraction, pipeline_schedule, schedule_in_flight
+from calc.timing.compute import megatron_flops_per_iteration, utilization
 from calc.units import parse_count
 
 BF16 = 2

@@ -1,6 +1,7 @@
 """Numbers on "Plan a training run" (docs/plan.md) and the TP-across-nodes paragraph of docs/parallelism/3d.md.
 
-Every value is a call into ``calc.steptime``, ``calc.planner`` or ``calc.comm`` with the inputs the pages
+Every value is a call into ``calc.timing.steptime``, ``calc.timing.planner`` or ``calc.parallel.comm`` with the
+inputs the pages
 state next to it: Narayanan et al. 2021 Table 1 on A100 80 GB nodes (NVLink 3, 8 x HDR 200 Gb/s), and the
 communication calculator's defaults (70B, tp 8, pp 4, dp 8) for the TP-across-nodes comparison.
 """
@@ -10,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from calc.comm import step_communication
-from calc.layout import Layout
-from calc.network import Network, collective_cost, group_placement
-from calc.planner import plan
-from calc.presets import preset
-from calc.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
+from calc.memory.layout import Layout
+from calc.models.presets import preset
+from calc.parallel.comm import step_communication
+from calc.parallel.network import Network, collective_cost, group_placement
+from calc.timing.planner import plan
+from calc.timing.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
 
 _A100 = {"gpu": "a100-80", "network": Network("nvlink3", "ib-hdr")}
 _TABLE1 = (

@@ -1,7 +1,9 @@
 """Numbers on the systems and study pages: communication, compute, takeaways, interview, mistakes.
 
-Every value is an engine call (``calc.comm``, ``calc.compute``, ``calc.activations``, ``calc.layout``,
-``calc.inference``, ``calc.pipeline``, ``calc.model_state``); this module only formats the results.
+Every value is an engine call (``calc.parallel.comm``, ``calc.timing.compute``, ``calc.memory.activations``,
+``calc.memory.layout``,
+``calc.memory.inference``, ``calc.parallel.pipeline``, ``calc.memory.model_state``); this module only formats the
+results.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from calc import format_bytes, format_count, gpu, model_state_bytes
-from calc.activations import activation_bytes_per_layer, layer_activations
-from calc.comm import (
+from calc.memory.activations import activation_bytes_per_layer, layer_activations
+from calc.memory.inference import kv_cache_bytes_per_token, weight_bytes
+from calc.memory.layout import Layout, layout_memory
+from calc.models.presets import preset
+from calc.parallel.comm import (
     INTERCONNECTS,
     algorithm_bandwidth,
     bus_factor,
@@ -20,7 +25,8 @@ from calc.comm import (
     group_bus_bandwidth,
     step_communication,
 )
-from calc.compute import (
+from calc.parallel.pipeline import bubble_fraction
+from calc.timing.compute import (
     flops_6nd,
     megatron_flops_per_iteration,
     megatron_utilization,
@@ -29,10 +35,6 @@ from calc.compute import (
     utilization,
     utilization_from_throughput,
 )
-from calc.inference import kv_cache_bytes_per_token, weight_bytes
-from calc.layout import Layout, layout_memory
-from calc.pipeline import bubble_fraction
-from calc.presets import preset
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -75,7 +77,7 @@ _PCIE5 = INTERCONNECTS["pcie5-x16"].bytes_per_s
 
 
 def _dp64(**kw: object):
-    """The 7B gradient all-reduce over 64 GPUs (8 nodes of 8), as calc.comm places it."""
+    """The 7B gradient all-reduce over 64 GPUs (8 nodes of 8), as calc.parallel.comm places it."""
     return step_communication(params="7B", layers=32, hidden=4096, seq=4096, dp=64, **kw).terms[0]
 
 

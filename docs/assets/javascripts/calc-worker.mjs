@@ -2,7 +2,7 @@
 // archive from this site (no other host), then answers render requests.
 //
 // Protocol (page -> worker): {type: "render", id, key, seq, name, inputs}; {type: "exercise", ...} with the same
-// fields asks calc.exercises.live(inputs) (exercises.mjs) and is answered like a render; `key` names one mounted
+// fields asks calc.guide.exercises.live(inputs) (exercises.mjs) and is answered like a render; `key` names one mounted
 // calculator, `seq` the input change the request answers.
 // Protocol (worker -> page):
 //   {type: "ready", boot}                             the engine has booted; `boot`: when each step ended, in
@@ -132,7 +132,7 @@ function renderOne(request) {
   try {
     args = pyodide.toPy(request.inputs);
     if (request.type === "exercise") {
-      runtime.exercises ??= pyodide.pyimport("calc.exercises");
+      runtime.exercises ??= pyodide.pyimport("calc.guide.exercises");
       result = runtime.exercises.live(args);
     } else {
       result = widgets.render(request.name, args);

@@ -150,7 +150,7 @@ function die(eng, message) {
   for (const controller of [...controllers]) controller.engineDied(message, permanent);
 }
 
-/** One request to the worker; `type` "exercise" asks calc.exercises.live instead of a calculator (exercises.mjs). */
+/** One request to the worker; `type` "exercise" asks calc.guide.exercises.live instead of a calculator (exercises.mjs). */
 export function request(key, seq, name, inputs, type = "render") {
   const eng = current;
   if (!eng || !eng.booted || eng.over) return Promise.resolve({ type: "dead", message: "the engine is not running" });
@@ -263,7 +263,7 @@ function unusable(control, value, limit = control.tagName === "TEXTAREA" ? 8000 
 // to 0.35-0.8 of its length, a quarter to a half of the same text percent-encoded), so that a link carries
 // the whole model. A link longer than LINK_LIMIT is not offered for sharing: the copy
 // button says why instead (chat apps, mail clients and some servers cut longer addresses, silently).
-// Unpacking stops at the engine's own limit on a config (calc.hf_config.MAX_CONFIG_CHARS).
+// Unpacking stops at the engine's own limit on a config (calc.models.hf_config.MAX_CONFIG_CHARS).
 
 const PACKED = "~";
 const LINK_LIMIT = 8000;

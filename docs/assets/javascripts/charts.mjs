@@ -1,5 +1,5 @@
 // Charts: every [data-chart] is rendered live with vega-embed from the Vega-Lite spec it carries
-// (data-chart-spec, made by calc.charts). The build already put one SVG per palette inside
+// (data-chart-spec, made by calc.guide.charts). The build already put one SVG per palette inside
 // (hooks/lc_charts.py), so a chart is there at first paint and with JavaScript off; this module
 // replaces them with a live rendering, and renders again when:
 //   - a calculator shows new results (its fragment arrives without SVG: Pyodide cannot run

@@ -1,4 +1,4 @@
-// Exercises: [data-exercise] elements pre-rendered by hooks/lc_exercises.py, checked live by calc.exercises
+// Exercises: [data-exercise] elements pre-rendered by hooks/lc_exercises.py, checked live by calc.guide.exercises
 // in the page's one Pyodide worker (shared with the calculators through calc.mjs's engine()).
 //
 // Signals on the exercise root (tests wait on these, never on time):

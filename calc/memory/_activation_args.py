@@ -1,0 +1,58 @@
+"""Byte sizes, argument parsing and exact rounding shared by the activation modules (private; the public
+names are re-exported by [`calc.memory.activations`][calc.memory.activations]).
+
+Examples:
+    >>> _ceil(Fraction(7, 2)), _count(3, "tp")
+    (4, 3)
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from calc.errors import CalcError
+from calc.units import parse_positive_int
+
+__all__: list[str] = []
+
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+"""Activation-recomputation modes: ``none`` keeps every activation, ``selective`` recomputes the attention
+core (Korthikanti et al. 2022, Sec. 5), ``full`` keeps only each layer's input (Narayanan et al. 2021, Sec. 3.5)."""
+
+ACTIVATION_BYTES: int = 2
+"""Bytes per stored activation element: 16-bit (fp16/bf16), as Korthikanti et al. 2022 Sec. 4.1 assume."""
+
+MASK_BYTES: int = 1
+"""Bytes per dropout-mask element (Korthikanti et al. 2022, Sec. 4.1: "a mask ... of size sbh" bytes)."""
+
+FP32_BYTES: int = 4
+"""Bytes per fp32 element: logits for the loss (Korthikanti Sec. 4.3), FlashAttention's log-sum-exp,
+normalization statistics."""
+
+
+def _ceil(x: Fraction | int) -> int:
+    """The smallest whole number of bytes that holds ``x`` bytes."""
+    x = Fraction(x)
+    return -(-x.numerator // x.denominator)
+
+
+def _recompute(value: object) -> str:
+    if value not in RECOMPUTE_MODES:
+        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", value, code="unknown-name")
+    return str(value)
+
+
+def _choice(value: object, field: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise CalcError(field, f"must be one of {', '.join(options)}", value, code="unknown-name")
+    return str(value)
+
+
+def _flag(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise CalcError(field, "must be true or false", value)
+    return value
+
+
+def _count(value: object, field: str, minimum: int = 1) -> int:
+    return parse_positive_int(value, field, minimum=minimum)

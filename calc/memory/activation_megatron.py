@@ -1,0 +1,103 @@
+"""Megatron-LM's own activation estimate, reproduced for comparison (re-exported by
+[`calc.memory.activations`][calc.memory.activations]).
+
+Examples:
+    >>> megatron_activation_bytes(2048, 1, 12288, 96, 51200, tp=8, pp=8) // 2**20
+    9816
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from calc.memory._activation_args import _ceil, _count, _flag, _recompute
+
+__all__ = ["megatron_activation_bytes"]
+
+
+def megatron_activation_bytes(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    num_layers: int,
+    vocab_size: int,
+    *,
+    ffn_hidden: int | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    interleave: int = 1,
+    num_microbatches: int | None = None,
+    sequence_parallel: bool = True,
+    recompute: str = "selective",
+) -> int:
+    """The activation estimate Megatron-LM prints at start-up (``theoretical_memory_usage.py``).
+
+    NVIDIA/Megatron-LM ``megatron/training/theoretical_memory_usage.py`` (the
+    reference numbers, Sec. 9), "using formula in Table 2" of Korthikanti et al.
+    2022, first pipeline stage. With sequence parallelism **and** selective
+    recomputation (``compute_activation_memory``)::
+
+        (sbh(18 + 4f/h)·L + 8sbp + sbhp) × penalty + δ_{p=1}·4sbh(1 + v/h), all / t
+
+    where ``8sbp`` are the int64 token ids and ``sbhp`` the embedding dropout of ``p``
+    micro-batches in flight, and ``penalty`` is ``1 + (p-1)/(pv)`` interleaved, else
+    ``min(1, m/p)`` when ``m`` is known and ``p > 1``. Otherwise
+    (``compute_activation_memory_without_sp``)::
+
+        (sbh(10 + 24/t)·L + 8sbp + sbhp) × penalty + δ_{p=1}·2(sbv/t + sbh), times 1.05
+
+    with no division by ``t`` at the end and no attention-score term (it assumes
+    the scores are never stored). Megatron reports MB = 2^20 bytes; this returns
+    bytes, evaluated exactly and rounded up.
+
+    Args:
+        seq_len: ``--seq-length``.
+        micro_batch: ``--micro-batch-size``.
+        hidden: ``--hidden-size``.
+        num_layers: ``--num-layers``.
+        vocab_size: The padded vocabulary size.
+        ffn_hidden: ``--ffn-hidden-size`` (default ``4 × hidden``).
+        tp: ``--tensor-model-parallel-size``.
+        pp: ``--pipeline-model-parallel-size``.
+        interleave: ``--num-layers-per-virtual-pipeline-stage`` chunks per stage (1 = not interleaved).
+        num_microbatches: Micro-batches per step (``None`` when Megatron does not know it).
+        sequence_parallel: ``--sequence-parallel``.
+        recompute: ``--recompute-granularity`` (``"none"`` when unset).
+
+    Returns:
+        Bytes.
+
+    Raises:
+        CalcError: For a non-positive size or an unknown recompute mode.
+
+    Examples:
+        >>> # GPT-3 175B shape, tp 8, pp 8, b 1, SP + selective: "activation=9816.02 MB"
+        >>> megatron_activation_bytes(2048, 1, 12288, 96, 51200, tp=8, pp=8) / 2**20
+        9816.015625
+    """
+    s = _count(seq_len, "seq_len")
+    b = _count(micro_batch, "micro_batch")
+    h = _count(hidden, "hidden")
+    n_layers = _count(num_layers, "num_layers")
+    vocab = _count(vocab_size, "vocab_size")
+    f = 4 * h if ffn_hidden is None else _count(ffn_hidden, "ffn_hidden")
+    t = _count(tp, "tp")
+    p = _count(pp, "pp")
+    v = _count(interleave, "interleave")
+    sp = _flag(sequence_parallel, "sequence_parallel")
+    mode = _recompute(recompute)
+    sbh = s * b * h
+    with_sp = sp and mode == "selective"
+    per_layer = sbh * (18 + Fraction(4 * f, h)) if with_sp else sbh * (10 + Fraction(24, t))
+    total = per_layer * n_layers + 8 * s * b * p + sbh * p
+    if v > 1:
+        total *= 1 + Fraction(p - 1, p * v)
+    elif p > 1 and num_microbatches is not None:
+        total *= min(Fraction(1), Fraction(_count(num_microbatches, "num_microbatches"), p))
+    if with_sp:
+        if p == 1:
+            total += sbh * 4 * (1 + Fraction(vocab, h))
+        return _ceil(total / t)
+    if p == 1:
+        total += (Fraction(s * b * vocab, t) + sbh) * 2
+    return _ceil(total * Fraction(105, 100))

@@ -1,0 +1,692 @@
+"""Decoder-only transformer shapes and their exact parameter counts.
+
+One frozen [`Architecture`][calc.models.architecture.Architecture] describes the
+shapes every other calculator needs (hidden size, layers, heads, FFN size,
+experts, latent-attention ranks) and counts parameters by component, exactly,
+the way the reference implementation instantiates them:
+
+* **GPT-2 / GPT-3 style** (Radford et al. 2019; Brown et al. 2020, arXiv:2005.14165,
+  Table 2.1): learned position embeddings, LayerNorm with bias, biased QKV /
+  output / MLP projections, a 4h GELU MLP, output head tied to the token
+  embedding. Per layer ``12h^2 + 13h``; in total
+  ``Vh + n_ctx h + L(12h^2 + 13h) + 2h`` (Narayanan et al. 2021,
+  arXiv:2104.04473, Eq. 2 is the same without the final LayerNorm's ``2h``).
+* **Llama style** (Touvron et al. 2023, arXiv:2307.09288; Llama 3, arXiv:2407.21783):
+  RoPE (no position parameters), RMSNorm (weight only), SwiGLU MLP with three
+  matrices (Shazeer 2020, arXiv:2002.05202), grouped-query attention
+  (Ainslie et al. 2023, arXiv:2305.13245), optional QKV bias (Qwen2),
+  optional per-head q/k RMSNorm (Qwen3), tied or untied output head.
+* **Mixture of experts** (Mixtral, arXiv:2401.04088; DeepSeek-V3,
+  arXiv:2412.19437 Sec. 2.1.2): routed experts of size ``moe_intermediate_size``,
+  top-k routing, always-on shared experts, dense first-k layers.
+* **Multi-head latent attention** (DeepSeek-V2, arXiv:2405.04434 Sec. 2.1;
+  DeepSeek-V3 Sec. 2.1.1): low-rank query and key/value projections with
+  RMSNorms on the latents; the KV cache holds the latent plus the shared RoPE key.
+
+[`Architecture.from_hf_config`][calc.models.architecture.Architecture.from_hf_config]
+reads a Hugging Face ``config.json`` (as a ``dict``) for the model types in
+[`HF_MODEL_TYPES`][calc.models.hf_config.HF_MODEL_TYPES] and reproduces, to the
+parameter, ``sum(p.numel() for p in model.parameters())`` of the model that
+``transformers`` (5.24) instantiates from it; ``tests/data/hf_param_counts.json``
+holds the counts measured that way.
+
+Examples:
+    >>> from calc.models.presets import preset
+    >>> preset("llama2-7b").param_count
+    6738415616
+    >>> arch = preset("mixtral-8x7b")
+    >>> arch.param_count, arch.active_param_count
+    (46702792704, 12879925248)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from calc.errors import CalcError
+from calc.models.hf_config import HF_MODEL_TYPES, read_hf_config  # noqa: F401  (HF_MODEL_TYPES: kept importable here)
+
+__all__ = [
+    "PARAM_KINDS",
+    "Architecture",
+]
+
+PARAM_KINDS: tuple[str, ...] = (
+    "embedding",
+    "attention",
+    "mlp_dense",
+    "experts_routed",
+    "experts_shared",
+    "router",
+    "norms",
+    "lm_head",
+)
+"""Keys of [`Architecture.params_by_kind`][calc.models.architecture.Architecture.params_by_kind], in display order.
+
+``embedding`` is the token embedding plus learned position embeddings; ``attention`` every
+attention projection and its biases (latent projections included); ``mlp_dense`` the MLPs of
+dense layers; ``experts_routed`` / ``experts_shared`` the expert MLPs of MoE layers;
+``router`` the gating matrices (and their biases); ``norms`` every LayerNorm / RMSNorm
+(per layer, per head, on the latents, and the final one); ``lm_head`` the output projection
+when it is not tied to the embedding (0 when tied).
+"""
+
+_MLPS = ("gelu", "swiglu")
+_NORMS = ("layernorm", "rmsnorm")
+_POSITIONS = ("learned", "rope")
+
+# Int fields -> smallest allowed value.
+_INT_MINIMUM: dict[str, int] = {
+    "vocab_size": 1,
+    "hidden_size": 1,
+    "num_layers": 1,
+    "num_heads": 1,
+    "num_kv_heads": 1,
+    "head_dim": 1,
+    "intermediate_size": 1,
+    "max_position_embeddings": 1,
+    "num_experts": 0,
+    "experts_per_token": 0,
+    "num_shared_experts": 0,
+    "moe_intermediate_size": 0,
+    "first_k_dense": 0,
+    "moe_layer_freq": 1,
+    "q_lora_rank": 0,
+    "kv_lora_rank": 0,
+    "qk_rope_head_dim": 0,
+    "qk_nope_head_dim": 0,
+    "v_head_dim": 0,
+    "sliding_window": 0,
+    "global_attention_layers": 0,
+}
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A decoder-only transformer's shapes; every parameter count derives from these.
+
+    Build one from a Hugging Face ``config.json`` with
+    [`from_hf_config`][calc.models.architecture.Architecture.from_hf_config], from a named preset with
+    [`calc.models.presets.preset`][calc.models.presets.preset], or directly (fields after ``intermediate_size``
+    have Llama-style defaults). Fields are validated on construction; ``dataclasses.replace``
+    re-validates.
+
+    Attributes:
+        name: Display name or preset slug.
+        model_type: Hugging Face ``model_type`` it was read from (``"custom"`` when built by hand).
+        vocab_size: Rows of the token embedding (and of the output head).
+        hidden_size: Model width h.
+        num_layers: Transformer blocks L.
+        num_heads: Query heads.
+        num_kv_heads: Key/value heads (grouped-query attention when fewer than ``num_heads``;
+            equal to ``num_heads`` for latent attention, where it does not shape any weight).
+        head_dim: Query/key width per head (``qk_nope_head_dim + qk_rope_head_dim`` under latent attention).
+        intermediate_size: FFN width of the dense MLP layers.
+        mlp: ``"gelu"`` (two matrices, GPT-2) or ``"swiglu"`` (three matrices: gate, up, down;
+            any gated-linear-unit MLP, including Gemma's GeGLU, has this shape).
+        norm: ``"layernorm"`` (weight and bias) or ``"rmsnorm"`` (weight only).
+        position: ``"learned"`` (a ``max_position_embeddings x h`` table) or ``"rope"`` (no parameters).
+        max_position_embeddings: Context length the model was configured for.
+        tied_embeddings: Whether the output head reuses the token embedding matrix.
+        qkv_bias: Bias on the query, key and value projections (under latent attention: on the
+            down-projections ``q_a_proj`` and ``kv_a_proj_with_mqa``).
+        attn_out_bias: Bias on the attention output projection.
+        mlp_bias: Biases on the dense MLP's matrices (see ``expert_bias`` for the experts).
+        num_experts: Routed experts per MoE layer (0 = dense model).
+        experts_per_token: Routed experts each token uses (top-k).
+        num_shared_experts: Always-active experts per MoE layer, each of ``moe_intermediate_size``.
+        moe_intermediate_size: FFN width of one expert.
+        first_k_dense: Leading layers that keep a dense MLP.
+        moe_layer_freq: After the first ``first_k_dense``, layer i is MoE when ``i % moe_layer_freq == 0``
+            (DeepSeek / Megatron convention).
+        q_lora_rank: Rank of the query down-projection under latent attention (0 = a full-rank ``q_proj``).
+        kv_lora_rank: Rank of the key/value latent (0 = no latent attention).
+        qk_rope_head_dim: Per-head width of the RoPE part of queries/keys (latent attention).
+        qk_nope_head_dim: Per-head width of the non-RoPE part of queries/keys (latent attention).
+        v_head_dim: Value width per head. 0 (the default) means "equal to ``head_dim``" and is replaced by
+            ``head_dim`` on construction, so the field always holds the real width; when changing ``head_dim``
+            of such an architecture with ``dataclasses.replace``, pass ``v_head_dim=0`` too.
+        qk_norm: Per-head RMSNorm on queries and keys (Qwen3): ``2 x head_dim`` weights per layer.
+        router_bias: A learned bias per expert on the router (counted as a parameter).
+        expert_bias: Biases on each expert's matrices (GPT-OSS: ``gate_up_proj_bias`` of ``2 x moe_intermediate_size``
+            and ``down_proj_bias`` of ``h`` per expert).
+        attention_sinks: A learned sink logit per query head in every layer (GPT-OSS ``sinks``: ``num_heads``
+            parameters per layer).
+        sandwich_norm: Norms after as well as before attention and the MLP (Gemma 2 and 3: ``input_layernorm``,
+            ``post_attention_layernorm``, ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``), four
+            per layer instead of two.
+        mlp_only_layers: Layer indices forced dense (Qwen3-MoE ``mlp_only_layers``).
+        sliding_window: Attention window in tokens (0 = full attention); it caps the KV cache, not the weights.
+        global_attention_layers: Of the ``num_layers``, how many attend to the whole context although
+            ``sliding_window`` is set (Gemma 3: every sixth layer; gpt-oss: every other); 0 = every layer uses
+            the window (Mistral 7B).
+        hidden_act: The activation function's name as configured (informative only).
+    """
+
+    name: str
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    mlp: str = "swiglu"
+    norm: str = "rmsnorm"
+    position: str = "rope"
+    max_position_embeddings: int = 4096
+    tied_embeddings: bool = False
+    qkv_bias: bool = False
+    attn_out_bias: bool = False
+    mlp_bias: bool = False
+    num_experts: int = 0
+    experts_per_token: int = 0
+    num_shared_experts: int = 0
+    moe_intermediate_size: int = 0
+    first_k_dense: int = 0
+    moe_layer_freq: int = 1
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    qk_norm: bool = False
+    router_bias: bool = False
+    mlp_only_layers: tuple[int, ...] = ()
+    sliding_window: int = 0
+    hidden_act: str = ""
+    expert_bias: bool = False
+    attention_sinks: bool = False
+    sandwich_norm: bool = False
+    global_attention_layers: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _INT_MINIMUM:
+                low = _INT_MINIMUM[f.name]
+                if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                    raise CalcError(f.name, f"must be a whole number of at least {low}", value)
+            elif f.type in ("bool", bool) and not isinstance(value, bool):
+                raise CalcError(f.name, "must be true or false", value)
+        for field_name, allowed in (("mlp", _MLPS), ("norm", _NORMS), ("position", _POSITIONS)):
+            if getattr(self, field_name) not in allowed:
+                raise CalcError(field_name, f"must be one of {', '.join(allowed)}", getattr(self, field_name))
+        if not isinstance(self.mlp_only_layers, tuple) or any(
+            isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in self.mlp_only_layers
+        ):
+            raise CalcError(
+                "mlp_only_layers", "must be a tuple of layer indices (whole numbers from 0)", self.mlp_only_layers
+            )
+        if self.uses_mla:
+            if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+                raise CalcError(
+                    "head_dim",
+                    f"must equal qk_nope_head_dim + qk_rope_head_dim under latent attention "
+                    f"({self.qk_nope_head_dim} + {self.qk_rope_head_dim})",
+                    self.head_dim,
+                )
+            if self.v_head_dim < 1:
+                raise CalcError("v_head_dim", "must be at least 1 under latent attention", self.v_head_dim)
+        else:
+            if self.q_lora_rank:
+                raise CalcError("q_lora_rank", "needs kv_lora_rank > 0 (latent attention)", self.q_lora_rank)
+            if self.num_heads % self.num_kv_heads:
+                raise CalcError(
+                    "num_kv_heads",
+                    f"must divide the number of attention heads (num_heads={self.num_heads})",
+                    self.num_kv_heads,
+                    code="not-divisible",
+                )
+            if self.v_head_dim == 0:
+                object.__setattr__(self, "v_head_dim", self.head_dim)
+        if self.global_attention_layers > self.num_layers:
+            raise CalcError(
+                "global_attention_layers",
+                f"must be at most the number of layers ({self.num_layers})",
+                self.global_attention_layers,
+            )
+        if self.num_experts:
+            if not 1 <= self.experts_per_token <= self.num_experts:
+                raise CalcError(
+                    "experts_per_token",
+                    f"must be from 1 to the number of experts ({self.num_experts})",
+                    self.experts_per_token,
+                )
+            if self.moe_intermediate_size < 1:
+                raise CalcError(
+                    "moe_intermediate_size",
+                    "must be at least 1 in a mixture-of-experts model",
+                    self.moe_intermediate_size,
+                )
+        elif self.experts_per_token or self.num_shared_experts:
+            raise CalcError(
+                "num_experts",
+                "must be at least 1 when experts_per_token or num_shared_experts is set",
+                self.num_experts,
+            )
+
+    # ----------------------------------------------------------------- shape predicates
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether any layer is a mixture-of-experts layer.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("mixtral-8x7b").is_moe, preset("llama3-8b").is_moe
+            (True, False)
+        """
+        return self.num_moe_layers > 0
+
+    @property
+    def uses_mla(self) -> bool:
+        """Whether attention is DeepSeek's multi-head latent attention (``kv_lora_rank > 0``).
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("deepseek-v3").uses_mla, preset("llama3-8b").uses_mla
+            (True, False)
+        """
+        return self.kv_lora_rank > 0
+
+    def is_moe_layer(self, i: int) -> bool:
+        """Whether layer ``i`` (0-based) has routed experts instead of a dense MLP.
+
+        A layer is MoE when the model has experts, ``i >= first_k_dense``,
+        ``i % moe_layer_freq == 0`` and ``i`` is not in ``mlp_only_layers``.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> v3 = preset("deepseek-v3")
+            >>> [v3.is_moe_layer(i) for i in range(5)]
+            [False, False, False, True, True]
+        """
+        return (
+            self.num_experts > 0
+            and i >= self.first_k_dense
+            and i % self.moe_layer_freq == 0
+            and i not in self.mlp_only_layers
+        )
+
+    @property
+    def num_moe_layers(self) -> int:
+        """Number of mixture-of-experts layers.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("deepseek-v3").num_moe_layers
+            58
+        """
+        if not self.num_experts or self.first_k_dense >= self.num_layers:
+            return 0
+        f = self.moe_layer_freq
+        candidates = (self.num_layers - 1) // f - (self.first_k_dense - 1) // f  # multiples of f in [first_k, L)
+        forced_dense = sum(
+            1 for i in set(self.mlp_only_layers) if self.first_k_dense <= i < self.num_layers and i % f == 0
+        )
+        return candidates - forced_dense
+
+    # ----------------------------------------------------------------- per-component counts
+
+    def _norm(self, dim: int) -> int:
+        """Parameters of one norm over ``dim`` features: weight (+ bias for LayerNorm)."""
+        return 2 * dim if self.norm == "layernorm" else dim
+
+    def _mlp(self, width: int, bias: bool) -> int:
+        """Parameters of one MLP of FFN width ``width``: 2 matrices (GELU) or 3 (gated)."""
+        h = self.hidden_size
+        if self.mlp == "gelu":
+            return 2 * h * width + ((width + h) if bias else 0)
+        return 3 * h * width + ((2 * width + h) if bias else 0)
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding parameters: the token table plus learned position embeddings.
+
+        The output head is not included (see ``lm_head_params``); when the head is tied it
+        shares this matrix and adds nothing.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("gpt2").embedding_params  # 50257 x 768 tokens + 1024 x 768 positions
+            39383808
+        """
+        positions = self.max_position_embeddings * self.hidden_size if self.position == "learned" else 0
+        return self.vocab_size * self.hidden_size + positions
+
+    @property
+    def lm_head_params(self) -> int:
+        """Output projection parameters: ``vocab_size x hidden_size`` when untied, 0 when tied.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("llama3-8b").lm_head_params, preset("gpt2").lm_head_params
+            (525336576, 0)
+        """
+        return 0 if self.tied_embeddings else self.vocab_size * self.hidden_size
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        """Attention projection parameters of one layer, biases (and GPT-OSS's per-head sinks) included, norms excluded.
+
+        Standard / grouped-query attention: ``h(n_h d) + 2h(n_kv d) + (n_h d)h`` plus biases
+        (Ainslie et al. 2023, arXiv:2305.13245). Latent attention (DeepSeek-V2, arXiv:2405.04434,
+        Sec. 2.1, Eqs. 9-20): ``h r_q + r_q n_h(d_nope + d_rope)`` for queries (or ``h n_h (d_nope + d_rope)``
+        without a query latent), ``h (r_kv + d_rope) + r_kv n_h (d_nope + d_v)`` for keys/values,
+        ``n_h d_v h`` for the output.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("llama2-7b").attention_params_per_layer  # 4 x 4096^2
+            67108864
+            >>> preset("deepseek-v3").attention_params_per_layer  # 187,107,328 less the two latent norms
+            187105280
+        """
+        h, nh = self.hidden_size, self.num_heads
+        if self.uses_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = h * self.q_lora_rank + (self.q_lora_rank if self.qkv_bias else 0) + self.q_lora_rank * nh * qk
+            else:
+                q = h * nh * qk
+            kv_a = self.kv_lora_rank + self.qk_rope_head_dim
+            kv = h * kv_a + (kv_a if self.qkv_bias else 0)
+            kv += self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim)
+            out = nh * self.v_head_dim * h + (h if self.attn_out_bias else 0)
+            return q + kv + out
+        q_width = nh * self.head_dim
+        kv_width = self.num_kv_heads * (self.head_dim + self.v_head_dim)
+        weights = h * q_width + h * kv_width + nh * self.v_head_dim * h
+        biases = (q_width + kv_width if self.qkv_bias else 0) + (h if self.attn_out_bias else 0)
+        return weights + biases + (nh if self.attention_sinks else 0)
+
+    @property
+    def norm_params_per_layer(self) -> int:
+        """Norm parameters inside one layer: the two pre-norms (four under Gemma's sandwich norm), q/k norms and
+        latent norms.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("gpt2").norm_params_per_layer  # two LayerNorms of 768, weight and bias
+            3072
+            >>> preset("qwen3-8b").norm_params_per_layer  # 2 x 4096 + q_norm and k_norm of 128
+            8448
+        """
+        total = (4 if self.sandwich_norm else 2) * self._norm(self.hidden_size)
+        if self.qk_norm:
+            total += 2 * self._norm(self.head_dim)
+        if self.uses_mla:
+            total += self._norm(self.kv_lora_rank) + (self._norm(self.q_lora_rank) if self.q_lora_rank else 0)
+        return total
+
+    @property
+    def dense_mlp_params(self) -> int:
+        """Parameters of one dense MLP (``intermediate_size`` wide), biases included.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("llama2-7b").dense_mlp_params  # 3 x 4096 x 11008
+            135266304
+        """
+        return self._mlp(self.intermediate_size, self.mlp_bias)
+
+    @property
+    def params_per_expert(self) -> int:
+        """Parameters of one routed (or shared) expert MLP, ``moe_intermediate_size`` wide; 0 when dense.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("mixtral-8x7b").params_per_expert  # 3 x 4096 x 14336
+            176160768
+        """
+        return self._mlp(self.moe_intermediate_size, self.expert_bias) if self.num_experts else 0
+
+    @property
+    def expert_params_per_layer(self) -> int:
+        """Parameters of all routed experts of one MoE layer (0 when dense).
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("mixtral-8x7b").expert_params_per_layer  # 8 experts
+            1409286144
+        """
+        return self.num_experts * self.params_per_expert
+
+    @property
+    def shared_expert_params_per_layer(self) -> int:
+        """Parameters of the shared experts of one MoE layer.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("deepseek-v3").shared_expert_params_per_layer  # one expert: 3 x 7168 x 2048
+            44040192
+        """
+        return self.num_shared_experts * self.params_per_expert
+
+    @property
+    def router_params_per_layer(self) -> int:
+        """Router (gate) parameters of one MoE layer: ``h x E``, plus ``E`` with a router bias.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("mixtral-8x7b").router_params_per_layer  # 4096 x 8
+            32768
+        """
+        return self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0)
+
+    def mlp_params_per_layer(self, i: int) -> int:
+        """Parameters of layer ``i``'s feed-forward block: a dense MLP, or router + routed + shared experts.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> v3 = preset("deepseek-v3")
+            >>> v3.mlp_params_per_layer(0) == v3.dense_mlp_params
+            True
+            >>> v3.mlp_params_per_layer(3)  # 256 routed + 1 shared expert + a 256 x 7168 gate
+            11320164352
+        """
+        if self.is_moe_layer(i):
+            return self.router_params_per_layer + self.expert_params_per_layer + self.shared_expert_params_per_layer
+        return self.dense_mlp_params
+
+    def layer_param_counts(self) -> list[int]:
+        """Total parameters of each transformer block, in order (attention + norms + feed-forward).
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("gpt2").layer_param_counts()[0]  # 12h^2 + 13h with h = 768
+            7087872
+        """
+        fixed = self.attention_params_per_layer + self.norm_params_per_layer
+        return [fixed + self.mlp_params_per_layer(i) for i in range(self.num_layers)]
+
+    @property
+    def final_norm_params(self) -> int:
+        """Parameters of the norm after the last block.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("gpt2").final_norm_params, preset("llama3-8b").final_norm_params
+            (1536, 4096)
+        """
+        return self._norm(self.hidden_size)
+
+    # ----------------------------------------------------------------- totals
+
+    @property
+    def param_count(self) -> int:
+        """Total parameters, counting a tied embedding/head matrix once (as ``model.parameters()`` does).
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("gpt2").param_count, preset("llama3-8b").param_count
+            (124439808, 8030261248)
+        """
+        return sum(self.params_by_kind().values())
+
+    @property
+    def active_param_count(self) -> int:
+        """Parameters used for one token: everything except the routed experts a token skips.
+
+        Counts the embedding and the output head (as DeepSeek-V3's "37B activated" and Mixtral's
+        "12.9B active" do), all attention, norms, routers, shared experts and the top-k routed
+        experts of every MoE layer. Equals ``param_count`` for a dense model.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("mixtral-8x7b").active_param_count  # 46.7B less 32 x 6 idle experts
+            12879925248
+            >>> preset("llama3-8b").active_param_count == preset("llama3-8b").param_count
+            True
+        """
+        idle = (self.num_experts - self.experts_per_token) * self.params_per_expert
+        return self.param_count - self.num_moe_layers * idle
+
+    @property
+    def non_embedding_param_count(self) -> int:
+        """Parameters outside the embedding tables and the output head (Kaplan et al. 2020's N).
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("gpt2").non_embedding_param_count  # 12 x (12h^2 + 13h) + 2h
+            85056000
+        """
+        return self.param_count - self.embedding_params - self.lm_head_params
+
+    def params_by_kind(self) -> dict[str, int]:
+        """Total parameters split by kind (keys: [`PARAM_KINDS`][calc.models.architecture.PARAM_KINDS]).
+
+        The values sum to ``param_count``.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> kinds = preset("deepseek-v3").params_by_kind()
+            >>> kinds["router"]  # 58 MoE layers x 256 x 7168 (HF keeps the router bias as a buffer)
+            106430464
+            >>> sum(kinds.values()) == preset("deepseek-v3").param_count
+            True
+        """
+        moe = self.num_moe_layers
+        dense = self.num_layers - moe
+        return {
+            "embedding": self.embedding_params,
+            "attention": self.num_layers * self.attention_params_per_layer,
+            "mlp_dense": dense * self.dense_mlp_params,
+            "experts_routed": moe * self.expert_params_per_layer,
+            "experts_shared": moe * self.shared_expert_params_per_layer,
+            "router": moe * self.router_params_per_layer,
+            "norms": self.num_layers * self.norm_params_per_layer + self.final_norm_params,
+            "lm_head": self.lm_head_params,
+        }
+
+    def active_params_by_kind(self) -> dict[str, int]:
+        """Like [`params_by_kind`][calc.models.architecture.Architecture.params_by_kind], counting only the
+        top-k routed experts per token; sums to ``active_param_count``.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("mixtral-8x7b").active_params_by_kind()["experts_routed"]  # 32 layers x 2 experts
+            11274289152
+        """
+        kinds = self.params_by_kind()
+        kinds["experts_routed"] = self.num_moe_layers * self.experts_per_token * self.params_per_expert
+        return kinds
+
+    def kv_cache_dims_per_token(self) -> int:
+        """Elements cached per token per layer: ``n_kv (d_k + d_v)``, i.e. ``2 n_kv d`` (keys and values).
+
+        Under latent attention the cache holds the compressed latent and the shared RoPE key,
+        ``kv_lora_rank + qk_rope_head_dim`` (DeepSeek-V2, arXiv:2405.04434, Sec. 2.1.2 and Table 1).
+        The sliding window, if any, caps the number of tokens, not this width.
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> preset("llama2-7b").kv_cache_dims_per_token()  # 2 x 32 x 128
+            8192
+            >>> preset("llama3-8b").kv_cache_dims_per_token()  # 2 x 8 x 128
+            2048
+            >>> preset("deepseek-v3").kv_cache_dims_per_token()  # 512 + 64
+            576
+        """
+        if self.uses_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.num_kv_heads * (self.head_dim + self.v_head_dim)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields and the derived totals as plain data (for JSON and the CLI).
+
+        Examples:
+            >>> from calc.models.presets import preset
+            >>> d = preset("llama3-8b").as_dict()
+            >>> d["num_kv_heads"], d["param_count"]
+            (8, 8030261248)
+        """
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["mlp_only_layers"] = list(self.mlp_only_layers)
+        out["param_count"] = self.param_count
+        out["active_param_count"] = self.active_param_count
+        out["params_by_kind"] = self.params_by_kind()
+        return out
+
+    # ----------------------------------------------------------------- Hugging Face configs
+
+    @classmethod
+    def from_hf_config(cls, config: dict[str, Any], *, name: str | None = None) -> Architecture:
+        """Read a Hugging Face ``config.json`` (parsed into a ``dict``).
+
+        The count matches what ``transformers`` instantiates (``AutoModelForCausalLM.from_config``,
+        version 5.24), including its defaults for fields a ``config.json`` leaves out, per model class:
+
+        * ``num_key_value_heads`` absent: llama, phi3 use the number of heads; the others use their
+          config class's default (mistral/mixtral 8, qwen2/qwen3 32, qwen3_moe 4, gemma 16);
+          ``null`` always means the number of heads.
+        * ``head_dim`` absent or ``null``: ``hidden_size // num_attention_heads``, except gemma (256) and
+          qwen3 (128); gpt2 ignores ``head_dim``.
+        * ``tie_word_embeddings`` absent: tied for gpt2 and gemma, untied for the others (Qwen2.5's
+          small models set it ``true`` in their config.json).
+        * qwen2 always has a QKV bias (no output bias); llama, qwen3, qwen3_moe, gemma and
+          deepseek_v3 have ``attention_bias`` (default ``false``) on every attention projection;
+          llama has ``mlp_bias``; gpt2 has all biases, its MLP is ``n_inner`` wide (default 4h).
+        * gemma3_text (Gemma 3's language model): 4 KV heads, ``head_dim`` 256 and a tied head by default, per-head
+          ``q_norm``/``k_norm`` and four norms per layer; ``hidden_size`` must be a multiple of the heads.
+        * gpt_oss: every layer is MoE (128 experts, top-4 by default) with a biased router, biased experts and
+          ``attention_bias`` defaulting to ``true``; one learned sink logit per head and layer.
+        * qwen3 and qwen3_moe have per-head ``q_norm``/``k_norm``; phi3's fused ``qkv_proj`` and
+          ``gate_up_proj`` count the same as separate matrices.
+        * qwen3_moe: layer i is sparse unless listed in ``mlp_only_layers`` or ``(i + 1) % decoder_sparse_step != 0``.
+        * deepseek_v3: layers from ``first_k_dense_replace`` on are MoE; ``transformers`` ignores
+          ``moe_layer_freq`` and keeps ``e_score_correction_bias`` as a buffer, not a parameter, so
+          neither changes the count; the multi-token-prediction layer (``num_nextn_predict_layers``)
+          is not instantiated and not counted.
+
+        Keys starting with ``_`` (``_source``, ``_name_or_path``) and unknown keys are ignored.
+
+        Args:
+            config: The parsed ``config.json``.
+            name: Display name; defaults to ``_name_or_path`` or the ``model_type``.
+
+        Returns:
+            The architecture.
+
+        Raises:
+            CalcError: ``unsupported`` for a ``model_type`` outside
+                [`HF_MODEL_TYPES`][calc.models.hf_config.HF_MODEL_TYPES]; ``missing-field`` when a shape
+                field (vocab, hidden size, layers, heads, FFN size, expert count...) is absent;
+                ``invalid-value`` for a value of the wrong type or range.
+
+        Examples:
+            >>> cfg = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
+            ...        "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32}
+            >>> Architecture.from_hf_config(cfg).param_count
+            6738415616
+            >>> Architecture.from_hf_config({"model_type": "bert"})  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            calc.errors.CalcError: model_type must be one of deepseek_v3, gemma, ..., qwen3_moe (got 'bert')
+        """
+        model_type, kwargs = read_hf_config(config)
+        label = name or config.get("_name_or_path") or model_type
+        return cls(name=str(label), model_type=model_type, **kwargs)

@@ -1,0 +1,362 @@
+"""Step time of a training layout: compute, exposed communication and the pipeline bubble.
+
+For an [`Architecture`][calc.models.architecture.Architecture], a [`Layout`][calc.memory.layout.Layout], a GPU
+([`calc.hardware`][calc.hardware]) and a [`Network`][calc.parallel.comm.Network],
+[`step_time`][calc.timing.steptime.step_time] predicts one optimizer step of the slowest pipeline stage:
+
+* **Compute.** Forward FLOPs per layer are ``2 × (matmul weights a token uses) × tokens`` plus the
+  attention core ``4·b·s²·(n_h·d)`` (``QKᵀ`` and attention-times-``V``, Narayanan et al. 2021,
+  arXiv:2104.04473, Appendix: ``24Bsh² + 4Bs²h`` per layer for GPT); MoE layers count the
+  shared experts and ``top_k`` routed experts per token; the logit layer ``2·b·s·h·V``. Backward
+  is twice the forward; full recomputation adds one more forward of every layer (Eq. 3: four
+  forward passes), selective recomputation the attention core (Korthikanti et al. 2022,
+  arXiv:2205.05198, Eq. 8). Matmuls run at ``matmul_efficiency`` of the GPU's dense peak; the
+  element-wise work (norms, softmax, dropout, GeLU) is memory-bound: ``memory_passes`` reads and
+  writes of the layer's stored activations (Korthikanti Table 2: ``sbh(10 + 24/t + 5as/(ht))``, or
+  ``sbh(34/t + 5as/(ht))`` with sequence parallelism) at HBM bandwidth.
+* **Exposed communication** ([`calc.parallel.comm`][calc.parallel.comm], α–β per link level): TP, CP and EP
+  collectives sit on the critical path; the data-parallel gradient reduce-scatter (or all-reduce)
+  overlaps the last micro-batch's backward except its last bucket (``dp_bucket_params``
+  parameters, Megatron-LM's ``DistributedDataParallel`` default of ``max(40M, 1M × dp)``);
+  ZeRO-1/2's parameter all-gather after the optimizer step is exposed; ZeRO-3's per-layer
+  all-gathers are prefetched one layer ahead, so only what a layer's gather takes beyond the
+  previous layer's compute shows, plus the first layer's; pipeline sends are exposed.
+* **Bubble.** ``(p-1)/(v·m)`` of the busy time for 1F1B and interleaved 1F1B (Narayanan Sec.
+  2.2), taken from [`calc.parallel.pipeline`][calc.parallel.pipeline] (the schedule API when it has one).
+
+Outputs: step time, tokens/s, model TFLOP/s per GPU (no recomputation counted, Korthikanti
+Eq. 7's convention), hardware TFLOP/s (with it; Narayanan Table 1's convention), MFU and HFU.
+Not modelled: the optimizer step itself, data loading, kernel-launch gaps, stragglers, network
+congestion between concurrent groups, and overlap of TP communication with compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from calc.errors import CalcError
+from calc.hardware import GPU
+from calc.hardware import gpu as gpu_preset
+from calc.memory.layout import Layout, check_layout
+from calc.models.architecture import Architecture
+from calc.parallel.comm import step_communication
+from calc.parallel.interconnects import SCALE_UP_FOR_GPU
+from calc.parallel.network import Network
+from calc.parallel.pipeline import schedule_bubble
+
+__all__ = [
+    "DP_BUCKET_PARAMS",
+    "MATMUL_EFFICIENCY",
+    "MEMORY_PASSES",
+    "StepTime",
+    "layer_flops",
+    "step_time",
+]
+
+MATMUL_EFFICIENCY: float = 0.68
+"""Default achieved share of the dense bf16 peak for the transformer's matmuls.
+
+Fitted, once, jointly with [`MEMORY_PASSES`][calc.timing.steptime.MEMORY_PASSES], to Narayanan et al. 2021
+Table 1 (ten GPT models on up to 3,072 A100s, Megatron-LM): with 0.68 and 10 every row is predicted
+within ±6% (``tests/test_steptime.py`` holds ±15%). It is the whole-layer matmul share, so it sits
+below a single large GEMM's; the same paper's best run reaches 52% of peak end to end. A reader's
+measured efficiency replaces it (``matmul_efficiency=``)."""
+
+MEMORY_PASSES: float = 10.0
+"""Default HBM passes over a layer's stored activations per micro-batch for element-wise work.
+
+Forward writes them and backward reads and writes them (about three passes), and full
+recomputation writes them again; the default of 10 also covers the softmax's, dropout's and GeLU's
+intermediate reads and writes. It is the second of the two defaults fitted jointly to Narayanan
+Table 1; it is what makes a small hidden size slower per FLOP (element-wise bytes grow as ``h``,
+matmul FLOPs as ``h²``)."""
+
+DP_BUCKET_PARAMS: int = 40_000_000
+"""Gradient bucket for the overlapped data-parallel reduction, in parameters: Megatron-LM's
+``DistributedDataParallel`` uses ``bucket_size = max(40000000, 1000000 * dp_size)``. The last
+bucket's reduction is exposed."""
+
+
+def layer_flops(arch: Architecture, seq_len: int, micro_batch: int, *, moe: bool = False) -> tuple[int, int]:
+    """Forward FLOPs of one transformer layer on one micro-batch: ``(matmul, attention core)``.
+
+    Matmuls: ``2 × weights × tokens`` for the attention projections and the (dense, or shared
+    plus ``top_k`` routed) MLP; attention core ``4·b·s²·n_h·d`` (Narayanan et al. 2021, Appendix:
+    ``24Bsh² + 4Bs²h`` for a GPT layer with ``h = n_h·d``; causal masking is not discounted, as
+    there).
+
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> mm, attn = layer_flops(preset("megatron-175b"), 2048, 1)
+        >>> mm / (24 * 2048 * 12288**2), attn == 4 * 2048**2 * 12288
+        (1.00006103515625, True)
+    """
+    tokens = seq_len * micro_batch
+    if moe:
+        mlp = arch.shared_expert_params_per_layer + arch.experts_per_token * arch.params_per_expert
+    else:
+        mlp = arch.dense_mlp_params
+    matmul = 2 * (arch.attention_params_per_layer + mlp) * tokens
+    attention = 4 * micro_batch * seq_len * seq_len * arch.num_heads * arch.head_dim
+    return matmul, attention
+
+
+def _elementwise_bytes(s: int, b: int, h: int, a: int, t: int, cp: int, sp: bool, flash: bool) -> int:
+    """Stored activation bytes of one layer on one GPU, Korthikanti et al. 2022 Table 2: ``sbh(10 + 24/t +
+    5as/(ht))`` with TP, ``sbh(34/t + 5as/(ht))`` with TP and SP; FlashAttention drops the ``5as/h`` scores
+    term; context parallelism divides by ``cp``. Used as the element-wise kernels' HBM traffic per pass."""
+    scores = 0 if flash else 5 * a * s
+    per_token = (34 * h + scores) // t if sp else 10 * h + (24 * h + scores) // t
+    return s * b * per_token // cp
+
+
+def _fraction(value: object, field_name: str) -> float:
+    rule = "must be a number greater than 0 and at most 1"
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        raise CalcError(field_name, rule, value)
+    number = float(value)
+    if not 0 < number <= 1:
+        raise CalcError(field_name, rule, value)
+    return number
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One optimizer step, predicted.
+
+    Attributes:
+        step_time_s: Seconds per step.
+        compute_s: Seconds of compute on the slowest stage (all micro-batches).
+        bubble_s: Seconds the slowest stage idles in the pipeline bubble.
+        exposed_s: Exposed communication, seconds, per collective (names as in
+            [`calc.parallel.comm`][calc.parallel.comm]).
+        tokens_per_s: Tokens per second for the whole job.
+        model_flops: FLOPs per step without recomputation (the MFU numerator).
+        hardware_flops: FLOPs per step actually run (recomputation included).
+        tflops_per_gpu: Model TFLOP/s per GPU.
+        hardware_tflops_per_gpu: Hardware TFLOP/s per GPU (Narayanan Table 1 counts these).
+        mfu: Model FLOPs utilization.
+        hfu: Hardware FLOPs utilization.
+        breakdown: ``(part, seconds, explanation)`` rows summing to ``step_time_s``.
+    """
+
+    step_time_s: float
+    compute_s: float
+    bubble_s: float
+    exposed_s: dict[str, float]
+    tokens_per_s: float
+    model_flops: int
+    hardware_flops: int
+    tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    breakdown: tuple[tuple[str, float, str], ...] = field(default=())
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain data for JSON and the calculators."""
+        return {
+            "step_time_s": self.step_time_s,
+            "compute_s": self.compute_s,
+            "bubble_s": self.bubble_s,
+            "exposed_s": dict(self.exposed_s),
+            "tokens_per_s": self.tokens_per_s,
+            "model_flops": self.model_flops,
+            "hardware_flops": self.hardware_flops,
+            "tflops_per_gpu": self.tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "breakdown": [{"part": p, "seconds": s, "why": w} for p, s, w in self.breakdown],
+        }
+
+
+def _bubble(pp: int, m: int, v: int, schedule: str | None) -> float:
+    """Bubble / busy time of the schedule in use (default: interleaved 1F1B when ``v > 1``, else 1F1B)."""
+    if pp == 1:
+        return 0.0
+    name = schedule or ("interleaved" if v > 1 else "1f1b")
+    if name == "interleaved" and m % pp:
+        name, v = "1f1b", 1  # the interleaved schedule needs m a multiple of p; Megatron falls back likewise
+    return float(schedule_bubble(name, pp, m, v if name == "interleaved" else 1, convention="ideal"))
+
+
+def step_time(
+    arch: Architecture,
+    layout: Layout,
+    *,
+    gpu: GPU | str = "h100-sxm",
+    network: Network | None = None,
+    matmul_efficiency: float = MATMUL_EFFICIENCY,
+    memory_passes: float = MEMORY_PASSES,
+    dp_bucket_params: int = DP_BUCKET_PARAMS,
+    dtype: str = "bf16",
+    schedule: str | None = None,
+    check: bool = True,
+) -> StepTime:
+    """Predict one optimizer step of ``layout`` training ``arch`` (see the module docstring for the model).
+
+    Args:
+        arch: The model.
+        layout: The layout; ``global_batch`` must be set (it fixes the micro-batches per step).
+        gpu: A [`GPU`][calc.hardware.GPU] or preset name.
+        network: The cluster's links (default: the GPU's scale-up link and InfiniBand NDR, 8 per node).
+        matmul_efficiency: Achieved share of the dense peak in matmuls.
+        memory_passes: HBM passes over the stored activations for element-wise work.
+        dp_bucket_params: Parameters per gradient bucket (the last one is exposed).
+        dtype: The peak to use (``bf16``, ``fp16``, ``fp8``).
+        schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
+            ``interleaved``, ``zb-h1``, ``dualpipe``); default interleaved when ``interleave > 1``, else 1F1B.
+        check: Run [`check_layout`][calc.memory.layout.check_layout] first (the planner has already).
+
+    Returns:
+        A [`StepTime`][calc.timing.steptime.StepTime].
+
+    Raises:
+        CalcError: On a layout that cannot run the model or bad numbers.
+
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> lay = Layout(tp=8, pp=8, dp=24, global_batch=2304, seq_len=2048, recompute="full", interleave=2)
+        >>> t = step_time(preset("narayanan-145.6b"), lay, gpu="a100-80", network=Network("nvlink3", "ib-hdr"))
+        >>> 130 < t.hardware_tflops_per_gpu < 170   # Narayanan Table 1: 148
+        True
+    """
+    if check:
+        check_layout(arch, layout)
+    if layout.global_batch is None:
+        raise CalcError("global_batch", "must be given to time a step (it fixes the micro-batches)", None)
+    g = gpu if isinstance(gpu, GPU) else gpu_preset(gpu)
+    net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
+    eff = _fraction(matmul_efficiency, "matmul_efficiency")
+    peak = g.peak_flops(dtype)
+    t, p, c, v = layout.tp, layout.pp, layout.cp, layout.interleave
+    b, s = layout.micro_batch, layout.seq_len
+    m = layout.num_microbatches or 1
+    layers_ps = arch.num_layers // p
+    moe_layers = arch.num_moe_layers
+    dense_layers = arch.num_layers - moe_layers
+    kinds = [(False, dense_layers)] + ([(True, moe_layers)] if moe_layers else [])
+    recompute = layout.recompute
+    model_fwd = hw_fwd = 0
+    mem_bytes = 0
+    for moe, count in kinds:
+        if not count:
+            continue
+        mm, attn = layer_flops(arch, s, b, moe=moe)
+        if layout.flash_attention:
+            attn //= 2  # FlashAttention skips the masked half of a causal score matrix
+        model_fwd += count * (mm + attn)
+        extra = mm + attn if recompute == "full" else (3 * attn if recompute == "selective" else 0)
+        hw_fwd += count * (mm + attn) * 3 + count * extra
+        per = _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c, layout.sequence_parallel,
+                                 layout.flash_attention)  # fmt: skip
+        mem_bytes += count * per
+    logits = 2 * b * s * arch.hidden_size * arch.vocab_size
+    model_mb = 3 * (model_fwd + logits)  # forward + backward (twice the forward)
+    hw_mb = hw_fwd + 3 * logits
+    # Slowest stage: an even share of the layers, plus the logit layer on the last stage.
+    stage_hw = Fraction(hw_fwd, p) + 3 * logits
+    stage_mem = Fraction(mem_bytes, p)
+    t_flops = float(stage_hw / (t * c)) / (peak * eff)
+    t_mem = float(stage_mem) * memory_passes / g.hbm_bytes_per_s
+    t_mb = t_flops + t_mem
+    compute = m * t_mb
+
+    step = step_communication(
+        params=arch.param_count,
+        layers=arch.num_layers,
+        hidden=arch.hidden_size,
+        seq=s,
+        micro_batch=b,
+        num_microbatches=m,
+        dp=layout.dp,
+        tp=t,
+        pp=p,
+        cp=c,
+        ep=layout.ep,
+        zero_stage=layout.effective_zero_stage,
+        sequence_parallel=layout.sequence_parallel,
+        virtual_stages=v,
+        recompute=recompute == "full",
+        expert_params=arch.num_moe_layers * arch.expert_params_per_layer,
+        moe_layers=moe_layers or None,
+        top_k=max(1, arch.experts_per_token),
+        kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
+        gpus_per_node=net.gpus_per_node,
+        intra=net.intra,
+        inter=net.inter,
+        intra_efficiency=net.intra_efficiency,
+        inter_efficiency=net.inter_efficiency,
+        nics_per_node=net.nics_per_node,
+        latency=net.latency,
+    )
+    exposed: dict[str, float] = {}
+    per_mb_critical = 0.0
+    backward_last = t_mb * 2 / 3
+    for term in step.terms:
+        if term.group in ("tp", "cp", "ep"):
+            exposed[term.name] = term.time_s
+            per_mb_critical += term.time_s / m
+        elif term.group == "pp":
+            exposed[term.name] = term.time_s
+        elif term.name.endswith("grad-all-reduce") or term.name.endswith("grad-reduce-scatter"):
+            one = term.time_s / term.calls
+            params = max(1, term.message_bytes // 2)
+            bucket = min(1.0, max(dp_bucket_params, 1_000_000 * layout.dp) / params)
+            # Each call overlaps the backward it follows (the last micro-batch's, or, under ZeRO-2, its own
+            # micro-batch's) except its last bucket.
+            exposed[term.name] = term.calls * (one * bucket + max(0.0, one * (1 - bucket) - backward_last))
+        elif term.name.endswith("param-all-gather") and layout.effective_zero_stage == 3:
+            per_layer = term.time_s / max(1, term.calls * layers_ps)
+            layer_compute = t_mb / (3 * max(1, layers_ps))
+            exposed[term.name] = term.calls * (per_layer + max(0.0, per_layer - layer_compute) * (layers_ps - 1))
+        else:
+            exposed[term.name] = term.time_s
+    bubble_frac = _bubble(p, m, v, schedule)
+    bubble = float(bubble_frac) * (compute + sum(exposed[k] for k in exposed if k.split("-")[0] in ("tp", "cp", "ep")))
+    total = compute + bubble + sum(exposed.values())
+    gpus = layout.gpus or 1
+    model_flops = model_mb * m * layout.dp
+    hardware_flops = hw_mb * m * layout.dp
+    per_gpu = model_flops / total / gpus
+    hw_per_gpu = hardware_flops / total / gpus
+    rows: list[tuple[str, float, str]] = [
+        (
+            "compute",
+            compute,
+            (
+                f"{m} micro-batches × {t_mb * 1e3:.3g} ms on the slowest stage: matmuls at "
+                f"{eff:.0%} of {peak / 1e12:.0f} TFLOP/s ({t_flops * 1e3:.3g} ms) plus element-wise work at HBM "
+                f"speed ({t_mem * 1e3:.3g} ms)"
+            ),
+        ),
+    ]
+    if bubble:
+        rows.append(
+            ("pipeline bubble", bubble, f"(p-1)/(v·m) = {p - 1}/({v}·{m}) of the busy time, idle on every stage")
+        )
+    for term in step.terms:
+        why = {
+            "tp": "on the critical path of every layer",
+            "cp": "on the critical path of every attention layer",
+            "ep": "on the critical path of every MoE layer",
+            "pp": "point-to-point sends between stages, exposed",
+        }.get(term.group, "after overlap with the backward pass / next layer's compute")
+        where = "inside the node" if term.intra_node else "across nodes"
+        rows.append((term.name, exposed[term.name], f"{term.label}; {where}; {why}"))
+    return StepTime(
+        step_time_s=total,
+        compute_s=compute,
+        bubble_s=bubble,
+        exposed_s=exposed,
+        tokens_per_s=layout.global_batch * s / total,
+        model_flops=model_flops,
+        hardware_flops=hardware_flops,
+        tflops_per_gpu=per_gpu / 1e12,
+        hardware_tflops_per_gpu=hw_per_gpu / 1e12,
+        mfu=per_gpu / peak,
+        hfu=hw_per_gpu / peak,
+        breakdown=tuple(rows),
+    )
