@@ -1,0 +1,166 @@
+"""The shape of the house (CONTRIBUTING.md): small modules, small functions, packages in layers.
+
+Every module under ``calc/`` is at most ``MAX_MODULE_LINES`` lines and every function at most
+``MAX_FUNCTION_LINES``, except the few listed below with their reason; a listed exception that no longer
+needs its place fails too, so the list stays true. The packages form layers: a module imports only from its
+own package or the ones below it, and no two modules import each other, directly or through others.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CALC = ROOT / "calc"
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+MODULE_EXCEPTIONS: dict[str, str] = {}
+"""``calc/...py`` paths allowed over ``MAX_MODULE_LINES``, each with its reason."""
+
+FUNCTION_EXCEPTIONS: dict[str, str] = {}
+"""``path::qualified.name`` of functions allowed over ``MAX_FUNCTION_LINES``, each with its reason."""
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("calc.errors", "calc.units", "calc.hardware"),
+    ("calc.models",),
+    ("calc.parallel",),
+    ("calc.memory",),
+    ("calc.timing",),
+    ("calc.peers",),
+    ("calc.guide",),
+    ("calc.widgets", "calc.cli", "calc.__main__"),
+)
+"""The packages from the bottom up: a module may import its own layer's and lower layers' modules only."""
+
+
+def _modules() -> list[pathlib.Path]:
+    return sorted(p for p in CALC.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _rel(path: pathlib.Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _layer(module: str) -> int | None:
+    """The layer of a ``calc`` module, or None for the top-level package itself."""
+    for rank, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def _functions(tree: ast.AST, prefix: str = ""):
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = prefix + node.name
+            yield name, node.end_lineno - node.lineno + 1
+            yield from _functions(node, name + ".")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, prefix + node.name + ".")
+
+
+def _calc_imports(path: pathlib.Path) -> set[str]:
+    """The ``calc`` modules a module imports at its top level or anywhere inside it."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "calc":
+                found.update(f"calc.{a.name}" for a in node.names)
+            elif node.module.startswith("calc."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("calc."))
+    return found
+
+
+def test_modules_are_small():
+    too_long = {_rel(p): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    unexplained = {k: v for k, v in too_long.items() if k not in MODULE_EXCEPTIONS}
+    assert not unexplained, f"modules over {MAX_MODULE_LINES} lines: {unexplained}"
+    stale = sorted(set(MODULE_EXCEPTIONS) - set(too_long))
+    assert not stale, f"listed as exceptions but now within the limit (remove them): {stale}"
+
+
+def test_functions_are_small():
+    too_long = {}
+    for p in _modules():
+        for name, n in _functions(ast.parse(p.read_text())):
+            if n > MAX_FUNCTION_LINES:
+                too_long[f"{_rel(p)}::{name}"] = n
+    unexplained = {k: v for k, v in too_long.items() if k not in FUNCTION_EXCEPTIONS}
+    assert not unexplained, f"functions over {MAX_FUNCTION_LINES} lines: {unexplained}"
+    stale = sorted(set(FUNCTION_EXCEPTIONS) - set(too_long))
+    assert not stale, f"listed as exceptions but now within the limit (remove them): {stale}"
+
+
+@pytest.mark.parametrize("path", [p for p in _modules() if p.name == "__init__.py"], ids=_rel)
+def test_every_package_says_what_it_owns(path):
+    assert ast.get_docstring(ast.parse(path.read_text())), f"{_rel(path)} has no module docstring"
+
+
+def test_packages_import_only_downwards():
+    upward = []
+    for p in _modules():
+        here = _name(p)
+        rank = _layer(here)
+        if rank is None:
+            continue
+        for target in _calc_imports(p):
+            there = _layer(target)
+            if there is not None and there > rank:
+                upward.append(f"{here} -> {target}")
+    assert not upward, f"imports from a higher layer: {upward}"
+
+
+def test_no_import_cycles():
+    known = {_name(p) for p in _modules()}
+    graph = {}
+    for p in _modules():
+        edges = set()
+        for target in _calc_imports(p):
+            # ``from calc.memory import layout`` names a module; ``from calc.memory.layout import X`` too.
+            while target not in known and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in known and target != "calc":
+                edges.add(target)
+        graph[_name(p)] = edges - {_name(p)}
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> bool:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle.extend([*stack[stack.index(nxt) :], nxt])
+                return True
+            if state.get(nxt) is None and visit(nxt, [*stack, nxt]):
+                return True
+        state[node] = 2
+        return False
+
+    for start in sorted(graph):
+        if state.get(start) is None and visit(start, [start]):
+            break
+    assert not cycle, f"import cycle: {' -> '.join(cycle)}"
+
+
+def test_old_module_names_are_the_new_modules():
+    import importlib
+
+    import calc
+
+    for old, new in calc.MOVED_MODULES.items():
+        assert importlib.import_module(old) is importlib.import_module(new), old
