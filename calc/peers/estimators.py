@@ -229,21 +229,28 @@ def llm_analysis_layer_activation_bytes(
     f, t = parse_positive_int(ffn_hidden, "ffn_hidden"), parse_positive_int(tp, "tp")
     sp_ = _la_check(recompute, t, sp)
     a = Fraction(parse_positive_int(activation_bytes, "activation_bytes"))
-    sbh = s * b * h
     if recompute == "full":
-        return int(sbh * a / t)
-    core = Fraction(0)
-    if recompute != "selective":
-        core = (2 * sbh + 4 * n * s * b) * a / t if flash_attention else 2 * n * s * s * b * a / t
-        if softmax_dropout:
-            core += Fraction(n * s * s * b, t)
-    attn = (Fraction(sbh, sp_) + Fraction(4 * sbh, t)) * a + core + Fraction(sbh, sp_)
+        return int(s * b * h * a / t)
+    attn = _la_attention(s, b, h, n, t, sp_, a, flash_attention and "flash", softmax_dropout, recompute)
     routed = Fraction(parse_positive_int(experts, "experts"), parse_positive_int(ep, "ep"))
     routed *= parse_positive_int(top_k, "top_k")
     per_gelu = a / 3 if recompute_gelu and gated else a if recompute_gelu else 2 * a
-    mlp = a * sbh * routed / sp_ + per_gelu * s * b * f * routed / t
-    norms = 2 * Fraction(sbh, sp_) * parse_positive_int(layernorm_bytes, "layernorm_bytes")
+    mlp = a * s * b * h * routed / sp_ + per_gelu * s * b * f * routed / t
+    norms = 2 * Fraction(s * b * h, sp_) * parse_positive_int(layernorm_bytes, "layernorm_bytes")
     return int(attn + mlp + norms)
+
+
+def _la_attention(s: int, b: int, h: int, n: int, t: int, sp: int, a: Fraction, flash, dropout, recompute) -> Fraction:
+    """llm-analysis's ``get_activation_memory_per_layer_attn``: the projections' inputs, the core (none under
+    selective recompute; ``2sbh + 4·heads·sb`` with flash attention, the ``s²`` scores without, plus a softmax
+    dropout mask when asked) and the 1-byte attention dropout mask ``sbh/s_p`` llm-analysis always counts."""
+    sbh = s * b * h
+    core = Fraction(0)
+    if recompute != "selective":
+        core = (2 * sbh + 4 * n * s * b) * a / t if flash else 2 * n * s * s * b * a / t
+        if dropout:
+            core += Fraction(n * s * s * b, t)
+    return (Fraction(sbh, sp) + Fraction(4 * sbh, t)) * a + core + Fraction(sbh, sp)
 
 
 def llm_analysis_activation_bytes(
@@ -315,6 +322,22 @@ class LlmAnalysisStates:
         return self.weights + self.gradients + self.optimizer_states
 
 
+def _la_shapes(hidden, heads, ffn_hidden, num_layers, vocab_size, kv_heads, experts, tp, pp, dp, ep, zero_stage):
+    """The shape and degree arguments of ``llm_analysis_model_state_bytes``, checked:
+    ``(h, heads, ffn, L, V, kv, E, tp, pp, dp, ep)``."""
+    h, n = parse_positive_int(hidden, "hidden"), parse_positive_int(heads, "heads")
+    f, L = parse_positive_int(ffn_hidden, "ffn_hidden"), parse_positive_int(num_layers, "num_layers")
+    v = parse_positive_int(vocab_size, "vocab_size")
+    kv = n if kv_heads is None else parse_positive_int(kv_heads, "kv_heads")
+    if n % kv:
+        raise CalcError("kv_heads", f"must divide heads (heads={n})", kv, code="not-divisible")
+    E, t, p = parse_positive_int(experts, "experts"), parse_positive_int(tp, "tp"), parse_positive_int(pp, "pp")
+    d, e = parse_positive_int(dp, "dp"), parse_positive_int(ep, "ep")
+    if zero_stage not in (0, 1, 2, 3):
+        raise CalcError("zero_stage", "must be 0, 1, 2 or 3", zero_stage)
+    return h, n, f, L, v, kv, E, t, p, d, e
+
+
 def llm_analysis_model_state_bytes(
     hidden: int,
     heads: int,
@@ -372,16 +395,9 @@ def llm_analysis_model_state_bytes(
         >>> st.weights, st.total
         (10329006080, 92961054720)
     """
-    h, n = parse_positive_int(hidden, "hidden"), parse_positive_int(heads, "heads")
-    f, L = parse_positive_int(ffn_hidden, "ffn_hidden"), parse_positive_int(num_layers, "num_layers")
-    v = parse_positive_int(vocab_size, "vocab_size")
-    kv = n if kv_heads is None else parse_positive_int(kv_heads, "kv_heads")
-    if n % kv:
-        raise CalcError("kv_heads", f"must divide heads (heads={n})", kv, code="not-divisible")
-    E, t, p = parse_positive_int(experts, "experts"), parse_positive_int(tp, "tp"), parse_positive_int(pp, "pp")
-    d, e = parse_positive_int(dp, "dp"), parse_positive_int(ep, "ep")
-    if zero_stage not in (0, 1, 2, 3):
-        raise CalcError("zero_stage", "must be 0, 1, 2 or 3", zero_stage)
+    h, n, f, L, v, kv, E, t, p, d, e = _la_shapes(
+        hidden, heads, ffn_hidden, num_layers, vocab_size, kv_heads, experts, tp, pp, dp, ep, zero_stage
+    )
     wb, mb = Fraction(weight_bytes), Fraction(master_bytes)
     op = Fraction(12) if optimizer_bytes is None else Fraction(optimizer_bytes) + mb
     attn = 2 * h * h + 2 * h * (h * max(Fraction(kv, t), Fraction(1)) * t / n)
