@@ -6,7 +6,6 @@ from calc.guide.charts import zero_chart
 from calc.memory.layout import Layout
 from calc.memory.model_state import (
     COMPONENTS,
-    convention_options,
     model_state_bytes,
     resolve_convention,
     smallest_fitting_layout,
@@ -15,17 +14,17 @@ from calc.memory.overheads import peak_memory
 from calc.models.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import (
-    GPU_FIELD_OPTIONS,
-    UNIT_FIELD_OPTIONS,
-    byte_formatter,
-    formulas,
-    gpu_memory,
-    memory_chart,
-    out,
-    table,
-    verdict,
+from calc.widgets._fields import (
+    convention_field,
+    degree,
+    gpu_fields,
+    micro_batch_field,
+    seq_len_field,
+    unit_field,
+    zero_field,
 )
+from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
+from calc.widgets._parts import gpu_memory_line, headroom, kv
 
 __all__ = ["CALCULATOR"]
 
@@ -103,39 +102,18 @@ def _smallest_with_activations(
     return None
 
 
-def _compute(v: dict[str, str]) -> str:
+def _read(v: dict[str, str]) -> tuple[int, int, int, int, object]:
+    """ZeRO stage, dp, sequence, micro-batch and the model (``None``: the typed parameter count only)."""
     stage = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     dp = parse_positive_int(v["dp"], "dp", maximum=_MAX_DP)
-    conv = v["convention"]
-    fmt = byte_formatter(v["unit"])
-    memory, gpu_label = gpu_memory(v)
-    arch = None
     seq = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)  # checked even while no model uses them
     micro = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
-    if v["preset"] != _NO_MODEL:
-        arch = preset(v["preset"])
-        params = arch.param_count
-    else:
-        params = parse_count(v["params"], "params")
-    state = model_state_bytes(params, zero_stage=stage, dp=dp, convention=conv)
-    c = resolve_convention(conv)
-    total = state.total
-    head = f"{format_count(params)} parameters, ZeRO-{stage}, dp={dp}"
-    peak = extra = None
-    if arch is not None:
-        peak = max(_peak(arch, stage, dp, v, seq, micro), total)
-        extra = peak - total
-        used = peak
-        what = f"{fmt(peak)} per GPU with activations at {seq:,} tokens × {micro} and overheads (as nvidia-smi shows)"
-    else:
-        used = total
-        what = f"{fmt(total)} of model state per GPU"
-    fits = used <= memory
-    if fits:
-        line = f"Fits: {fmt(used)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - used)} left"
-        line += "." if arch is not None else " for activations and buffers."
-    else:
-        line = f"Does not fit: {head}: {what} exceeds the {gpu_label} ({fmt(memory)}) by {fmt(used - memory)}."
+    arch = preset(v["preset"]) if v["preset"] != _NO_MODEL else None
+    return stage, dp, seq, micro, arch
+
+
+def _breakdown(state, c, params: int, stage: int, dp: int, fmt) -> tuple[list, list]:
+    """The table rows and formula lines of the model states, each checked against the engine's own bytes."""
     rows, lines = [], []
     for k in COMPONENTS:
         label, per, math, value = _row(k, getattr(c, k), params, stage, dp, fmt)
@@ -143,63 +121,90 @@ def _compute(v: dict[str, str]) -> str:
             raise RuntimeError(f"will-it-fit: the {k} formula gives {value}, the engine {getattr(state, k)}")
         rows.append((label, per, out(k, fmt(value))))
         lines.append((label, math))
-    lines.append(("Total model state", f"{c.bytes_per_param} B per parameter before sharding → {fmt(total)}"))
-    rows.append(("<strong>Total model state</strong>", f"{c.bytes_per_param} B", out("total", fmt(total), "strong")))
-    if extra is not None:
-        rows.append(("Activations and overheads", "", out("activations_overheads", fmt(extra))))
-        lines.append(
-            (
-                "Activations and overheads",
-                (
-                    f"peak {fmt(peak)} − model state {fmt(total)} = {fmt(extra)} ({_WHAT_ACTIVATIONS}; activations "
-                    "from Korthikanti et al. 2022, Sec. 4, plus the CUDA context, NCCL buffers and allocator reserve "
-                    "of calc.memory.overheads.peak_memory)"
-                ),
-            )
-        )
-        rows.append(("<strong>Peak per GPU</strong>", "", out("peak", fmt(peak), "strong")))
-    headroom = out(
-        "headroom",
-        fmt(memory - used) if fits else f"none (short by {fmt(used - memory)})",
-        value=memory - used,
-        unit="B",
+    lines.append(("Total model state", f"{c.bytes_per_param} B per parameter before sharding → {fmt(state.total)}"))
+    rows.append(
+        ("<strong>Total model state</strong>", f"{c.bytes_per_param} B", out("total", fmt(state.total), "strong"))
     )
+    return rows, lines
+
+
+def _peak_rows(rows: list, lines: list, total: int, peak: int, fmt) -> None:
+    """Adds the activations-and-overheads and peak rows (a model is chosen)."""
+    extra = peak - total
+    rows.append(("Activations and overheads", "", out("activations_overheads", fmt(extra))))
+    lines.append(
+        (
+            "Activations and overheads",
+            (
+                f"peak {fmt(peak)} − model state {fmt(total)} = {fmt(extra)} ({_WHAT_ACTIVATIONS}; activations "
+                "from Korthikanti et al. 2022, Sec. 4, plus the CUDA context, NCCL buffers and allocator reserve "
+                "of calc.memory.overheads.peak_memory)"
+            ),
+        )
+    )
+    rows.append(("<strong>Peak per GPU</strong>", "", out("peak", fmt(peak), "strong")))
+
+
+def _verdict_line(used: int, memory: int, gpu_label: str, head: str, what: str, counted: bool, fmt) -> str:
+    if used <= memory:
+        line = f"Fits: {fmt(used)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - used)} left"
+        return line + ("." if counted else " for activations and buffers.")
+    return f"Does not fit: {head}: {what} exceeds the {gpu_label} ({fmt(memory)}) by {fmt(used - memory)}."
+
+
+def _hint(arch, params: int, memory: int, v: dict[str, str], seq: int, micro: int, fmt) -> str:
+    """The smallest layout that fits, in words."""
+    conv = v["convention"]
     if arch is not None:
         found = _smallest_with_activations(arch, memory, v, seq, micro)
         if found is None:
-            hint = f"Nothing fits: even ZeRO-3 over {_MAX_DP:,} GPUs leaves no room for these activations."
-        else:
-            s, d, at = found
-            where = "any dp" if s == 0 else f"dp ≥ {d:,}"
-            hint = f"ZeRO-{s} with {where}: {fmt(at)} per GPU with activations and overheads, {fmt(memory - at)} left."
-    else:
-        # Never a layout with nothing left for activations: the model state must leave at least one byte free,
-        # and the reader is told that activations are not counted unless a model and sequence are given.
-        best = smallest_fitting_layout(params, memory - 1, convention=conv, max_dp=_MAX_DP)
-        if best is None:
-            hint = f"Nothing fits: even ZeRO-3 over {_MAX_DP:,} GPUs exceeds this GPU's memory."
-        else:
-            s, d = best
-            at = model_state_bytes(params, zero_stage=s, dp=d, convention=conv).total
-            where = "any dp" if s == 0 else f"dp ≥ {d:,}"
-            hint = (
-                f"ZeRO-{s} with {where}: {fmt(at)} of model state per GPU, {fmt(memory - at)} left for activations "
-                "(not counted: give a model and sequence length under Activations to count them)."
-            )
-    segments = [(_LABELS[k], getattr(state, k)) for k in COMPONENTS]
-    if extra:
-        segments.append(("Activations and overheads", extra))
+            return f"Nothing fits: even ZeRO-3 over {_MAX_DP:,} GPUs leaves no room for these activations."
+        s, d, at = found
+        where = "any dp" if s == 0 else f"dp ≥ {d:,}"
+        return f"ZeRO-{s} with {where}: {fmt(at)} per GPU with activations and overheads, {fmt(memory - at)} left."
+    # Never a layout with nothing left for activations: the model state must leave at least one byte free,
+    # and the reader is told that activations are not counted unless a model and sequence are given.
+    best = smallest_fitting_layout(params, memory - 1, convention=conv, max_dp=_MAX_DP)
+    if best is None:
+        return f"Nothing fits: even ZeRO-3 over {_MAX_DP:,} GPUs exceeds this GPU's memory."
+    s, d = best
+    at = model_state_bytes(params, zero_stage=s, dp=d, convention=conv).total
+    where = "any dp" if s == 0 else f"dp ≥ {d:,}"
     return (
-        verdict(fits, line)
-        + memory_chart(segments, memory, gpu_label, v["unit"])
-        + zero_chart(
-            params, convention=conv, zero_stage=stage, dp=dp, capacity=memory, gpu_label=gpu_label, unit=v["unit"]
-        )
+        f"ZeRO-{s} with {where}: {fmt(at)} of model state per GPU, {fmt(memory - at)} left for activations "
+        "(not counted: give a model and sequence length under Activations to count them)."
+    )
+
+
+def _compute(v: dict[str, str]) -> str:
+    stage, dp, seq, micro, arch = _read(v)
+    conv, unit = v["convention"], v["unit"]
+    fmt = byte_formatter(unit)
+    memory, gpu_label = gpu_memory(v)
+    params = arch.param_count if arch is not None else parse_count(v["params"], "params")
+    state = model_state_bytes(params, zero_stage=stage, dp=dp, convention=conv)
+    total = state.total
+    head = f"{format_count(params)} parameters, ZeRO-{stage}, dp={dp}"
+    rows, lines = _breakdown(state, resolve_convention(conv), params, stage, dp, fmt)
+    segments = [(_LABELS[k], getattr(state, k)) for k in COMPONENTS]
+    used, what = total, f"{fmt(total)} of model state per GPU"
+    if arch is not None:
+        used = max(_peak(arch, stage, dp, v, seq, micro), total)
+        what = f"{fmt(used)} per GPU with activations at {seq:,} tokens × {micro} and overheads (as nvidia-smi shows)"
+        _peak_rows(rows, lines, total, used, fmt)
+        if used > total:
+            segments.append(("Activations and overheads", used - total))
+    line = _verdict_line(used, memory, gpu_label, head, what, arch is not None, fmt)
+    hint = _hint(arch, params, memory, v, seq, micro, fmt)
+    return (
+        verdict(used <= memory, line)
+        + memory_chart(segments, memory, gpu_label, unit)
+        + zero_chart(params, convention=conv, zero_stage=stage, dp=dp, capacity=memory, gpu_label=gpu_label, unit=unit)
         + table(("Component", "Bytes / param", "Per GPU"), rows, raw_cells=True)
         + formulas(lines, _SOURCE)
-        + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
-        + f'<p class="lc-kv"><span>Headroom for activations</span> {headroom}</p>'
-        + f'<p class="lc-kv"><span>Smallest layout that fits</span> {out("suggestion", hint)}</p>'
+        + gpu_memory_line(memory, fmt)
+        + kv("Headroom for activations", headroom(memory, used, fmt))
+        + kv("Smallest layout that fits", out("suggestion", hint))
     )
 
 
@@ -209,35 +214,19 @@ CALCULATOR = Calculator(
     description="Model-state memory per GPU (weights, gradients, optimizer states) before activations.",
     fields=(
         Field("params", "Parameters", "7B", help="e.g. 7B, 70e9, 1.5T or 124439808"),
-        Field(
-            "convention",
-            "Bytes per parameter",
-            "mixed-adam-16",
-            kind="select",
-            options=convention_options(),
-        ),
-        Field(
-            "zero_stage",
-            "ZeRO stage",
+        convention_field(),
+        zero_field(
             "0",
-            kind="select",
-            options=(
+            (
                 ("0", "0: plain data parallel (nothing sharded)"),
                 ("1", "1: shard optimizer states"),
                 ("2", "2: + gradients"),
                 ("3", "3: + weights (FSDP)"),
             ),
         ),
-        Field("dp", "Data-parallel degree", "1", kind="number", help="GPUs the states are sharded over"),
-        Field(
-            "gpu",
-            "GPU",
-            "h100-sxm",
-            kind="select",
-            options=GPU_FIELD_OPTIONS,
-        ),
-        Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
-        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+        degree("dp", "1", "GPUs the states are sharded over", label="Data-parallel degree"),
+        *gpu_fields(),
+        unit_field(),
         Field(
             "preset",
             "Model (counts activations)",
@@ -248,8 +237,8 @@ CALCULATOR = Calculator(
             group=_ACTIVATIONS,
             advanced=True,
         ),
-        Field("seq_len", "Sequence length", "4096", kind="number", group=_ACTIVATIONS, advanced=True),
-        Field("micro_batch", "Micro-batch (sequences)", "1", kind="number", group=_ACTIVATIONS, advanced=True),
+        seq_len_field("4096", group=_ACTIVATIONS, advanced=True),
+        micro_batch_field(group=_ACTIVATIONS, advanced=True),
     ),
     compute=_compute,
 )

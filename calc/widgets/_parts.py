@@ -1,0 +1,68 @@
+"""The pieces of a result the calculators share: labelled values, notes, GPU memory and headroom.
+
+Tables, verdicts, formulas and charts are in [`calc.widgets._html`][calc.widgets._html]; these are the lines
+around them, written once so that every calculator words and marks them alike (the ``data-output`` names stay
+each calculator's own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from html import escape
+
+from calc.widgets._html import out
+
+__all__ = ["NOT_COUNTED", "gpu_memory_line", "headroom", "kv", "kv_notes", "notes"]
+
+NOT_COUNTED = '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">{}</a>'
+"""A link to the accuracy page's list of what is not modelled (the build and calc.mjs set its ``href``)."""
+
+
+def kv(label: str, value: str) -> str:
+    """One labelled result line: ``label`` is HTML (escape plain text first), ``value`` an ``out(...)``.
+
+    Examples:
+        >>> kv("GPU memory", '<span data-output="x">1</span>')
+        '<p class="lc-kv"><span>GPU memory</span> <span data-output="x">1</span></p>'
+    """
+    return f'<p class="lc-kv"><span>{label}</span> {value}</p>'
+
+
+def kv_notes(rows: Iterable[tuple[str, str, str]], *, escaped: bool = True) -> str:
+    """Labelled result lines with a note each: ``(label, value html, note)``; ``escaped`` escapes label and note.
+
+    Examples:
+        >>> kv_notes([("A & B", "1", "x < y")])
+        '<p class="lc-kv"><span>A &amp; B</span> 1 <small>x &lt; y</small></p>'
+    """
+    esc: Callable[[str], str] = escape if escaped else str
+    return "".join(
+        f'<p class="lc-kv"><span>{esc(k)}</span> {value} <small>{esc(n)}</small></p>' for k, value, n in rows
+    )
+
+
+def notes(lines: Iterable[str]) -> str:
+    """Small print under a result, one paragraph a line (each already HTML).
+
+    Examples:
+        >>> notes(["one", "two"])
+        '<p><small>one</small></p><p><small>two</small></p>'
+    """
+    return "".join(f"<p><small>{n}</small></p>" for n in lines)
+
+
+def gpu_memory_line(memory: int, fmt: Callable[[int], str]) -> str:
+    """The GPU's memory as the result line ``gpu_memory_bytes``."""
+    return kv("GPU memory", out("gpu_memory_bytes", fmt(memory)))
+
+
+def headroom(memory: int, used: int, fmt: Callable[[int], str]) -> str:
+    """What is left of ``memory`` once ``used`` is in it, as ``headroom`` (negative bytes when it does not fit).
+
+    Examples:
+        >>> from calc.widgets._html import byte_formatter
+        >>> headroom(10**9, 2 * 10**9, byte_formatter("GB"))
+        '<span data-value="-1000000000" data-unit="B" data-output="headroom">none (short by 1.00 GB)</span>'
+    """
+    room = fmt(memory - used) if used <= memory else f"none (short by {fmt(used - memory)})"
+    return out("headroom", room, value=memory - used, unit="B")
