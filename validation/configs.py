@@ -13,99 +13,57 @@ __all__ = ["ACTIVATION_CASES", "MODELS", "REFERENCE_LAYERS", "SHARDING_CASES", "
 # (the cache's copies), 2 × 2sbh a layer more than the profile counts.
 _SMALL = dict(vocab_size=1024, max_position_embeddings=512, tie_word_embeddings=False, use_cache=False)
 
+
+def _gpt2(pdrop: float) -> dict:
+    """GPT-2's keys (``n_embd``, ``n_layer``...), 256 wide and 2 layers deep, with one dropout everywhere."""
+    sizes = dict(vocab_size=1024, n_embd=256, n_layer=2, n_head=8, n_positions=512)
+    drops = dict(resid_pdrop=pdrop, embd_pdrop=pdrop, attn_pdrop=pdrop)
+    return dict(model_type="gpt2", **sizes, **drops, tie_word_embeddings=False, use_cache=False)
+
+
+# name: (model_type, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+#        num_key_value_heads, the family's own keys)
+_LLAMA_LIKE: dict[str, tuple] = {
+    "llama-gqa": ("llama", 256, 688, 2, 8, 2, {}),
+    "llama-mha": ("llama", 192, 512, 3, 6, 6, {}),
+    "mistral": ("mistral", 256, 704, 2, 8, 4, dict(sliding_window=None)),
+    "qwen3": ("qwen3", 256, 688, 2, 8, 2, dict(head_dim=32)),
+    "mixtral": (
+        "mixtral",
+        *(256, 344, 2, 8, 2),
+        dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=None),
+    ),
+    "qwen3-moe": (
+        "qwen3_moe",
+        *(256, 688, 2, 8, 2),
+        dict(
+            moe_intermediate_size=128,
+            head_dim=32,
+            num_experts=8,
+            num_experts_per_tok=2,
+            decoder_sparse_step=1,
+            mlp_only_layers=[],
+            norm_topk_prob=True,
+        ),
+    ),
+}
+
 MODELS: dict[str, dict] = {
-    "gpt2": dict(
-        model_type="gpt2",
-        vocab_size=1024,
-        n_embd=256,
-        n_layer=2,
-        n_head=8,
-        n_positions=512,
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-        tie_word_embeddings=False,
-        use_cache=False,
-    ),
-    "gpt2-dropout": dict(
-        model_type="gpt2",
-        vocab_size=1024,
-        n_embd=256,
-        n_layer=2,
-        n_head=8,
-        n_positions=512,
-        resid_pdrop=0.1,
-        embd_pdrop=0.1,
-        attn_pdrop=0.1,
-        tie_word_embeddings=False,
-        use_cache=False,
-    ),
-    "llama-gqa": dict(
-        model_type="llama",
-        hidden_size=256,
-        intermediate_size=688,
-        num_hidden_layers=2,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        **_SMALL,
-    ),
-    "llama-mha": dict(
-        model_type="llama",
-        hidden_size=192,
-        intermediate_size=512,
-        num_hidden_layers=3,
-        num_attention_heads=6,
-        num_key_value_heads=6,
-        **_SMALL,
-    ),
-    "mistral": dict(
-        model_type="mistral",
-        hidden_size=256,
-        intermediate_size=704,
-        num_hidden_layers=2,
-        num_attention_heads=8,
-        num_key_value_heads=4,
-        sliding_window=None,
-        **_SMALL,
-    ),
-    "qwen3": dict(
-        model_type="qwen3",
-        hidden_size=256,
-        intermediate_size=688,
-        num_hidden_layers=2,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        head_dim=32,
-        **_SMALL,
-    ),
-    "mixtral": dict(
-        model_type="mixtral",
-        hidden_size=256,
-        intermediate_size=344,
-        num_hidden_layers=2,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        sliding_window=None,
-        **_SMALL,
-    ),
-    "qwen3-moe": dict(
-        model_type="qwen3_moe",
-        hidden_size=256,
-        intermediate_size=688,
-        moe_intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        head_dim=32,
-        num_experts=8,
-        num_experts_per_tok=2,
-        decoder_sparse_step=1,
-        mlp_only_layers=[],
-        norm_topk_prob=True,
-        **_SMALL,
-    ),
+    "gpt2": _gpt2(0.0),
+    "gpt2-dropout": _gpt2(0.1),
+    **{
+        name: dict(
+            model_type=kind,
+            hidden_size=hidden,
+            intermediate_size=ffn,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=kv_heads,
+            **own,
+            **_SMALL,
+        )
+        for name, (kind, hidden, ffn, layers, heads, kv_heads, own) in _LLAMA_LIKE.items()
+    },
 }
 """Small configs of real architectures (Hugging Face ``config.json`` keys)."""
 
