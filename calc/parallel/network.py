@@ -318,10 +318,9 @@ def group_bus_bandwidth(
 ) -> Fraction:
     """Peak ring bus bandwidth (bytes/s) of a collective on a group, given where it lives (no latency).
 
-    The flat-ring, bandwidth-only view that [`collective_cost`][calc.parallel.comm.collective_cost] refines.
-
-    Inside one node, every collective runs at the scale-up link's per-direction
-    peak, except a point-to-point send, which gets the bandwidth to one peer.
+    The flat-ring, bandwidth-only view that [`collective_cost`][calc.parallel.comm.collective_cost] refines. Inside
+    one node, every collective runs at the scale-up link's per-direction peak, except a point-to-point send, which
+    gets the bandwidth to one peer.
 
     Across nodes (one NIC per GPU, each of the group's ``k`` members on a node using
     its own NIC):
@@ -337,20 +336,16 @@ def group_bus_bandwidth(
       ``(k-1)/n · S`` stays on the scale-up link; the slower part sets the time, so
       ``busbw = (n-1) / max((n-k)/NIC, (k-1)/scale-up)``. On ``N`` nodes this is about
       ``N/(N-1)`` × NIC, as NVIDIA/nccl-tests#130 states.
-    * Point-to-point: one NIC.
-
-    Two-node runs can beat these figures with NCCL's tree algorithm (NVIDIA/nccl-tests#196);
-    the model is the ring, which is what larger jobs see.
+    * Point-to-point: one NIC. (Two-node runs can beat these figures with NCCL's tree algorithm,
+      NVIDIA/nccl-tests#196; the model is the ring, which is what larger jobs see.)
 
     Args:
         collective: One of [`COLLECTIVES`][calc.parallel.comm.COLLECTIVES].
         n: Ranks in the group.
-        intra_node: ``True`` when the whole group sits in one node.
-        members_per_node: ``k``, the group's members on each node it spans.
+        intra_node: ``True`` when the whole group sits in one node; else ``members_per_node`` is ``k``.
         intra: Scale-up link (preset name or [`Interconnect`][calc.parallel.comm.Interconnect]).
         inter: Scale-out link per GPU.
-        intra_efficiency: Achieved fraction of the scale-up peak.
-        inter_efficiency: Achieved fraction of the network peak.
+        intra_efficiency: Achieved fraction of the scale-up peak (``inter_efficiency``: of the network's).
 
     Returns:
         The bus bandwidth in bytes/s, exact.

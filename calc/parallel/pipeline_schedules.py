@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from calc.errors import CalcError
+from calc.parallel.pipeline_orders import _Pass, stage_orders
 from calc.units import parse_positive_int
 
 __all__ = [
@@ -321,147 +322,85 @@ class Schedule:
         }
 
 
-# A pass in a stage's order: (kind, microbatch, chunk on this device, model stage g). A task is one pass,
-# or two passes run together (DualPipe's overlapped forward-and-backward).
-_Pass = tuple[str, int, int, int]
+def _units(
+    name: str, forward_units: int, backward_units: int, weight_units: int | None, pair_units: int | None
+) -> tuple[int, int, int, int]:
+    """``(forward, backward, weight, pair)`` time units, checked (``weight`` is 0 unless the schedule splits)."""
+    bwd = parse_positive_int(backward_units, "backward_units")
+    fwd = parse_positive_int(forward_units, "forward_units")
+    if name in SPLIT_BACKWARD:
+        wgt = max(1, bwd // 2) if weight_units is None else parse_positive_int(weight_units, "weight_units")
+        if wgt >= bwd:
+            raise CalcError(
+                "weight_units",
+                f"must be less than backward_units (= {bwd}): the input gradients take the rest",
+                wgt,
+            )
+    else:
+        wgt = 0
+    overlap = fwd + bwd if pair_units is None else parse_positive_int(pair_units, "pair_units")
+    return fwd, bwd, wgt, overlap
 
 
-def _gpipe(stage: int, p: int, m: int) -> list[tuple[_Pass, ...]]:
-    return [(("F", j, 0, stage),) for j in range(m)] + [(("B", j, 0, stage),) for j in range(m)]
-
-
-def _one_f_one_b(stage: int, p: int, m: int) -> list[tuple[_Pass, ...]]:
-    warmup = min(p - stage - 1, m)
-    order = [(("F", j, 0, stage),) for j in range(warmup)]
-    for j in range(m - warmup):
-        order += [(("F", warmup + j, 0, stage),), (("B", j, 0, stage),)]
-    return order + [(("B", j, 0, stage),) for j in range(m - warmup, m)]
-
-
-def _interleaved(stage: int, p: int, m: int, v: int) -> list[tuple[_Pass, ...]]:
-    # Megatron-LM's forward_backward_pipelining_with_interleaving: virtual micro-batch k runs chunk
-    # (k // p) % v of micro-batch (k // (p v)) p + k % p; warm-up is 2 (p - stage - 1) + (v - 1) p
-    # forwards; backwards visit the chunks in reverse. Chunk c of this device is model stage c p + stage.
-    total = m * v
-
-    def forward(k: int) -> tuple[_Pass, ...]:
-        chunk = (k % (p * v)) // p
-        return (("F", (k // (p * v)) * p + k % p, chunk, chunk * p + stage),)
-
-    def backward(k: int) -> tuple[_Pass, ...]:
-        chunk = v - 1 - (k % (p * v)) // p
-        return (("B", (k // (p * v)) * p + k % p, chunk, chunk * p + stage),)
-
-    warmup = min(2 * (p - stage - 1) + (v - 1) * p, total)
-    order = [forward(k) for k in range(warmup)]
-    for k in range(total - warmup):
-        order += [forward(warmup + k), backward(k)]
-    return order + [backward(k) for k in range(total - warmup, total)]
-
-
-def _zb_h1(stage: int, p: int, m: int) -> list[tuple[_Pass, ...]]:
-    # Qi et al. 2023 Sec. 2.1 (Fig. 3, ZB-H1): 1F1B's order of F and B (input gradients only), with each
-    # W pass run one step after its B on every stage, and stage i deferring i of them to its
-    # cool-down, where they fill the bubble 1F1B leaves there. In-flight forwards stay 1F1B's.
-    warmup = min(p - stage - 1, m)
-    order: list[tuple[_Pass, ...]] = [(("F", j, 0, stage),) for j in range(warmup)]
-    pending: list[int] = []
-
-    def weight() -> None:
-        order.append((("W", pending.pop(0), 0, stage),))
-
-    for j in range(m - warmup):
-        order.append((("F", warmup + j, 0, stage),))
-        if len(pending) > stage:
-            weight()
-        order.append((("B", j, 0, stage),))
-        pending.append(j)
-    for j in range(m - warmup, m):
-        if len(pending) > stage:
-            weight()
-        order.append((("B", j, 0, stage),))
-        pending.append(j)
-    while pending:
-        weight()
-    return order
-
-
-def _dualpipe(rank: int, p: int, m: int) -> list[tuple[_Pass, ...]]:
-    # DeepSeek-V3 report Sec. 3.2.1, Fig. 5, as DeepSeek's reference DualPipe runs it: micro-batches
-    # 0..m/2-1 enter at rank 0 (direction 0), m/2..m-1 at rank p-1 (direction 1); each rank holds the
-    # model stage `rank` for direction 0 (chunk 0) and stage p-1-rank for direction 1 (chunk 1).
-    # The eight steps below name passes by *phase*: phase 0 is the direction that enters on this
-    # half of the ranks. Some backwards split off their W (queued, run later in order).
-    half, h = p // 2, min(rank, p - 1 - rank)
-    half_m = m // 2
-    middle = rank in (half - 1, half)
-    direction = (0, 1) if rank < half else (1, 0)  # phase -> direction
-    nf = [0, 0]
-    nb = [0, 0]
-    queue: list[_Pass] = []
-    order: list[tuple[_Pass, ...]] = []
-
-    def _pass(kind: str, phase: int, counter: list[int]) -> _Pass:
-        d = direction[phase]
-        j = counter[phase]
-        counter[phase] += 1
-        return (kind, j + d * half_m, d, rank if d == 0 else p - 1 - rank)
-
-    def fwd(phase: int) -> _Pass:
-        return _pass("F", phase, nf)
-
-    def bwd(phase: int, split: bool) -> _Pass:
-        op = _pass("B", phase, nb)
-        if split:
-            queue.append(("W", *op[1:]))
-        return op
-
-    def weight() -> None:
-        order.append((queue.pop(0),))
-
-    for _ in range(2 * (half - h - 1)):  # step 1: forwards of phase 0
-        order.append((fwd(0),))
-    for _ in range(h + 1):  # step 2: a forward of each phase
-        order += [(fwd(0),), (fwd(1),)]
-    for _ in range(half - h - 1):  # step 3: B, W, F of phase 1 (zero bubble)
-        order.append((bwd(1, True),))
-        weight()
-        order.append((fwd(1),))
-    for i in range(half_m - p + h + 1):  # step 4: overlapped F0 & B1, then F1 & B0
-        if i == 0 and middle:  # the middle ranks do not overlap the first pair
-            order += [(fwd(0),), (bwd(1, False),)]
-        else:
-            order.append((fwd(0), bwd(1, False)))
-        order.append((fwd(1), bwd(0, False)))
-    for _ in range(half - h - 1):  # step 5: B1, then overlapped F1 & B0
-        order.append((bwd(1, False),))
-        order.append((fwd(1), bwd(0, False)))
-    split = False
-    for i in range(h + 1):  # step 6: B1, B0; the second half split off their W
-        if i == (h + 1) // 2 and h % 2 == 1:
-            split = True
-        order.append((bwd(1, split),))
-        if i == (h + 1) // 2 and h % 2 == 0:
-            split = True
-        order.append((bwd(0, split),))
-    for _ in range(half - h - 1):  # step 7: W, then B of phase 0 (zero bubble)
-        weight()
-        order.append((bwd(0, True),))
-    while queue:  # step 8: the remaining W
-        weight()
-    return order
-
-
-def _orders(p: int, m: int, name: str, v: int) -> list[list[tuple[_Pass, ...]]]:
-    if name == "gpipe":
-        return [_gpipe(i, p, m) for i in range(p)]
-    if name == "1f1b":
-        return [_one_f_one_b(i, p, m) for i in range(p)]
-    if name == "interleaved":
-        return [_interleaved(i, p, m, v) for i in range(p)]
-    if name == "zb-h1":
-        return [_zb_h1(i, p, m) for i in range(p)]
-    return [_dualpipe(i, p, m) for i in range(p)]
+def _simulate(
+    orders: list[list[tuple[_Pass, ...]]], name: str, last: int, fwd: int, bwd: int, wgt: int, overlap: int
+) -> tuple[list[list[PipelineOp]], list[int]]:
+    """Run every stage's order, each pass as soon as its stage is free and its input is ready (event driven:
+    a blocked stage waits on one input, and finishing it wakes that stage). Returns the placed passes per stage
+    and each stage's finish time."""
+    stages = len(orders)
+    split = (
+        {(mb, g) for order in orders for task in order for kind, mb, _, g in task if kind == "W"}
+        if name in SPLIT_BACKWARD
+        else set()
+    )
+    finish: dict[tuple[str, int, int], int] = {}
+    waiting: dict[tuple[str, int, int], list[int]] = {}
+    free = [0] * stages
+    position = [0] * stages
+    placed: list[list[PipelineOp]] = [[] for _ in range(stages)]
+    ready = list(range(stages - 1, -1, -1))
+    while ready:
+        i = ready.pop()
+        order = orders[i]
+        row = placed[i]
+        while position[i] < len(order):
+            task = order[position[i]]
+            start = free[i]
+            blocked = None
+            duration = 0
+            for kind, mb, _, g in task:
+                if kind == "F":
+                    dep = ("F", mb, g - 1) if g > 0 else None
+                    duration += fwd
+                elif kind == "B":
+                    dep = ("B", mb, g + 1) if g < last else ("F", mb, g)
+                    duration += bwd - wgt if (mb, g) in split else bwd
+                else:
+                    dep = ("B", mb, g)
+                    duration += wgt
+                if dep is not None:
+                    done = finish.get(dep)
+                    if done is None:
+                        blocked = dep
+                        break
+                    start = max(start, done)
+            if blocked is not None:
+                waiting.setdefault(blocked, []).append(i)
+                break
+            if len(task) > 1:
+                duration = overlap
+            end = free[i] = start + duration
+            for kind, mb, chunk, g in task:
+                key = (kind, mb, g)
+                finish[key] = end
+                if key in waiting:
+                    ready.extend(waiting.pop(key))
+                row.append(PipelineOp(i, start, duration, kind, mb, chunk, len(task) > 1))
+            position[i] += 1
+    if any(position[i] < len(orders[i]) for i in range(stages)):  # pragma: no cover - orders are deadlock-free
+        raise RuntimeError("pipeline schedule deadlocked")
+    return placed, free
 
 
 def pipeline_schedule(
@@ -516,79 +455,16 @@ def pipeline_schedule(
         27
     """
     stages, micro, name, chunks = check_schedule(p, m, schedule, v)
-    bwd = parse_positive_int(backward_units, "backward_units")
-    fwd = parse_positive_int(forward_units, "forward_units")
-    if name in SPLIT_BACKWARD:
-        wgt = max(1, bwd // 2) if weight_units is None else parse_positive_int(weight_units, "weight_units")
-        if wgt >= bwd:
-            raise CalcError(
-                "weight_units",
-                f"must be less than backward_units (= {bwd}): the input gradients take the rest",
-                wgt,
-            )
-    else:
-        wgt = 0
-    overlap = fwd + bwd if pair_units is None else parse_positive_int(pair_units, "pair_units")
+    fwd, bwd, wgt, overlap = _units(name, forward_units, backward_units, weight_units, pair_units)
     if 2 * stages * micro * chunks > MAX_SCHEDULE_OPS:
         raise CalcError(
             "m",
             f"is too large to build: 2 × p × m × v must be at most {MAX_SCHEDULE_OPS:,} (p={stages}, v={chunks})",
             micro,
         )
-    orders = _orders(stages, micro, name, chunks)
-    split = (
-        {(mb, g) for order in orders for task in order for kind, mb, _, g in task if kind == "W"}
-        if name in SPLIT_BACKWARD
-        else set()
+    placed, free = _simulate(
+        stage_orders(stages, micro, name, chunks), name, stages * chunks - 1, fwd, bwd, wgt, overlap
     )
-    last = stages * chunks - 1
-    finish: dict[tuple[str, int, int], int] = {}
-    waiting: dict[tuple[str, int, int], list[int]] = {}
-    free = [0] * stages
-    position = [0] * stages
-    placed: list[list[PipelineOp]] = [[] for _ in range(stages)]
-    ready = list(range(stages - 1, -1, -1))
-    while ready:
-        i = ready.pop()
-        order = orders[i]
-        row = placed[i]
-        while position[i] < len(order):
-            task = order[position[i]]
-            start = free[i]
-            blocked = None
-            duration = 0
-            for kind, mb, _, g in task:
-                if kind == "F":
-                    dep = ("F", mb, g - 1) if g > 0 else None
-                    duration += fwd
-                elif kind == "B":
-                    dep = ("B", mb, g + 1) if g < last else ("F", mb, g)
-                    duration += bwd - wgt if (mb, g) in split else bwd
-                else:
-                    dep = ("B", mb, g)
-                    duration += wgt
-                if dep is not None:
-                    done = finish.get(dep)
-                    if done is None:
-                        blocked = dep
-                        break
-                    start = max(start, done)
-            if blocked is not None:
-                waiting.setdefault(blocked, []).append(i)
-                break
-            pair = len(task) > 1
-            if pair:
-                duration = overlap
-            end = free[i] = start + duration
-            for kind, mb, chunk, g in task:
-                key = (kind, mb, g)
-                finish[key] = end
-                if key in waiting:
-                    ready.extend(waiting.pop(key))
-                row.append(PipelineOp(i, start, duration, kind, mb, chunk, pair))
-            position[i] += 1
-    if any(position[i] < len(orders[i]) for i in range(stages)):  # pragma: no cover - orders are deadlock-free
-        raise RuntimeError("pipeline schedule deadlocked")
     return Schedule(
         p=stages,
         m=micro,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 
-from calc.parallel.pipeline_schedules import Schedule
+from calc.parallel.pipeline_schedules import PipelineOp, Schedule
 
 __all__ = ["MAX_LABELLED_PASSES", "schedule_svg", "schedule_text"]
 
@@ -38,6 +38,42 @@ def _name(s: Schedule) -> str:
 
 def _passes(s: Schedule) -> int:
     return sum(len(ops) for ops in s.ops)
+
+
+def _stage_row(
+    parts: list[str],
+    labels: list[str],
+    s: Schedule,
+    i: int,
+    ops: tuple[PipelineOp, ...],
+    geometry: tuple[int, int, int, int],
+    labelled: bool,
+) -> None:
+    """Draw stage ``i``'s row (its label, idle background and passes) into ``parts``; pass labels into ``labels``."""
+    y, row_h, label_w, unit = geometry
+    if s.p <= 64 or i in (0, s.p - 1):
+        parts.append(
+            f'<text class="pp-label" x="{label_w - 6}" y="{y + row_h / 2}" text-anchor="end" '
+            f'dominant-baseline="central">Stage {i + 1}</text>'
+        )
+    parts.append(f'<rect class="pp-idle" x="{label_w}" y="{y}" width="{s.makespan * unit}" height="{row_h}"/>')
+    boxes: dict[tuple[str, int], list[str]] = {}
+    half = row_h // 2
+    for op in ops:
+        x = label_w + op.start * unit
+        w = op.duration * unit
+        if op.overlapped:
+            y0, h = (y, half) if op.kind == "F" else (y + half, row_h - half)
+        else:
+            y0, h = y, row_h
+        boxes.setdefault((op.kind, op.chunk % len(_CHUNK_OPACITY)), []).append(f"M{x} {y0}h{w}v{h}h{-w}z")
+        if labelled:
+            labels.append(
+                f'<text x="{x + w / 2}" y="{y0 + h / 2}" text-anchor="middle" '
+                f'dominant-baseline="central">{op.microbatch + 1}</text>'
+            )
+    for (kind, chunk), subpaths in sorted(boxes.items()):
+        parts.append(f'<path class="pp-op pp-{kind}" fill-opacity="{_CHUNK_OPACITY[chunk]}" d="{"".join(subpaths)}"/>')
 
 
 def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str = "pp") -> str:
@@ -109,32 +145,7 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
     ]
     labels: list[str] = []
     for i, ops in enumerate(s.ops):
-        y = top + i * (row_h + gap)
-        if s.p <= 64 or i in (0, s.p - 1):
-            parts.append(
-                f'<text class="pp-label" x="{label_w - 6}" y="{y + row_h / 2}" text-anchor="end" '
-                f'dominant-baseline="central">Stage {i + 1}</text>'
-            )
-        parts.append(f'<rect class="pp-idle" x="{label_w}" y="{y}" width="{s.makespan * unit}" height="{row_h}"/>')
-        boxes: dict[tuple[str, int], list[str]] = {}
-        half = row_h // 2
-        for op in ops:
-            x = label_w + op.start * unit
-            w = op.duration * unit
-            if op.overlapped:
-                y0, h = (y, half) if op.kind == "F" else (y + half, row_h - half)
-            else:
-                y0, h = y, row_h
-            boxes.setdefault((op.kind, op.chunk % len(_CHUNK_OPACITY)), []).append(f"M{x} {y0}h{w}v{h}h{-w}z")
-            if labelled:
-                labels.append(
-                    f'<text x="{x + w / 2}" y="{y0 + h / 2}" text-anchor="middle" '
-                    f'dominant-baseline="central">{op.microbatch + 1}</text>'
-                )
-        for (kind, chunk), subpaths in sorted(boxes.items()):
-            parts.append(
-                f'<path class="pp-op pp-{kind}" fill-opacity="{_CHUNK_OPACITY[chunk]}" d="{"".join(subpaths)}"/>'
-            )
+        _stage_row(parts, labels, s, i, ops, (top + i * (row_h + gap), row_h, label_w, unit), labelled)
     parts.extend(labels)
     axis_y = top + s.p * (row_h + gap)
     end = label_w + s.makespan * unit
