@@ -4,28 +4,30 @@ from __future__ import annotations
 
 from html import escape
 
-from calc.errors import CalcError
 from calc.memory.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.memory.layout import Layout
-from calc.memory.model_state import convention_options, resolve_convention
+from calc.memory.model_state import resolve_convention
 from calc.memory.moe_routing import activation_range
 from calc.memory.overheads import PeakMemory, peak_memory, stage_peaks
 from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import (
-    GPU_FIELD_OPTIONS,
-    UNIT_FIELD_OPTIONS,
-    byte_formatter,
-    checked,
-    formulas,
-    gpu_memory,
-    memory_chart,
-    out,
-    table,
-    verdict,
+from calc.widgets._fields import (
+    checkbox,
+    convention_field,
+    degree,
+    gpu_fields,
+    micro_batch_field,
+    one_of,
+    recompute_field,
+    seq_len_field,
+    unit_field,
+    whole_numbers,
+    zero_field,
 )
+from calc.widgets._html import byte_formatter, checked, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import model_fields, read_model
+from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes
 
 __all__ = ["CALCULATOR"]
 
@@ -38,6 +40,7 @@ _LABELS = {
     "activations": "Activations",
     "logits": "Output layer (fp32 logits)",
 }
+_PARTS = ("weights", "gradients", "master", "momentum", "variance", "activations", "logits")
 
 _DEGREE_MAX = 1 << 20
 _FLAGS = (
@@ -51,9 +54,9 @@ _FLAGS = (
 
 
 def _layout(v: dict[str, str]) -> Layout:
-    ints = {
-        name: parse_positive_int(v[name], name, maximum=limit)
-        for name, limit in (
+    ints = whole_numbers(
+        v,
+        (
             ("dp", _DEGREE_MAX),
             ("tp", 1024),
             ("pp", 1024),
@@ -62,19 +65,15 @@ def _layout(v: dict[str, str]) -> Layout:
             ("micro_batch", 1 << 16),
             ("seq_len", 1 << 24),
             ("interleave", 64),
-        )
-    }
+        ),
+    )
     ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     text = v["global_batch"].strip()
     global_batch = parse_positive_int(text, "global_batch", maximum=1 << 30) if text else None
-    if v["recompute"] not in RECOMPUTE_MODES:
-        raise CalcError(
-            "recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", v["recompute"], code="unknown-name"
-        )
     return Layout(
         **ints,
         global_batch=global_batch,
-        recompute=v["recompute"],
+        recompute=one_of(v, "recompute", RECOMPUTE_MODES),
         convention=v["convention"],
         shard=v["shard"],
         implementation=v["implementation"],
@@ -162,46 +161,39 @@ def _formulas(p: PeakMemory, layout: Layout, fmt, in_flight: float) -> str:
     )
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v)
-    arch = choice.arch
-    layout = _layout(v)
-    fmt = byte_formatter(v["unit"])
-    memory, gpu_label = gpu_memory(v)
-    if v["optimizer"] not in _OPTIMIZERS:
-        raise CalcError("optimizer", f"must be one of {', '.join(_OPTIMIZERS)}", v["optimizer"], code="unknown-name")
-    low = None if v["low_precision"] == "none" else v["low_precision"]
+def _peak(arch, layout: Layout, v: dict[str, str]) -> tuple[PeakMemory, tuple[PeakMemory, ...]]:
+    """The busiest GPU's peak and, for a pipeline of up to ``_STAGE_ROWS`` stages, every stage's."""
     options = dict(
-        optimizer=v["optimizer"],
+        optimizer=one_of(v, "optimizer", _OPTIMIZERS),
         expandable_segments=checked(v["expandable_segments"]),
-        low_precision=low,
+        low_precision=None if v["low_precision"] == "none" else v["low_precision"],
         moe_routing=v["moe_routing"],
     )
     per_stage = stage_peaks(arch, layout, **options) if 1 < layout.pp <= _STAGE_ROWS else ()
     p = max(per_stage, key=lambda q: q.nvidia_smi_bytes) if per_stage else peak_memory(arch, layout, **options)
-    m = p.memory
-    total = m.total
+    return p, per_stage
+
+
+def _verdict_line(p: PeakMemory, layout: Layout, label: str, memory: int, gpu_label: str, fmt) -> str:
     shown = p.nvidia_smi_bytes
-    fits = shown <= memory
-    label = choice.label
     degrees = f"dp {layout.dp} × tp {layout.tp} × pp {layout.pp}" + (f" × cp {layout.cp}" if layout.cp > 1 else "")
-    where = f"pipeline stage {m.stage}" if layout.pp > 1 else "each GPU"
+    where = f"pipeline stage {p.memory.stage}" if layout.pp > 1 else "each GPU"
     head = f"{label} on {layout.gpus:,} GPUs, {degrees}, as nvidia-smi would show it"
-    if fits:
-        line = (
+    if shown <= memory:
+        return (
             f"Fits: {fmt(shown)} of {fmt(memory)} on {where} of the {gpu_label} ({head}), {fmt(memory - shown)} left."
         )
-    else:
-        line = (
-            f"Does not fit: {fmt(shown)} on {where} ({head}) is over the {gpu_label} ({fmt(memory)}) by "
-            f"{fmt(shown - memory)}."
-        )
-    parts = ("weights", "gradients", "master", "momentum", "variance", "activations", "logits")
-    rows = [(_LABELS[k], out(k, fmt(getattr(m, k)))) for k in parts]
-    rows.append(("<strong>Tensors kept (model states and activations)</strong>", out("total", fmt(total), "strong")))
-    transient = p.allocated_bytes - total
-    reserve = p.reserved_bytes - p.allocated_bytes
-    outside = p.nvidia_smi_bytes - p.reserved_bytes
+    return (
+        f"Does not fit: {fmt(shown)} on {where} ({head}) is over the {gpu_label} ({fmt(memory)}) by "
+        f"{fmt(shown - memory)}."
+    )
+
+
+def _tables(p: PeakMemory, fmt) -> tuple[str, str]:
+    """The kept tensors' table and the allocated / reserved / nvidia-smi table."""
+    m = p.memory
+    rows = [(_LABELS[k], out(k, fmt(getattr(m, k)))) for k in _PARTS]
+    rows.append(("<strong>Tensors kept (model states and activations)</strong>", out("total", fmt(m.total), "strong")))
     totals = [
         ("Allocated at the peak (torch.cuda.max_memory_allocated)", out("allocated_bytes", fmt(p.allocated_bytes))),
         ("Reserved (torch.cuda.max_memory_reserved)", out("reserved_bytes", fmt(p.reserved_bytes))),
@@ -210,7 +202,13 @@ def _compute(v: dict[str, str]) -> str:
             out("nvidia_smi_bytes", fmt(p.nvidia_smi_bytes), "strong"),
         ),
     ]
-    notes = [
+    return table(("Component", "Per GPU"), rows, raw_cells=True), table(("Total", "Per GPU"), totals, raw_cells=True)
+
+
+def _notes(p: PeakMemory, layout: Layout, arch, low: str | None, fmt) -> list[str]:
+    """The notes under the result, as plain text."""
+    m = p.memory
+    found = [
         (
             "The verdict compares what nvidia-smi would show (reserved memory plus the CUDA context and NCCL's "
             "buffers, which live outside PyTorch's allocator) with the GPU's memory. Allocated is the peak of the "
@@ -218,24 +216,28 @@ def _compute(v: dict[str, str]) -> str:
         )
     ]
     if layout.pp > 1 and m.stage != 0:
-        notes.append(
+        found.append(
             f"Pipeline stage {m.stage} outweighs stage 0 here (its {m.layers} layers, fp32 logits "
             f"{fmt(m.logits)} and overheads)."
         )
     if m.cpu_offload:
-        notes.append("Offloaded states live in CPU memory; the CPU of each node holds this much per GPU.")
+        found.append("Offloaded states live in CPU memory; the CPU of each node holds this much per GPU.")
     if layout.seq_len > arch.max_position_embeddings:
-        notes.append(
+        found.append(
             f"{layout.seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions "
             "the model is configured for."
         )
     if low:
-        notes.append(
+        found.append(
             f"{LOW_PRECISION_RECIPES[low].label}: the quantized weight copies are one line above; kept in high "
             "precision: " + "; ".join(HIGH_PRECISION) + "."
         )
-    # The not-counted sentences link the accuracy page's list (data-site-href: the build and calc.mjs set href).
-    link = '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">{}</a>'.format
+    return found
+
+
+def _linked(p: PeakMemory, layout: Layout, arch, fmt) -> list[str]:
+    """The notes that link the accuracy page's list of what is not counted, as HTML."""
+    link = NOT_COUNTED.format
     linked = []
     if arch.is_moe:
         r = activation_range(arch, layout)
@@ -258,42 +260,56 @@ def _compute(v: dict[str, str]) -> str:
         + link("Still not modelled")
         + escape(": " + "; ".join(p.not_modelled) + ".")
     )
-    in_flight = m.in_flight / layout.interleave
-    kv = [
-        ("GPU memory", out("gpu_memory_bytes", fmt(memory))),
-        ("Parameters on this GPU (before ZeRO)", out("params", format_count(m.params), value=m.params)),
-        ("Layers on this stage", out("layers", f"{m.layers:,}", value=m.layers)),
-        ("Micro-batches in flight on this stage", out("in_flight", f"{in_flight:.3g}", value=in_flight)),
-        (
-            "Micro-batches per step per pipeline",
-            out(
-                "num_microbatches",
-                f"{m.num_microbatches:,}"
-                if m.num_microbatches
-                else f"not given (≥ {layout.pp} assumed)"
-                if layout.pp > 1
-                else "not given",
-                value=m.num_microbatches or None,
-            ),
-        ),
-        ("CPU memory per GPU (offload)", out("cpu_offload", fmt(m.cpu_offload))),
-    ]
-    segments = [(_LABELS[k], getattr(m, k)) for k in parts] + [
-        ("Transient buffers at the peak", transient),
-        ("Allocator reserve", reserve),
-        ("CUDA context and NCCL buffers", outside),
-    ]
+    return linked
+
+
+def _lines(p: PeakMemory, layout: Layout, memory: int, in_flight: float, fmt) -> str:
+    """The labelled values under the tables."""
+    m = p.memory
+    if m.num_microbatches:
+        per_step = f"{m.num_microbatches:,}"
+    else:
+        per_step = f"not given (≥ {layout.pp} assumed)" if layout.pp > 1 else "not given"
     return (
-        verdict(fits, line)
+        gpu_memory_line(memory, fmt)
+        + kv("Parameters on this GPU (before ZeRO)", out("params", format_count(m.params), value=m.params))
+        + kv("Layers on this stage", out("layers", f"{m.layers:,}", value=m.layers))
+        + kv("Micro-batches in flight on this stage", out("in_flight", f"{in_flight:.3g}", value=in_flight))
+        + kv(
+            "Micro-batches per step per pipeline",
+            out("num_microbatches", per_step, value=m.num_microbatches or None),
+        )
+        + kv("CPU memory per GPU (offload)", out("cpu_offload", fmt(m.cpu_offload)))
+    )
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v)
+    arch = choice.arch
+    layout = _layout(v)
+    fmt = byte_formatter(v["unit"])
+    memory, gpu_label = gpu_memory(v)
+    p, per_stage = _peak(arch, layout, v)
+    m = p.memory
+    segments = [(_LABELS[k], getattr(m, k)) for k in _PARTS] + [
+        ("Transient buffers at the peak", p.allocated_bytes - m.total),
+        ("Allocator reserve", p.reserved_bytes - p.allocated_bytes),
+        ("CUDA context and NCCL buffers", p.nvidia_smi_bytes - p.reserved_bytes),
+    ]
+    low = None if v["low_precision"] == "none" else v["low_precision"]
+    in_flight = m.in_flight / layout.interleave
+    kept, totals = _tables(p, fmt)
+    return (
+        verdict(p.nvidia_smi_bytes <= memory, _verdict_line(p, layout, choice.label, memory, gpu_label, fmt))
         + memory_chart(segments, memory, gpu_label, v["unit"])
-        + table(("Component", "Per GPU"), rows, raw_cells=True)
+        + kept
         + _formulas(p, layout, fmt, in_flight)
         + table(("Overhead", "Tag", "Counted in", "Per GPU"), _overhead_rows(p, fmt), raw_cells=True)
-        + table(("Total", "Per GPU"), totals, raw_cells=True)
+        + totals
         + _stage_table(per_stage, fmt)
-        + "".join(f'<p class="lc-kv"><span>{k}</span> {value}</p>' for k, value in kv)
-        + "".join(f"<p><small>{escape(n)}</small></p>" for n in notes)
-        + "".join(f"<p><small>{n}</small></p>" for n in linked)
+        + _lines(p, layout, memory, in_flight, fmt)
+        + notes(escape(n) for n in _notes(p, layout, arch, low, fmt))
+        + notes(_linked(p, layout, arch, fmt))
     )
 
 
@@ -305,24 +321,13 @@ CALCULATOR = Calculator(
     "reserved and what nvidia-smi would show.",
     fields=(
         *model_fields("llama3-8b"),
-        Field("dp", "Data parallel (dp)", "8", kind="number"),
-        Field("tp", "Tensor parallel (tp)", "1", kind="number", help="divides the heads and KV heads"),
-        Field("pp", "Pipeline parallel (pp)", "1", kind="number", help="divides the layers"),
-        Field("cp", "Context parallel (cp)", "1", kind="number"),
-        Field("ep", "Expert parallel (ep)", "1", kind="number", help="MoE only; divides dp × cp"),
-        Field(
-            "zero_stage",
-            "ZeRO stage",
-            "1",
-            kind="select",
-            options=(
-                ("0", "0: nothing sharded"),
-                ("1", "1: optimizer states"),
-                ("2", "2: + gradients"),
-                ("3", "3: + weights"),
-            ),
-        ),
-        Field("micro_batch", "Micro-batch (sequences)", "1", kind="number"),
+        degree("dp", "8"),
+        degree("tp", "1", "divides the heads and KV heads"),
+        degree("pp", "1", "divides the layers"),
+        degree("cp", "1"),
+        degree("ep", "1", "MoE only; divides dp × cp"),
+        zero_field("1"),
+        micro_batch_field(),
         Field(
             "global_batch",
             "Global batch (sequences)",
@@ -330,17 +335,11 @@ CALCULATOR = Calculator(
             kind="number",
             help="blank: at least pp micro-batches per step",
         ),
-        Field("seq_len", "Sequence length", "4096", kind="number"),
-        Field(
-            "recompute",
-            "Recomputation",
-            "selective",
-            kind="select",
-            options=(("none", "None"), ("selective", "Selective"), ("full", "Full")),
-        ),
-        Field("flash_attention", "FlashAttention", "1", kind="checkbox"),
-        Field("sequence_parallel", "Sequence parallelism", "0", kind="checkbox"),
-        Field("dropout", "Dropout", "0", kind="checkbox"),
+        seq_len_field("4096"),
+        recompute_field("selective"),
+        checkbox("flash_attention", "FlashAttention", "1"),
+        checkbox("sequence_parallel", "Sequence parallelism"),
+        checkbox("dropout", "Dropout"),
         Field(
             "implementation",
             "Activations saved by",
@@ -354,13 +353,7 @@ CALCULATOR = Calculator(
             help="Hugging Face: tp, cp 1, no sequence parallelism, recompute none or full",
         ),
         Field("interleave", "Interleaved chunks per stage", "1", kind="number"),
-        Field(
-            "convention",
-            "Bytes per parameter",
-            "mixed-adam-16",
-            kind="select",
-            options=convention_options(),
-        ),
+        convention_field(),
         Field(
             "shard",
             "ZeRO shard of the busiest rank",
@@ -372,9 +365,9 @@ CALCULATOR = Calculator(
                 ("whole-tensor", "Whole tensors (ZeroRedundancyOptimizer)"),
             ),
         ),
-        Field("distributed_optimizer", "Megatron distributed optimizer", "0", kind="checkbox"),
-        Field("offload_optimizer", "Offload optimizer to CPU", "0", kind="checkbox"),
-        Field("offload_params", "Offload weights to CPU (ZeRO-3)", "0", kind="checkbox"),
+        checkbox("distributed_optimizer", "Megatron distributed optimizer"),
+        checkbox("offload_optimizer", "Offload optimizer to CPU"),
+        checkbox("offload_params", "Offload weights to CPU (ZeRO-3)"),
         Field(
             "optimizer",
             "Optimizer implementation",
@@ -382,7 +375,7 @@ CALCULATOR = Calculator(
             kind="select",
             options=(("foreach", "PyTorch foreach (default)"), ("fused", "Fused (fused=True, apex, TE)")),
         ),
-        Field("expandable_segments", "expandable_segments allocator", "0", kind="checkbox"),
+        checkbox("expandable_segments", "expandable_segments allocator"),
         Field(
             "moe_routing",
             "MoE routing (MoE models)",
@@ -402,15 +395,8 @@ CALCULATOR = Calculator(
             kind="select",
             options=(("none", "None (bf16 GEMMs)"), *((r.name, r.label) for r in LOW_PRECISION_RECIPES.values())),
         ),
-        Field(
-            "gpu",
-            "GPU",
-            "h100-sxm",
-            kind="select",
-            options=GPU_FIELD_OPTIONS,
-        ),
-        Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
-        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+        *gpu_fields(),
+        unit_field(),
     ),
     compute=_compute,
 )
