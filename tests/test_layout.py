@@ -699,7 +699,7 @@ def test_possible_layouts_render(calculator: str, inputs: dict) -> None:
 @pytest.mark.parametrize("model", ["gpt2", "llama3-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-8b"])
 @pytest.mark.parametrize("pp", [1, 2])
 def test_stage_tensors_add_up_to_the_stage(model: str, pp: int) -> None:
-    from calc.memory.layout import _stage_params, _stage_tensors
+    from calc.memory.stage_plan import _stage_params, _stage_tensors
 
     arch = preset(model)
     layout = Layout(pp=pp, tp=2 if model != "gpt2" else 1)
@@ -732,7 +732,7 @@ def test_shard_modes_bound_the_busiest_rank_from_below(model: str, kw: dict) -> 
 
 def test_fsdp2_padding_of_gpt2_over_7_ranks() -> None:
     """GPT-2's 50,257-row embedding over 7 ranks: rank 0 holds ceil(50257 / 7) = 7,180 rows, 3 more than even."""
-    from calc.memory.layout import _stage_tensors
+    from calc.memory.stage_plan import _stage_tensors
     from calc.memory.model_state import busiest_shard
 
     arch = preset("gpt2")

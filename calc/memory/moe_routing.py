@@ -24,7 +24,8 @@ from fractions import Fraction
 
 from calc.errors import CalcError
 from calc.memory.activations import LayerActivations
-from calc.memory.layout import Layout, _layer_kinds, layout_stages
+from calc.memory.layout import Layout, layout_stages
+from calc.memory.per_gpu import _layer_kinds
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 

@@ -33,9 +33,11 @@ from dataclasses import dataclass, replace
 
 from calc.errors import CalcError
 from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
-from calc.memory.layout import Layout, LayoutMemory, _layer_kinds, _stage_params, layout_stages
+from calc.memory.layout import Layout, LayoutMemory, layout_stages
 from calc.memory.model_state import CONVENTIONS
 from calc.memory.moe_routing import stage_activation_ranges
+from calc.memory.per_gpu import _layer_kinds
+from calc.memory.stage_plan import _stage_params
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 

@@ -1,0 +1,397 @@
+"""The [`Layout`][calc.memory.layout.Layout] value: how one training step is spread over GPUs, validated once.
+
+A ``Layout`` checks each of its fields when it is built (ranges, names, the GPU count, the rules
+[`check_parallelism`][calc.memory.layout.check_parallelism] can apply without the model);
+[`check_layout`][calc.memory.layout.check_layout] adds the rules that need the model. The code that reads a
+layout afterwards (the stage plan, the per-GPU memory, the overheads, the step time) does not check again.
+
+The public names are re-exported by [`calc.memory.layout`][calc.memory.layout].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calc.errors import CalcError
+from calc.memory._activation_args import RECOMPUTE_MODES
+from calc.memory.activations import IMPLEMENTATIONS
+from calc.memory.layout_rules import _LAYOUT_NAMES, _bool, check_parallelism
+from calc.memory.model_state import SHARD_MODES, resolve_convention
+from calc.models.architecture import Architecture
+from calc.units import parse_positive_int
+
+__all__ = ["Layout", "check_layout"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one training step is spread over GPUs, and what each GPU keeps.
+
+    Construction validates each field on its own (ranges, names, the GPU count);
+    the rules that need the model (divisibility by heads, layers, experts...) are in
+    [`check_layout`][calc.memory.layout.check_layout].
+
+    Attributes:
+        dp: Data-parallel degree (replicas of the model, not counting ``cp``). ``None``
+            derives it from ``gpus`` (``gpus / (tp × pp × cp)``), or 1.
+        tp: Tensor-parallel degree.
+        pp: Pipeline-parallel degree (stages).
+        cp: Context-parallel degree (ranks sharing each sequence, ring attention).
+        ep: Expert-parallel degree (ranks the routed experts are split over; carved out of
+            ``dp × cp``, as in Megatron-LM).
+        zero_stage: 0 (plain data parallelism), 1 (optimizer states sharded), 2 (+ gradients),
+            3 (+ weights).
+        micro_batch: Sequences per micro-batch per model replica.
+        global_batch: Sequences per optimizer step; ``None`` assumes at least ``pp``
+            micro-batches per pipeline (the steady state, the worst case for memory).
+        seq_len: Tokens per sequence.
+        sequence_parallel: Megatron-LM sequence parallelism over the ``tp`` ranks.
+        recompute: ``"none"``, ``"selective"`` or ``"full"`` activation recomputation.
+        flash_attention: Fused FlashAttention (no ``s²`` attention scores kept).
+        dropout: Dropout in the layers and after the embedding (the Korthikanti et al. accounting
+            assumes it; most recent LLMs train without it).
+        convention: Bytes per parameter, a key of [`CONVENTIONS`][calc.memory.model_state.CONVENTIONS].
+        distributed_optimizer: Megatron-LM's distributed optimizer: the optimizer states (fp32
+            master, both moments) sharded over the data-parallel ranks, i.e. ZeRO-1 at least;
+            with ``mixed-adam-18`` that is the ``6 + 12/d`` bytes per parameter of Megatron's
+            ``dist_optimizer.md``.
+        offload_optimizer: ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840, Sec. 4): gradients and
+            optimizer states live in CPU memory; needs ZeRO stage 1 or more.
+        offload_params: ZeRO-Infinity parameter offload (Rajbhandari et al. 2021, arXiv:2104.07857):
+            the weights also live in CPU memory; needs ZeRO stage 3.
+        interleave: Model chunks per pipeline stage (the interleaved 1F1B schedule; 1 = plain).
+        zero_over_cp: Shard ZeRO / distributed-optimizer states over ``dp × cp`` ranks, as Megatron-LM
+            does (its data-parallel group "with context parallel"); ``False`` shards over ``dp`` only.
+        cp_load_balance: Load-balanced ring attention (each rank takes two of ``2 × cp`` chunks, as
+            Megatron-LM / Transformer Engine do), which needs ``2 × cp`` to divide the sequence.
+        gpus: The total GPU count, if given: it must equal ``dp × tp × pp × cp``. After construction
+            it always holds that product.
+        pipeline_layers: Transformer layers on each pipeline stage, first to last (``pp`` entries that
+            add up to the model's layers), for uneven stages; ``None`` splits evenly.
+        decoder_first_pipeline_num_layers: Layers on the first stage, as Megatron-LM's flag of that
+            name; the stages not given share the rest evenly.
+        decoder_last_pipeline_num_layers: Layers on the last stage, likewise. With none of the three,
+            a ``pp`` that divides the layers + 2 (not the layers) puts one layer fewer on the first and
+            last stages, as Llama 3 405B trains (126 layers on 16 stages: 7 + 14 × 8 + 7).
+        shard: How ZeRO-sharded states split over the ranks, for the busiest rank
+            ([`busiest_shard`][calc.memory.model_state.busiest_shard]): ``"even"`` (``ceil(Ψ/N)``, the ZeRO
+            paper's lower bound, the default), ``"fsdp2"`` (every tensor chunked on dim 0 and padded) or
+            ``"whole-tensor"`` (ZeroRedundancyOptimizer's greedy assignment of whole tensors).
+        implementation: Whose kernels save the activations, a key of
+            [`IMPLEMENTATIONS`][calc.memory.activations.IMPLEMENTATIONS]: ``"megatron"`` (the paper's fused
+            accounting, the default), ``"hf-eager"`` or ``"hf-sdpa"`` (stock Hugging Face transformers).
+
+    Examples:
+        >>> Layout(tp=8, pp=8, gpus=512).dp
+        8
+        >>> Layout(tp=8, gpus=100)
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: gpus must be a multiple of tp × pp × cp (=8) (got 100)
+    """
+
+    dp: int | None = None
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    zero_stage: int = 0
+    micro_batch: int = 1
+    global_batch: int | None = None
+    seq_len: int = 2048
+    sequence_parallel: bool = False
+    recompute: str = "none"
+    flash_attention: bool = False
+    dropout: bool = True
+    convention: str = "mixed-adam-16"
+    distributed_optimizer: bool = False
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    interleave: int = 1
+    zero_over_cp: bool = True
+    cp_load_balance: bool = True
+    gpus: int | None = None
+    pipeline_layers: tuple[int, ...] | None = None
+    decoder_first_pipeline_num_layers: int | None = None
+    decoder_last_pipeline_num_layers: int | None = None
+    implementation: str = "megatron"
+    shard: str = "even"
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        self._check_stage_fields()
+        for name in ("tp", "pp", "cp", "ep", "micro_batch", "seq_len", "interleave"):
+            put(self, name, parse_positive_int(getattr(self, name), name))
+        put(self, "zero_stage", parse_positive_int(self.zero_stage, "zero_stage", minimum=0, maximum=3))
+        for name in (
+            "sequence_parallel",
+            "flash_attention",
+            "dropout",
+            "distributed_optimizer",
+            "offload_optimizer",
+            "offload_params",
+            "zero_over_cp",
+            "cp_load_balance",
+        ):
+            _bool(getattr(self, name), name)
+        if self.recompute not in RECOMPUTE_MODES:
+            raise CalcError(
+                "recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", self.recompute, code="unknown-name"
+            )
+        if self.implementation not in IMPLEMENTATIONS:
+            raise CalcError(
+                "implementation",
+                f"must be one of {', '.join(IMPLEMENTATIONS)}",
+                self.implementation,
+                code="unknown-name",
+            )
+        put(self, "convention", resolve_convention(self.convention).name)  # an old name gives the current one
+        if self.shard not in SHARD_MODES:
+            raise CalcError("shard", f"must be one of {', '.join(SHARD_MODES)}", self.shard, code="unknown-name")
+        model = self.tp * self.pp * self.cp
+        if self.gpus is not None:
+            gpus = parse_positive_int(self.gpus, "gpus")
+            if self.dp is None:
+                if gpus % model:
+                    raise CalcError(
+                        "gpus", f"must be a multiple of tp × pp × cp (={model})", gpus, code="not-divisible"
+                    )
+                put(self, "dp", gpus // model)
+            else:
+                put(self, "dp", parse_positive_int(self.dp, "dp"))
+                if gpus != self.dp * model:
+                    raise CalcError(
+                        "gpus", f"must equal dp × tp × pp × cp (={self.dp * model})", gpus, code="not-divisible"
+                    )
+        else:
+            put(self, "dp", 1 if self.dp is None else parse_positive_int(self.dp, "dp"))
+        put(self, "gpus", self.dp * model)
+        if self.global_batch is not None:
+            put(self, "global_batch", parse_positive_int(self.global_batch, "global_batch"))
+        check_parallelism(
+            tp=self.tp,
+            pp=self.pp,
+            dp=self.dp,
+            cp=self.cp,
+            virtual_stages=self.interleave,
+            global_batch=self.global_batch,
+            micro_batch=self.micro_batch,
+            seq_len=self.seq_len,
+            sequence_parallel=self.sequence_parallel,
+            cp_load_balance=self.cp_load_balance,
+            names=_LAYOUT_NAMES,
+        )
+        if self.offload_params and self.zero_stage < 3:
+            raise CalcError(
+                "offload_params",
+                "needs zero_stage 3 (parameters are offloaded as ZeRO-3 shards)",
+                self.offload_params,
+                code="unsupported",
+            )
+        if self.offload_optimizer and self.zero_stage < 1 and not self.distributed_optimizer:
+            raise CalcError(
+                "offload_optimizer",
+                "needs zero_stage of at least 1 (ZeRO-Offload)",
+                self.offload_optimizer,
+                code="unsupported",
+            )
+
+    def _check_stage_fields(self) -> None:
+        """Validate the uneven-stage fields on their own (the layer total is checked with the model)."""
+        put = object.__setattr__
+        explicit = self.pipeline_layers
+        ends = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")
+        pp = parse_positive_int(self.pp, "pp")
+        if explicit is not None:
+            if isinstance(explicit, str) or not isinstance(explicit, (tuple, list)):
+                raise CalcError("pipeline_layers", "must be a list of layer counts, one per stage", explicit)
+            counts = tuple(parse_positive_int(n, "pipeline_layers") for n in explicit)
+            if len(counts) != pp:
+                raise CalcError(
+                    "pipeline_layers",
+                    f"must give one layer count per stage (pp={pp})",
+                    len(counts),
+                    code="not-divisible",
+                )
+            put(self, "pipeline_layers", counts)
+            for name in ends:
+                if getattr(self, name) is not None:
+                    raise CalcError(
+                        name, "cannot be given with pipeline_layers (which sets every stage)", getattr(self, name)
+                    )
+        for name in ends:
+            if getattr(self, name) is not None:
+                put(self, name, parse_positive_int(getattr(self, name), name))
+                if pp < 2:
+                    raise CalcError(name, "needs pp of at least 2", getattr(self, name), code="unsupported")
+        uneven = explicit is not None or any(getattr(self, n) is not None for n in ends)
+        if uneven and parse_positive_int(self.interleave, "interleave") > 1:
+            raise CalcError(
+                "interleave",
+                "must be 1 with uneven pipeline stages (only plain 1F1B is modelled with them)",
+                self.interleave,
+                code="unsupported",
+            )
+
+    def stage_layer_counts(self, num_layers: int) -> tuple[int, ...]:
+        """Transformer layers on each pipeline stage, first to last, for a model of ``num_layers`` layers.
+
+        Explicit ``pipeline_layers`` are used as given; Megatron-LM's
+        ``decoder_first_pipeline_num_layers`` / ``decoder_last_pipeline_num_layers`` fix the first
+        and last stages and share the rest evenly over the stages between (Megatron-LM
+        ``TransformerConfig``, which requires that remainder to divide evenly); with neither, an even
+        split, or, when ``pp`` divides ``num_layers + 2`` instead, one layer fewer on the first and
+        last stages (Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2).
+
+        Raises:
+            CalcError: Naming the field whose counts do not add up or do not split evenly.
+
+        Examples:
+            >>> Layout(pp=16).stage_layer_counts(126)[:3], Layout(pp=16).stage_layer_counts(126)[-1]
+            ((7, 8, 8), 7)
+            >>> Layout(pp=4, decoder_first_pipeline_num_layers=5).stage_layer_counts(32)
+            (5, 9, 9, 9)
+            >>> Layout(pp=3, pipeline_layers=(10, 12, 10)).stage_layer_counts(32)
+            (10, 12, 10)
+            >>> Layout(pp=3, pipeline_layers=(10, 12, 11)).stage_layer_counts(32)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            calc.errors.CalcError: pipeline_layers must add up to the model's layers (layers=32, sum=33) ...
+        """
+        p = self.pp
+        if self.pipeline_layers is not None:
+            total = sum(self.pipeline_layers)
+            if total != num_layers:
+                raise CalcError(
+                    "pipeline_layers",
+                    f"must add up to the model's layers (layers={num_layers}, sum={total})",
+                    self.pipeline_layers,
+                    code="not-divisible",
+                )
+            return self.pipeline_layers
+        first, last = self.decoder_first_pipeline_num_layers, self.decoder_last_pipeline_num_layers
+        if first is None and last is None:
+            if num_layers % p == 0 or self.interleave > 1:
+                return (num_layers // p,) * p
+            if p >= 3 and (num_layers + 2) % p == 0:
+                mid = (num_layers + 2) // p
+                return (mid - 1,) + (mid,) * (p - 2) + (mid - 1,)
+            return (num_layers // p,) * p  # check_parallelism reports the layout
+        fixed = [n for n in (first, last) if n is not None]
+        field = "decoder_last_pipeline_num_layers" if first is None else "decoder_first_pipeline_num_layers"
+        rest, middle = num_layers - sum(fixed), p - len(fixed)
+        if rest < middle or (middle == 0 and rest) or (middle and rest % middle):
+            stages = f"{middle} other stage" + ("s" if middle != 1 else "")
+            raise CalcError(
+                field,
+                f"must leave a whole number of layers, at least 1, for each of the {stages} "
+                f"(layers={num_layers}, left={rest})",
+                first if first is not None else last,
+                code="not-divisible",
+            )
+        each = rest // middle if middle else 0
+        head = () if first is None else (first,)
+        tail = () if last is None else (last,)
+        return head + (each,) * middle + tail
+
+    @property
+    def num_microbatches(self) -> int | None:
+        """Micro-batches per step per pipeline, ``global_batch / (dp × micro_batch)`` (``None`` if unknown).
+
+        Examples:
+            >>> Layout(dp=4, micro_batch=2, global_batch=64).num_microbatches
+            8
+        """
+        if self.global_batch is None:
+            return None
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def effective_zero_stage(self) -> int:
+        """The ZeRO stage in force: at least 1 with the distributed optimizer.
+
+        Examples:
+            >>> Layout(distributed_optimizer=True).effective_zero_stage
+            1
+        """
+        return max(self.zero_stage, 1) if self.distributed_optimizer else self.zero_stage
+
+    @property
+    def zero_ranks(self) -> int:
+        """Ranks the ZeRO-sharded states are split over: ``dp × cp`` (or ``dp`` without ``zero_over_cp``).
+
+        Examples:
+            >>> Layout(dp=4, cp=2).zero_ranks, Layout(dp=4, cp=2, zero_over_cp=False).zero_ranks
+            (8, 4)
+        """
+        return self.dp * self.cp if self.zero_over_cp else self.dp
+
+
+def check_layout(arch: Architecture, layout: Layout) -> None:
+    """Raise unless ``layout`` can run ``arch``: every divisibility rule the frameworks enforce.
+
+    Rules (Megatron-LM's argument checks; Narayanan et al. 2021 Sec. 2.2.2 for interleaving):
+    ``tp`` divides the attention heads, the KV heads (not under latent attention) and the MLP
+    widths; ``pp`` divides the layers (``pp × interleave`` when interleaved); ``ep`` is 1 for a
+    dense model, divides the experts and divides ``dp × cp``; the sequence rules (``cp``, ``2 × cp``,
+    ``tp`` under sequence parallelism) and the batch and GPU-count rules are checked when the
+    [`Layout`][calc.memory.layout.Layout] is built.
+
+    Args:
+        arch: The model.
+        layout: The layout.
+
+    Raises:
+        CalcError: Naming the field and the rule that failed (code ``not-divisible`` or ``unsupported``).
+
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> check_layout(preset("llama3-8b"), Layout(tp=16))
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: tp must divide the KV heads (kv_heads=8) (got 16)
+    """
+    t = layout.tp
+    if arch.num_heads % t:
+        raise CalcError("tp", f"must divide the attention heads (heads={arch.num_heads})", t, code="not-divisible")
+    if not arch.uses_mla and arch.num_kv_heads % t:
+        raise CalcError("tp", f"must divide the KV heads (kv_heads={arch.num_kv_heads})", t, code="not-divisible")
+    if arch.num_moe_layers < arch.num_layers and arch.intermediate_size % t:
+        raise CalcError(
+            "tp", f"must divide the MLP width (intermediate_size={arch.intermediate_size})", t, code="not-divisible"
+        )
+    if arch.is_moe and arch.moe_intermediate_size % t:
+        raise CalcError(
+            "tp",
+            f"must divide the expert MLP width (moe_intermediate_size={arch.moe_intermediate_size})",
+            t,
+            code="not-divisible",
+        )
+    uneven = layout.pipeline_layers is not None or (
+        layout.decoder_first_pipeline_num_layers is not None or layout.decoder_last_pipeline_num_layers is not None
+    )
+    check_parallelism(
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        cp=layout.cp,
+        virtual_stages=layout.interleave,
+        layers=None if uneven else arch.num_layers,
+        hidden=arch.hidden_size,
+        names=_LAYOUT_NAMES,
+    )
+    layout.stage_layer_counts(arch.num_layers)  # raises when the given counts do not fit the model
+    e = layout.ep
+    if e > 1:
+        if not arch.is_moe:
+            raise CalcError("ep", "must be 1 for a dense model (num_experts=0)", e, code="unsupported")
+        if arch.num_experts % e:
+            raise CalcError("ep", f"must divide the experts (experts={arch.num_experts})", e, code="not-divisible")
+        if (layout.dp * layout.cp) % e:
+            raise CalcError(
+                "ep",
+                f"must divide dp × cp (={layout.dp * layout.cp}); expert parallelism reuses "
+                "the data- and context-parallel ranks",
+                e,
+                code="not-divisible",
+            )
