@@ -29,18 +29,10 @@ from calc.memory.model_state import CONVENTIONS
 from calc.memory.overheads import CUDA_CONTEXT_BYTES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import (
-    GPU_FIELD_OPTIONS,
-    UNIT_FIELD_OPTIONS,
-    byte_formatter,
-    formulas,
-    gpu_memory,
-    memory_chart,
-    out,
-    table,
-    verdict,
-)
+from calc.widgets._fields import gpu_fields, micro_batch_field, one_of, recompute_field, seq_len_field, unit_field
+from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import model_fields, read_model
+from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, headroom, kv
 
 __all__ = ["CALCULATOR"]
 
@@ -68,28 +60,19 @@ _SOURCE = (
 assert tuple(_METHODS) == FINETUNE_METHODS and set(_TARGETS) == set(LORA_TARGETS)
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v)
-    assert choice is not None  # no "custom" choice offered
-    method, targets, recompute = v["method"], v["targets"], v["recompute"]
-    if recompute not in _RECOMPUTE:
-        raise CalcError("recompute", f"must be one of {', '.join(_RECOMPUTE)}", recompute, code="unknown-name")
-    rank = parse_positive_int(v["rank"], "rank", maximum=_MAX_RANK)
-    seq = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)
-    micro = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
-    fmt = byte_formatter(v["unit"])
-    memory, gpu_label = gpu_memory(v)
-    arch = choice.arch
+def _state(choice, v: dict[str, str], rank: int):
+    """The fine-tuned model state, an unsupported model blamed on the field that chose it."""
     try:
-        state = finetune_memory(arch, method, rank=rank, targets=targets)
+        return finetune_memory(choice.arch, v["method"], rank=rank, targets=v["targets"])
     except CalcError as err:
         if err.field != "model":
             raise
         # The reader chose the model in the preset menu or the pasted config: name that field.
         raise CalcError(choice.source, err.rule, choice.label, code=err.code) from None
-    lay = layout_memory(
-        arch, Layout(seq_len=seq, micro_batch=micro, flash_attention=True, dropout=False, recompute=recompute)
-    )
+
+
+def _parts(arch, state, lay, seq: int, micro: int) -> list[tuple[str, str, int, str]]:
+    """``(output, label, bytes, formula)`` of each non-zero part of the GPU's memory."""
     nf4 = state.frozen_nf4
     per_param = CONVENTIONS["mixed-adam-16"].bytes_per_param
     parts = [
@@ -114,59 +97,68 @@ def _compute(v: dict[str, str]) -> str:
         ("logits", "Logits (output layer)", lay.logits, "final-norm input, output-projection input, fp32 logits"),
         ("cuda_context", "CUDA context", CUDA_CONTEXT_BYTES, "CUDA runtime and kernels, calc.memory.overheads"),
     ]
-    parts = [p for p in parts if p[2] > 0]  # full fine-tuning has no frozen base, LoRA no NF4 part
+    return [p for p in parts if p[2] > 0]  # full fine-tuning has no frozen base, LoRA no NF4 part
+
+
+def _verdict_line(head: str, total: int, memory: int, gpu_label: str, fmt) -> str:
+    if total <= memory:
+        return f"Fits: {fmt(total)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - total)} left."
+    return f"Does not fit: {head} needs {fmt(total)}, over the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v)
+    method, recompute = v["method"], one_of(v, "recompute", _RECOMPUTE)
+    rank = parse_positive_int(v["rank"], "rank", maximum=_MAX_RANK)
+    seq = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)
+    micro = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
+    fmt = byte_formatter(v["unit"])
+    memory, gpu_label = gpu_memory(v)
+    state = _state(choice, v, rank)
+    layout = Layout(seq_len=seq, micro_batch=micro, flash_attention=True, dropout=False, recompute=recompute)
+    parts = _parts(choice.arch, state, layout_memory(choice.arch, layout), seq, micro)
     total = sum(n for _, _, n, _ in parts)
-    fits = total <= memory
     head = f"{choice.label}, {_METHODS[method].split(' (')[0]}" + (f", r = {rank}" if method != "full" else "")
-    if fits:
-        line = f"Fits: {fmt(total)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - total)} left."
-    else:
-        line = (
-            f"Does not fit: {head} needs {fmt(total)}, over the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
-        )
     rows = [(label, out(key, fmt(n))) for key, label, n, _ in parts]
     rows.append(("<strong>Total per GPU</strong>", out("total", fmt(total), "strong")))
-    lines = [(label, f"{math} = {fmt(n)}") for _, label, n, math in parts]
     share = state.trainable_params / state.base_params
-    room = fmt(memory - total) if fits else f"none (short by {fmt(total - memory)})"
-    return (
-        verdict(fits, line)
-        + memory_chart([(label, n) for _, label, n, _ in parts], memory, gpu_label, v["unit"])
-        + table(("Component", "Per GPU"), rows, raw_cells=True)
-        + formulas(lines, _SOURCE)
-        + f'<p class="lc-kv"><span>Trained parameters</span> '
+    trained = (
         f"{out('trainable_params', f'{state.trainable_params:,}', value=state.trainable_params)} of "
         f"{out('base_params', f'{state.base_params:,}', value=state.base_params)} "
-        f"({out('trainable_share', f'{share:.3%}', value=share)})</p>"
-        + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
-        + f'<p class="lc-kv"><span>Headroom</span> {out("headroom", room, value=memory - total, unit="B")}</p>'
-        + '<p class="lc-note"><a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">Not counted</a>'
-        ": the adapters' r-wide intermediates, QLoRA's momentary bf16 copy of "
+        f"({out('trainable_share', f'{share:.3%}', value=share)})"
+    )
+    return (
+        verdict(total <= memory, _verdict_line(head, total, memory, gpu_label, fmt))
+        + memory_chart([(label, n) for _, label, n, _ in parts], memory, gpu_label, v["unit"])
+        + table(("Component", "Per GPU"), rows, raw_cells=True)
+        + formulas([(label, f"{math} = {fmt(n)}") for _, label, n, math in parts], _SOURCE)
+        + kv("Trained parameters", trained)
+        + gpu_memory_line(memory, fmt)
+        + kv("Headroom", headroom(memory, total, fmt))
+        + '<p class="lc-note">'
+        + NOT_COUNTED.format("Not counted")
+        + ": the adapters' r-wide intermediates, QLoRA's momentary bf16 copy of "
         "one layer, paged optimizers, the allocator's reserve and fragmentation, NCCL buffers; one GPU, nothing "
         "sharded.</p>"
     )
 
-
-_PRESET, _CONFIG = model_fields("llama2-7b")
 
 CALCULATOR = Calculator(
     name="finetune-memory",
     title="Fine-tuning memory",
     description="Per-GPU memory of full fine-tuning, LoRA or QLoRA on one GPU: frozen base, adapters, activations.",
     fields=(
-        _PRESET,
-        _CONFIG,
+        *model_fields("llama2-7b"),
         Field("method", "Method", "lora", kind="select", options=tuple(_METHODS.items()), group=_ADAPTERS),
         Field("rank", "LoRA rank r", "16", kind="number", help="ignored by full fine-tuning", group=_ADAPTERS),
         Field(
             "targets", "Adapted layers", "all-linear", kind="select", options=tuple(_TARGETS.items()), group=_ADAPTERS
         ),
-        Field("seq_len", "Sequence length", "4096", kind="number"),
-        Field("micro_batch", "Micro-batch (sequences)", "1", kind="number"),
-        Field("recompute", "Activation recomputation", "selective", kind="select", options=tuple(_RECOMPUTE.items())),
-        Field("gpu", "GPU", "h100-sxm", kind="select", options=GPU_FIELD_OPTIONS),
-        Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
-        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+        seq_len_field("4096"),
+        micro_batch_field(),
+        recompute_field("selective", tuple(_RECOMPUTE.items()), "Activation recomputation"),
+        *gpu_fields(),
+        unit_field(),
     ),
     compute=_compute,
 )

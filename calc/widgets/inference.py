@@ -8,18 +8,10 @@ from calc.errors import CalcError
 from calc.memory.inference import PRECISION_BITS, inference_memory
 from calc.units import format_bytes, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import (
-    GPU_FIELD_OPTIONS,
-    UNIT_FIELD_OPTIONS,
-    byte_formatter,
-    formulas,
-    gpu_memory,
-    memory_chart,
-    out,
-    table,
-    verdict,
-)
+from calc.widgets._fields import gpu_fields, one_of, seq_len_field, unit_field
+from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
+from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes
 
 __all__ = ["CALCULATOR"]
 
@@ -47,62 +39,44 @@ def _reserve(text: str) -> Fraction:
     return value / 100
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v)
-    arch = choice.arch
+def _read(v: dict[str, str]) -> tuple[int, int, int]:
     for key in ("precision", "kv_dtype"):
-        if v[key] not in PRECISION_BITS:
-            raise CalcError(key, f"must be one of {', '.join(PRECISION_BITS)}", v[key], code="unknown-name")
+        one_of(v, key, PRECISION_BITS)
     seq_len = parse_positive_int(v["seq_len"], "seq_len", maximum=_MAX_TOKENS)
     batch = parse_positive_int(v["batch"], "batch", maximum=_MAX_BATCH)
     tp = parse_positive_int(v["tp"], "tp", maximum=1024)
-    fmt = byte_formatter(v["unit"])
-    memory, gpu_label = gpu_memory(v)
-    m = inference_memory(
-        arch,
-        seq_len=seq_len,
-        batch=batch,
-        precision=v["precision"],
-        kv_dtype=v["kv_dtype"],
-        tp=tp,
-        gpu=None,
-        memory_bytes=memory,
-        reserved_fraction=_reserve(v["reserved_pct"]),
-    )
-    label = choice.label
+    return seq_len, batch, tp
+
+
+def _verdict_line(m, label: str, v: dict[str, str], seq_len: int, batch: int, tp: int, memory: int, gpu_label, fmt):
     where = f"{tp} × {gpu_label}" if tp > 1 else f"one {gpu_label}"
     per = " per GPU" if tp > 1 else ""
     if m.fits:
-        line = (
+        return (
             f"Fits: {label} at {v['precision']} with {batch:,} × {seq_len:,}-token sequences on {where}; "
             f"up to {m.max_concurrent_sequences:,} such sequences fit."
         )
-    elif m.max_concurrent_sequences == 0:
+    if m.max_concurrent_sequences == 0:
         short = m.weights_per_gpu_bytes + m.reserved_per_gpu_bytes - memory
-        line = f"Does not fit: {label}'s weights at {v['precision']} plus the reserve leave no room on {where}" + (
+        return f"Does not fit: {label}'s weights at {v['precision']} plus the reserve leave no room on {where}" + (
             f" (short by {fmt(short)}{per} before any KV cache)." if short > 0 else "."
         )
-    else:
-        line = (
-            f"Does not fit: {batch:,} sequences of {seq_len:,} tokens need {fmt(m.kv_batch_per_gpu_bytes)} of KV "
-            f"cache{per}; at most {m.max_concurrent_sequences:,} sequences fit on {where}."
-        )
-    rows = [
+    return (
+        f"Does not fit: {batch:,} sequences of {seq_len:,} tokens need {fmt(m.kv_batch_per_gpu_bytes)} of KV "
+        f"cache{per}; at most {m.max_concurrent_sequences:,} sequences fit on {where}."
+    )
+
+
+def _rows(m, arch, v: dict[str, str], seq_len: int, batch: int, fmt) -> list[tuple[str, str, str]]:
+    binary = v["unit"] == "GiB"
+    per_token = format_bytes(m.kv_bytes_per_token, binary=binary)
+    per_token_gpu = format_bytes(m.kv_per_token_per_gpu_bytes, binary=binary)
+    return [
         ("Weights", out("weights_bytes", fmt(m.weights_bytes)), out("weights_per_gpu", fmt(m.weights_per_gpu_bytes))),
         (
             "KV cache per token",
-            out(
-                "kv_per_token",
-                format_bytes(m.kv_bytes_per_token, binary=v["unit"] == "GiB"),
-                value=m.kv_bytes_per_token,
-                unit="B",
-            ),
-            out(
-                "kv_per_token_per_gpu",
-                format_bytes(m.kv_per_token_per_gpu_bytes, binary=v["unit"] == "GiB"),
-                value=m.kv_per_token_per_gpu_bytes,
-                unit="B",
-            ),
+            out("kv_per_token", per_token, value=m.kv_bytes_per_token, unit="B"),
+            out("kv_per_token_per_gpu", per_token_gpu, value=m.kv_per_token_per_gpu_bytes, unit="B"),
         ),
         (
             f"KV cache per sequence ({m.cached_tokens:,} tokens)"
@@ -119,53 +93,76 @@ def _compute(v: dict[str, str]) -> str:
         ("Reserved (activations, runtime)", "", out("reserved", fmt(m.reserved_per_gpu_bytes))),
         ("<strong>Total</strong>", "", out("total_per_gpu", fmt(m.total_per_gpu_bytes), "strong")),
     ]
-    notes = []
+
+
+def _notes(m, arch, v: dict[str, str], seq_len: int, tp: int) -> list[str]:
+    found = []
     if m.cached_tokens < seq_len and arch.global_attention_layers:
         local = arch.num_layers - arch.global_attention_layers
-        notes.append(
+        found.append(
             f"The {arch.sliding_window:,}-token sliding window caps the cache at {m.cached_tokens:,} tokens "
             f"in {local:,} of the {arch.num_layers:,} layers; the other {arch.global_attention_layers:,} attend "
             "to the whole sequence and cache every token."
         )
     elif m.cached_tokens < seq_len:
-        notes.append(
+        found.append(
             f"The {arch.sliding_window:,}-token sliding window caps the cache at {m.cached_tokens:,} tokens "
             "per sequence."
         )
     if arch.uses_mla:
-        notes.append(
+        found.append(
             "Latent attention caches one compressed latent per layer; every tensor-parallel GPU keeps all of it."
         )
     elif m.kv_replicas > 1:
-        notes.append(
+        found.append(
             f"tp={tp} exceeds the {arch.num_kv_heads} KV heads: each head is replicated on "
             f"{m.kv_replicas} GPUs, so the per-GPU cache stops shrinking."
         )
     if seq_len > arch.max_position_embeddings:
-        notes.append(
+        found.append(
             f"{seq_len:,} tokens is longer than the {arch.max_position_embeddings:,} positions the "
             "model is configured for."
         )
     if PRECISION_BITS[v["precision"]] < 8:
-        notes.append(
+        found.append(
             "Quantization scales (e.g. one 16-bit scale per 128 weights, +3%) are "
-            '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">not counted</a>.'
+            + NOT_COUNTED.format("not counted")
+            + "."
         )
+    return found
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v)
+    arch = choice.arch
+    seq_len, batch, tp = _read(v)
+    fmt = byte_formatter(v["unit"])
+    memory, gpu_label = gpu_memory(v)
+    m = inference_memory(
+        arch,
+        seq_len=seq_len,
+        batch=batch,
+        precision=v["precision"],
+        kv_dtype=v["kv_dtype"],
+        tp=tp,
+        gpu=None,
+        memory_bytes=memory,
+        reserved_fraction=_reserve(v["reserved_pct"]),
+    )
     segments = [
         ("Weights", m.weights_per_gpu_bytes),
         ("KV cache (batch)", m.kv_batch_per_gpu_bytes),
         ("Reserved", m.reserved_per_gpu_bytes),
     ]
-    note_html = "".join(f"<p><small>{n}</small></p>" for n in notes)
+    most = out("max_sequences", f"{m.max_concurrent_sequences:,}", value=m.max_concurrent_sequences)
     return (
-        verdict(m.fits, line)
+        verdict(m.fits, _verdict_line(m, choice.label, v, seq_len, batch, tp, memory, gpu_label, fmt))
         + memory_chart(segments, memory, gpu_label, v["unit"])
-        + table(("", "Whole model", "Per GPU"), rows, raw_cells=True)
+        + table(("", "Whole model", "Per GPU"), _rows(m, arch, v, seq_len, batch, fmt), raw_cells=True)
         + _formulas(arch, m, v, fmt, seq_len, batch, tp, memory)
-        + f'<p class="lc-kv"><span>GPU memory</span> {out("gpu_memory_bytes", fmt(memory))}</p>'
-        + f'<p class="lc-kv"><span>Max concurrent sequences of {seq_len:,} tokens</span> '
-        + f"{out('max_sequences', f'{m.max_concurrent_sequences:,}', value=m.max_concurrent_sequences)}</p>"
-        + note_html
+        + gpu_memory_line(memory, fmt)
+        + kv(f"Max concurrent sequences of {seq_len:,} tokens", most)
+        + notes(_notes(m, arch, v, seq_len, tp))
     )
 
 
@@ -233,17 +230,10 @@ CALCULATOR = accept_legacy_model(
                 kind="select",
                 options=tuple((k, label) for k, label in _PRECISION_LABELS.items()),
             ),
-            Field("seq_len", "Context length (tokens)", "8192", kind="number", help="prompt + generated tokens"),
+            seq_len_field("8192", "Context length (tokens)", help="prompt + generated tokens"),
             Field("batch", "Concurrent sequences", "16", kind="number"),
             Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),
-            Field(
-                "gpu",
-                "GPU",
-                "h100-sxm",
-                kind="select",
-                options=GPU_FIELD_OPTIONS,
-            ),
-            Field("gpu_memory", "GPU memory (custom)", "80", kind="number", enabled_when=("gpu", "custom")),
+            *gpu_fields(),
             Field(
                 "reserved_pct",
                 "Reserved (%)",
@@ -251,7 +241,7 @@ CALCULATOR = accept_legacy_model(
                 kind="number",
                 help="held back for activations and the runtime; vLLM's default leaves 10%",
             ),
-            Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+            unit_field(),
         ),
         compute=_compute,
     )
