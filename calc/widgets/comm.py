@@ -11,8 +11,10 @@ from calc.memory.layout import check_parallelism
 from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict
+from calc.widgets._fields import degree, micro_batch_field, seq_len_field, unit_field, whole_numbers, zero_field
+from calc.widgets._html import byte_formatter, checked, out, table, verdict
 from calc.widgets._model import CUSTOM, ModelChoice, model_fields, read_model
+from calc.widgets._parts import kv
 
 __all__ = ["CALCULATOR"]
 
@@ -123,17 +125,14 @@ def _model_line(choice: ModelChoice | None, v: dict[str, str]) -> str:
         f"{choice.label}: {format_count(int(v['params']))} parameters, {v['layers']} layers, "
         f"hidden {int(v['hidden']):,}, K+V {int(v['kv_dims']):,} per token per layer{moe}"
     )
-    return f'<p class="lc-kv"><span>Model</span> {out("model", escape(text))}</p>'
+    return kv("Model", out("model", escape(text)))
 
 
-def _compute(v: dict[str, str]) -> str:
-    fmt = byte_formatter(v["unit"])
-    choice = read_model(v, allow_custom=True)
-    if choice is not None:
-        v = {**v, **_from_model(choice)}
+def _read(v: dict[str, str]) -> tuple[int, dict[str, int], int]:
+    """Parameters, the whole-number fields (checked as one layout) and the routed-expert parameters."""
     expert_text = v["expert_params"].strip()
     params = parse_count(v["params"], "params")
-    ints = {name: parse_positive_int(v[name], name, maximum=maximum) for name, maximum in _INT_FIELDS}
+    ints = whole_numbers(v, _INT_FIELDS)
     ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     ints["grad_bytes"] = parse_positive_int(v["grad_bytes"], "grad_bytes", minimum=2, maximum=4)
     if ints["grad_bytes"] not in (2, 4):
@@ -145,62 +144,57 @@ def _compute(v: dict[str, str]) -> str:
             "dp × cp ranks, is at most that (about 100 times the largest published one)",
             v["dp"],
         )
-    sp = checked(v["sequence_parallel"])
     check_parallelism(
-        tp=ints["tp"],
-        pp=ints["pp"],
-        dp=ints["dp"],
-        cp=ints["cp"],
-        ep=ints["ep"],
-        virtual_stages=ints["virtual_stages"],
-        layers=ints["layers"],
-        hidden=ints["hidden"],
+        **{k: ints[k] for k in ("tp", "pp", "dp", "cp", "ep", "virtual_stages", "layers", "hidden")},
         seq_len=ints["seq"],
         num_microbatches=ints["num_microbatches"],
         micro_batch=ints["micro_batch"],
-        sequence_parallel=sp,
+        sequence_parallel=checked(v["sequence_parallel"]),
         names={"seq_len": "seq"},
     )
     expert_params = 0 if expert_text in ("", "0") else parse_count(expert_text, "expert_params")
     if expert_params > params:
         raise CalcError("expert_params", f"must be at most params (params={params:,})", v["expert_params"])
-    step = step_communication(
+    return params, ints, expert_params
+
+
+_STEP_INTS = (
+    "layers",
+    "hidden",
+    "seq",
+    "micro_batch",
+    "num_microbatches",
+    "dp",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "zero_stage",
+    "virtual_stages",
+    "top_k",
+    "kv_dims",
+    "gpus_per_node",
+)
+"""The whole-number fields passed to [`step_communication`][calc.parallel.comm.step_communication] as they are."""
+
+
+def _step(v: dict[str, str], params: int, ints: dict[str, int], expert_params: int):
+    return step_communication(
         params=params,
-        layers=ints["layers"],
-        hidden=ints["hidden"],
-        seq=ints["seq"],
-        micro_batch=ints["micro_batch"],
-        num_microbatches=ints["num_microbatches"],
-        dp=ints["dp"],
-        tp=ints["tp"],
-        pp=ints["pp"],
-        cp=ints["cp"],
-        ep=ints["ep"],
-        zero_stage=ints["zero_stage"],
-        sequence_parallel=sp,
-        virtual_stages=ints["virtual_stages"],
+        **{k: ints[k] for k in _STEP_INTS},
+        sequence_parallel=checked(v["sequence_parallel"]),
         recompute=checked(v["recompute"]),
         expert_params=expert_params,
-        top_k=ints["top_k"],
-        kv_dims=ints["kv_dims"],
         bytes_per_element=2,
         grad_bytes_per_element=ints["grad_bytes"],
-        gpus_per_node=ints["gpus_per_node"],
         intra=_link(v["intra"], "scale-up", "intra"),
         inter=_link(v["inter"], "scale-out", "inter"),
         intra_efficiency=_percent(v["intra_efficiency"], "intra_efficiency"),
         inter_efficiency=_percent(v["inter_efficiency"], "inter_efficiency"),
     )
-    if not step.terms:
-        return (
-            verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.")
-            + _model_line(choice, v)
-            + (
-                f'<p class="lc-kv"><span>Bytes sent per GPU per step</span> {out("total_bytes", fmt(0))}</p>'
-                f'<p class="lc-kv"><span>Communication time per step</span> '
-                f"{out('total_time', '0 s', value=0.0, unit='s')}</p>"
-            )
-        )
+
+
+def _rows(step, v: dict[str, str], fmt) -> list[tuple[str, ...]]:
     rows = []
     for t in step.terms:
         where = INTERCONNECTS[v["intra"]].label if t.intra_node else f"network ({INTERCONNECTS[v['inter']].label})"
@@ -225,12 +219,40 @@ def _compute(v: dict[str, str]) -> str:
             out("total_time", _seconds(step.total_time_s), "strong", value=step.total_time_s, unit="s"),
         )
     )
+    return rows
+
+
+_HOW = (
+    '<p class="lc-kv"><small>α–β per call: NCCL\'s ring latency per hop plus bandwidth per link level. '
+    "A group inside a node runs a ring on the scale-up link; one that spans nodes runs hierarchically "
+    "(reduce-scatter inside the node, the 1/k shard across nodes on each member's own NIC, all-gather "
+    "inside), so only as many NICs as it has members on a node carry it. Time assumes no overlap with "
+    "compute, so it bounds the exposed communication from above. Ranks are ordered TP, CP, EP, DP, PP "
+    "(Megatron-LM's default).</small></p>"
+)
+
+
+def _compute(v: dict[str, str]) -> str:
+    fmt = byte_formatter(v["unit"])
+    choice = read_model(v, allow_custom=True)
+    if choice is not None:
+        v = {**v, **_from_model(choice)}
+    params, ints, expert_params = _read(v)
+    step = _step(v, params, ints, expert_params)
+    if not step.terms:
+        return (
+            verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.")
+            + _model_line(choice, v)
+            + kv("Bytes sent per GPU per step", out("total_bytes", fmt(0)))
+            + kv("Communication time per step", out("total_time", "0 s", value=0.0, unit="s"))
+        )
     biggest = max(step.terms, key=lambda t: t.time_s)
     line = (
         f"{step.gpus:,} GPUs ({step.gpus_per_node} per node), {format_count(params)} parameters: "
         f"each GPU sends {fmt(step.total_bytes)} per step, {_seconds(step.total_time_s)} if nothing overlaps; "
         f"the largest share is {_GROUPS[biggest.group].lower()} ({biggest.collective})."
     )
+    head = ("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time")
     return (
         verdict(True, line)
         + _model_line(choice, v)
@@ -238,13 +260,8 @@ def _compute(v: dict[str, str]) -> str:
             [(t.name, t.time_s, t.time_s) for t in step.terms],  # the names the planner's chart uses
             title="Communication per step, no overlap assumed (an upper bound on exposed time)",
         )
-        + table(("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time"), rows, raw_cells=True)
-        + '<p class="lc-kv"><small>α–β per call: NCCL\'s ring latency per hop plus bandwidth per link level. '
-        "A group inside a node runs a ring on the scale-up link; one that spans nodes runs hierarchically "
-        "(reduce-scatter inside the node, the 1/k shard across nodes on each member's own NIC, all-gather "
-        "inside), so only as many NICs as it has members on a node carry it. Time assumes no overlap with "
-        "compute, so it bounds the exposed communication from above. Ranks are ordered TP, CP, EP, DP, PP "
-        "(Megatron-LM's default).</small></p>"
+        + table(head, _rows(step, v, fmt), raw_cells=True)
+        + _HOW
     )
 
 
@@ -266,8 +283,8 @@ CALCULATOR = Calculator(
             help="2 × KV heads × head dim (2 × hidden without GQA); for context parallelism",
             enabled_when=("preset", CUSTOM),
         ),
-        Field("seq", "Sequence length", "4096", kind="number"),
-        Field("micro_batch", "Micro-batch size", "1", kind="number"),
+        seq_len_field("4096", name="seq"),
+        micro_batch_field(label="Micro-batch size"),
         Field(
             "num_microbatches",
             "Micro-batches per step",
@@ -275,17 +292,14 @@ CALCULATOR = Calculator(
             kind="number",
             help="per pipeline: global batch / (micro-batch × dp)",
         ),
-        Field("tp", "Tensor parallel (tp)", "8", kind="number"),
-        Field("pp", "Pipeline parallel (pp)", "4", kind="number"),
-        Field("dp", "Data parallel (dp)", "8", kind="number"),
-        Field("cp", "Context parallel (cp)", "1", kind="number"),
-        Field("ep", "Expert parallel (ep)", "1", kind="number", help="must divide dp × cp"),
-        Field(
-            "zero_stage",
-            "ZeRO stage",
+        degree("tp", "8"),
+        degree("pp", "4"),
+        degree("dp", "8"),
+        degree("cp", "1"),
+        degree("ep", "1", "must divide dp × cp"),
+        zero_field(
             "1",
-            kind="select",
-            options=(
+            (
                 ("0", "0: all-reduce gradients"),
                 ("1", "1: reduce-scatter + all-gather"),
                 ("2", "2: reduce-scatter every micro-batch"),
@@ -339,7 +353,7 @@ CALCULATOR = Calculator(
             kind="number",
             help="NCCL maintainers report ~96–97% for HDR/NDR NICs",
         ),
-        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+        unit_field(),
     ),
     compute=_compute,
 )
