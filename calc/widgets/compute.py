@@ -5,13 +5,15 @@ from __future__ import annotations
 from fractions import Fraction
 
 from calc.errors import CalcError
-from calc.hardware import GPUS, PEAK_DTYPES
+from calc.hardware import PEAK_DTYPES
 from calc.hardware import gpu as _gpu
 from calc.timing.compute import SECONDS_PER_DAY, training_time
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import formulas, out, verdict
+from calc.widgets._fields import one_of
+from calc.widgets._html import GPU_FIELD_OPTIONS, formulas, out, verdict
 from calc.widgets._model import CUSTOM, model_fields, read_model
+from calc.widgets._parts import kv_notes
 
 __all__ = ["CALCULATOR"]
 
@@ -58,8 +60,8 @@ def _duration(seconds: float) -> str:
     return text
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v, allow_custom=True)
+def _read(v: dict[str, str], choice) -> tuple[int, int, int, float, int, str]:
+    """Parameters (a chosen model's active ones), tokens, GPUs, MFU as a share, FLOPs per parameter-token, dtype."""
     # A chosen model trains its active parameters per token: 6ND counts the weights each token meets.
     params = choice.arch.active_param_count if choice else parse_count(v["params"], "params")
     tokens = parse_count(v["tokens"], "tokens")
@@ -68,27 +70,20 @@ def _compute(v: dict[str, str]) -> str:
     factor = parse_positive_int(v["factor"], "factor", minimum=6, maximum=8)
     if factor not in (6, 8):
         raise CalcError("factor", "must be 6 or 8", v["factor"])
-    dtype = v["dtype"]
-    if dtype not in PEAK_DTYPES:
-        raise CalcError("dtype", f"must be one of {', '.join(PEAK_DTYPES)}", dtype, code="unknown-name")
+    return params, tokens, gpus, mfu, factor, one_of(v, "dtype", PEAK_DTYPES)
+
+
+def _device(v: dict[str, str], dtype: str) -> tuple[float, str, int]:
+    """Peak FLOP/s, label and board power (0: unknown) of the chosen or custom GPU."""
     if v["gpu"] == "custom":
         tflops = _number(v["peak_tflops"], "peak_tflops", _PEAK_TFLOPS_MIN, _PEAK_TFLOPS_MAX, "a number of TFLOP/s")
         peak = tflops * 1e12
-        label, tdp = f"{peak / 1e12:g} TFLOP/s GPU", 0
-    else:
-        device = _gpu(v["gpu"])
-        peak = float(device.peak_flops(dtype))
-        label, tdp = device.label, device.tdp_watts
-    achieved = mfu * peak
-    t = training_time(params, tokens, gpus, achieved, flops_per_param_token=factor)
-    kind = "MFU" if factor == 6 else "HFU"
-    named = f"{choice.label}, " if choice else ""
-    active = "active " if choice and choice.arch.is_moe else ""
-    line = (
-        f"{named}{format_count(params)} {active}parameters on {format_count(tokens)} tokens: "
-        f"{_sci(t.total_flops)} FLOPs, "
-        f"{_duration(t.seconds)} on {gpus:,} × {label} at {mfu * 100:.3g}% {kind}."
-    )
+        return peak, f"{peak / 1e12:g} TFLOP/s GPU", 0
+    device = _gpu(v["gpu"])
+    return float(device.peak_flops(dtype)), device.label, device.tdp_watts
+
+
+def _rows(t, params, tokens, gpus, achieved, peak, factor, dtype, kind, tdp) -> list[tuple[str, str, str]]:
     rows = [
         (
             "Total training FLOPs",
@@ -131,11 +126,12 @@ def _compute(v: dict[str, str]) -> str:
                 f"{tdp} W × GPU-hours; an upper bound for the GPUs alone (no host, network or cooling)",
             )
         )
-    body = "".join(
-        f'<p class="lc-kv"><span>{name}</span> {value} <small>{note}</small></p>' for name, value, note in rows
-    )
+    return rows
+
+
+def _lines(t, params, tokens, gpus, mfu, achieved, peak, factor) -> list[tuple[str, str]]:
     seconds = t.total_flops / (gpus * achieved)
-    lines = [
+    return [
         ("Total training FLOPs", f"{factor} × {params:,} parameters × {tokens:,} tokens = {_sci(t.total_flops)}"),
         ("Achieved per GPU", f"{mfu * 100:.3g}% × {peak / 1e12:,.1f} TFLOP/s = {achieved / 1e12:,.1f} TFLOP/s"),
         (
@@ -147,8 +143,30 @@ def _compute(v: dict[str, str]) -> str:
         ),
         ("GPU-hours", f"{gpus:,} × {_sig3(t.seconds / 3600)} hours = {_sig3(t.gpu_hours)}"),
     ]
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v, allow_custom=True)
+    params, tokens, gpus, mfu, factor, dtype = _read(v, choice)
+    peak, label, tdp = _device(v, dtype)
+    achieved = mfu * peak
+    t = training_time(params, tokens, gpus, achieved, flops_per_param_token=factor)
+    kind = "MFU" if factor == 6 else "HFU"
+    named = f"{choice.label}, " if choice else ""
+    active = "active " if choice and choice.arch.is_moe else ""
+    line = (
+        f"{named}{format_count(params)} {active}parameters on {format_count(tokens)} tokens: "
+        f"{_sci(t.total_flops)} FLOPs, "
+        f"{_duration(t.seconds)} on {gpus:,} × {label} at {mfu * 100:.3g}% {kind}."
+    )
+    rows = _rows(t, params, tokens, gpus, achieved, peak, factor, dtype, kind, tdp)
+    lines = _lines(t, params, tokens, gpus, mfu, achieved, peak, factor)
     source = "Kaplan et al. 2020, Sec. 2.1 (C ≈ 6ND)" if factor == 6 else "Narayanan et al. 2021, Eq. 4 (8ND)"
-    return verdict(True, line) + body + formulas(lines, source + "; Chowdhery et al. 2022 (PaLM), App. B (MFU)")
+    return (
+        verdict(True, line)
+        + kv_notes(rows, escaped=False)
+        + formulas(lines, source + "; Chowdhery et al. 2022 (PaLM), App. B (MFU)")
+    )
 
 
 CALCULATOR = Calculator(
@@ -172,7 +190,7 @@ CALCULATOR = Calculator(
             "GPU",
             "h100-sxm",
             kind="select",
-            options=tuple((g.name, g.label) for g in GPUS.values()) + (("custom", "Custom…"),),
+            options=GPU_FIELD_OPTIONS,
         ),
         Field(
             "peak_tflops",
