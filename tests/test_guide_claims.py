@@ -88,3 +88,68 @@ def test_fourth_takeaway_is_zero3_sixteen_n_over_g(site_pages: dict[str, str]) -
     for name in ("sys-state-70b-dp64-z3", "par-zero-7b-s3-ratio", "sys-70b-z3-bytes"):
         assert f'data-num="{name}">' in fourth
     assert model_state_bytes("70B", zero_stage=3, dp=64).total == model_state_bytes("70B").total // 64
+
+
+# Every prose number is evaluated in a fresh interpreter with the engine's entry points wrapped, so a cached
+# value cannot hide a call: each (model, layout) pair they see must count dropout exactly where the model has it.
+_DROPOUT_PROBE = r"""
+import importlib, json, pkgutil, sys
+sys.path.insert(0, "hooks")
+from calc.memory.layout import Layout
+from calc.models.architecture import Architecture
+from prose_numbers import model_dropout
+seen, current = [], [None]
+def wrap(fn):
+    def wrapped(*args, **kwargs):
+        values = list(args) + list(kwargs.values())
+        arch = next((v for v in values if isinstance(v, Architecture)), None)
+        lay = next((v for v in values if isinstance(v, Layout)), None)
+        if arch is not None and lay is not None and lay.dropout != model_dropout(arch):
+            seen.append([current[0], arch.name, lay.dropout])
+        return fn(*args, **kwargs)
+    return wrapped
+for info in pkgutil.iter_modules(["hooks/prose_numbers"]):
+    module = importlib.import_module(f"prose_numbers.{info.name}")
+    for name in ("layout_memory", "step_time", "peak_memory", "smallest_fitting_layout", "plan"):
+        if hasattr(module, name):
+            setattr(module, name, wrap(getattr(module, name)))
+import numbers_registry
+for name, fn in numbers_registry.NUMBERS.items():
+    current[0] = name
+    fn()
+print(json.dumps(seen))
+"""
+
+
+def test_prose_layouts_count_dropout_only_where_the_model_has_it() -> None:
+    import json
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", _DROPOUT_PROBE], check=False, cwd=root, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []  # [prose number, model, dropout counted]
+
+
+def test_llama2_7b_activations_without_dropout_printed(site_pages: dict[str, str]) -> None:
+    from calc import format_bytes
+
+    arch = preset("llama2-7b")
+    none = layout_memory(arch, Layout(dp=64, zero_stage=3, seq_len=4096, dropout=False)).activations
+    flash = layout_memory(arch, Layout(dp=64, zero_stage=3, seq_len=4096, dropout=False, flash_attention=True))
+    assert (format_bytes(none), format_bytes(flash.activations)) == ("51.6 GB", "17.3 GB")
+    assert (NUMBERS["sys-7b-act-none"](), NUMBERS["sys-7b-act-flash"]()) == ("51.6 GB", "17.3 GB")
+    assert NUMBERS["par-dp-act-7b"]() == "51.6 GB"
+    for page, names in {
+        "parallelism/data/": ("par-dp-act-7b",),
+        "takeaways/": ("sys-7b-act-none", "sys-7b-act-flash"),
+        "mistakes/": ("sys-7b-act-none", "sys-7b-act-flash"),
+        "interview/": ("sys-7b-act-none", "sys-7b-act-flash"),
+    }.items():
+        for name in names:
+            assert f'data-num="{name}">{NUMBERS[name]()}<' in site_pages[page], (page, name)
+        assert "104 GB" not in site_pages[page] and "834 GB" not in site_pages[page]

@@ -35,6 +35,7 @@ from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_in_flight
 from calc.timing.steptime import DP_BUCKET_PARAMS, step_time
+from prose_numbers import model_dropout
 
 NUMBERS: dict[str, Callable[[], str]] = {}
 
@@ -72,7 +73,13 @@ OVERLAP_ARCH = "llama2-7b"
 def overlap_layout(zero_stage: int) -> Layout:
     """The overlap page's data-parallel layout."""
     return Layout(
-        dp=64, zero_stage=zero_stage, seq_len=4096, global_batch=512, flash_attention=True, recompute="selective"
+        dp=64,
+        zero_stage=zero_stage,
+        seq_len=4096,
+        global_batch=512,
+        flash_attention=True,
+        dropout=model_dropout(preset(OVERLAP_ARCH)),
+        recompute="selective",
     )
 
 
@@ -125,6 +132,7 @@ TP_LAYOUT = Layout(
     global_batch=512,
     sequence_parallel=True,
     flash_attention=True,
+    dropout=model_dropout(preset(TP_ARCH)),
     recompute="selective",
 )
 
@@ -243,8 +251,17 @@ def _lp_weights(recipe: str):
 
 @cache
 def _fp8_time(dtype: str) -> float:
-    lay = Layout(dp=8, zero_stage=1, seq_len=8192, global_batch=64, flash_attention=True, recompute="selective")
-    return step_time(preset(HIDDEN_ARCH), lay, dtype=dtype).step_time_s
+    arch = preset(HIDDEN_ARCH)
+    lay = Layout(
+        dp=8,
+        zero_stage=1,
+        seq_len=8192,
+        global_batch=64,
+        flash_attention=True,
+        dropout=model_dropout(arch),
+        recompute="selective",
+    )
+    return step_time(arch, lay, dtype=dtype).step_time_s
 
 
 NUMBERS.update(

@@ -24,6 +24,7 @@ from calc.parallel.comm import bus_factor, collective_bytes_sent, collective_tim
 from calc.parallel.pipeline import bubble_fraction, pipeline_schedule, schedule_in_flight
 from calc.timing.compute import megatron_flops_per_iteration, utilization
 from calc.units import parse_count
+from prose_numbers import model_dropout
 
 BF16 = 2
 """Bytes per element sent on the wire (bf16 activations, gradients and weights)."""
@@ -137,7 +138,8 @@ def _dp_activations(dp: int) -> int:
     micro-batch and the sequence, not on dp (Korthikanti et al. 2022, Sec. 4: activations per layer are a
     function of s, b, h, a and t only).
     """
-    return layout_memory(preset("llama2-7b"), Layout(dp=dp, seq_len=4096, micro_batch=1)).activations
+    arch = preset("llama2-7b")
+    return layout_memory(arch, Layout(dp=dp, seq_len=4096, micro_batch=1, dropout=model_dropout(arch))).activations
 
 
 NUMBERS: dict[str, Callable[[], str]] = {

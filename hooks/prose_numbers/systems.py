@@ -35,6 +35,7 @@ from calc.timing.compute import (
     utilization,
     utilization_from_throughput,
 )
+from prose_numbers import model_dropout
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -296,9 +297,13 @@ _L2_7B = preset("llama2-7b")
 
 def _7b_layout(**kw: object):
     """Llama-2-7B, 4096-token sequences, micro-batch 1, ZeRO-3 over 64 GPUs unless overridden."""
-    base: dict[str, object] = dict(dp=64, zero_stage=3, seq_len=4096, micro_batch=1)
+    base: dict[str, object] = dict(dp=64, zero_stage=3, seq_len=4096, micro_batch=1, dropout=model_dropout(_L2_7B))
     base.update(kw)
     return layout_memory(_L2_7B, Layout(**base))  # type: ignore[arg-type]
+
+
+_OFFLOAD_LAYOUT = Layout(zero_stage=1, offload_optimizer=True, seq_len=4096, dropout=model_dropout(_L2_7B))
+"""ZeRO-Offload's example: Llama-2-7B on one GPU, optimizer and gradients in CPU memory, no dropout."""
 
 
 def _mixtral():
@@ -375,12 +380,8 @@ _MEMORY: dict[str, Callable[[], str]] = {
         126 * layer_activations(131072, 1, 16384, 128, cp=16, **_LONG).total, binary=True
     ),
     # Offload (ZeRO-Offload): Llama-2-7B on one GPU, optimizer and gradients in CPU memory.
-    "sys-offload-gpu-state": lambda: format_bytes(
-        layout_memory(_L2_7B, Layout(zero_stage=1, offload_optimizer=True, seq_len=4096)).model_state
-    ),
-    "sys-offload-cpu": lambda: format_bytes(
-        layout_memory(_L2_7B, Layout(zero_stage=1, offload_optimizer=True, seq_len=4096)).cpu_offload
-    ),
+    "sys-offload-gpu-state": lambda: format_bytes(layout_memory(_L2_7B, _OFFLOAD_LAYOUT).model_state),
+    "sys-offload-cpu": lambda: format_bytes(layout_memory(_L2_7B, _OFFLOAD_LAYOUT).cpu_offload),
     "sys-offload-pcie-bytes": lambda: format_bytes(2 * model_state_bytes(_L2_7B.param_count).weights),
     "sys-offload-pcie-time": lambda: _s(
         2 * model_state_bytes(_L2_7B.param_count).weights / INTERCONNECTS["pcie4-x16"].bytes_per_s
