@@ -12,7 +12,9 @@ from calc.memory.layout import check_parallelism
 from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, checked, out, table, verdict
+from calc.widgets._fields import checkbox, micro_batch_field, one_of, recompute_field, seq_len_field, unit_field
+from calc.widgets._html import byte_formatter, checked, out, table, verdict
+from calc.widgets._parts import kv
 
 __all__ = ["CALCULATOR"]
 
@@ -59,7 +61,8 @@ _REPLICATED = {"norm_inputs", "qkv_input", "attention_dropout_mask", "mlp_input"
 """The terms tensor parallelism alone does not divide (the paper's "10sbh")."""
 
 
-def _compute(v: dict[str, str]) -> str:
+def _read(v: dict[str, str]) -> dict[str, object]:
+    """The layer's arguments for [`activation_bytes_per_layer`][calc.memory.activations.activation_bytes_per_layer]."""
     s = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)
     b = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
     h = parse_positive_int(v["hidden"], "hidden", maximum=1 << 20)
@@ -71,15 +74,9 @@ def _compute(v: dict[str, str]) -> str:
         raise CalcError("heads", f"must divide the hidden size (hidden={h})", a, code="not-divisible")
     if a % t:
         raise CalcError("tp", f"must divide the attention heads (heads={a})", t, code="not-divisible")
-    recompute = v["recompute"]
-    if recompute not in RECOMPUTE_MODES:
-        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", recompute, code="unknown-name")
+    recompute = one_of(v, "recompute", RECOMPUTE_MODES)
     flash = checked(v["flash_attention"])
-    impl = v.get("implementation", "megatron")
-    if impl not in IMPLEMENTATIONS:
-        raise CalcError("implementation", f"must be one of {', '.join(IMPLEMENTATIONS)}", impl, code="unknown-name")
-    fmt = byte_formatter(v["unit"])
-    kw = dict(
+    return dict(
         seq_len=s,
         micro_batch=b,
         hidden=h,
@@ -89,27 +86,18 @@ def _compute(v: dict[str, str]) -> str:
         recompute=recompute,
         flash_attention=flash,
     )
-    if impl != "megatron":  # stock transformers' GPT-2 layer (LayerNorm, gelu_new, dropout)
-        layer = layer_activations(**kw, implementation=impl)
-        return _hf(layer, impl, fmt)
-    total = activation_bytes_per_layer(**kw)
-    layer = layer_activations(**kw)
-    ratio = Fraction(5 * a * s, h)
-    setting = ", ".join(
-        x
-        for x in (
-            f"t = {t}",
-            "sequence parallel" if sp else "",
-            f"{recompute} recompute" if recompute != "none" else "",
-            "FlashAttention" if flash else "",
-        )
-        if x
+
+
+def _total_line(total: int, setting: str, fmt) -> str:
+    return kv(
+        f"Activations per layer per GPU, one micro-batch ({setting})",
+        f"{out('total', fmt(total), 'strong')} ({out('total_bytes', f'{total:,} B', value=total, unit='B')})",
     )
-    head = (
-        verdict(True, f"{fmt(total)} of activations per layer per GPU for one micro-batch ({setting}).")
-        + f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch ({setting})</span> '
-        f"{out('total', fmt(total), 'strong')} ({out('total_bytes', f'{total:,} B', value=total, unit='B')})</p>"
-    )
+
+
+def _term_rows(layer: LayerActivations, kw: dict[str, object], fmt) -> list[tuple[str, str, str]]:
+    """Each stored tensor: its label, its size with the divisor tensor parallelism applies, its bytes."""
+    t, sp, recompute = kw["tp"], kw["sequence_parallel"], kw["recompute"]
     rows = []
     for key, label, size in _TERMS:
         value = getattr(layer, key)
@@ -122,30 +110,51 @@ def _compute(v: dict[str, str]) -> str:
         else:
             divisor = "/t"
         rows.append((label, f"{size}{divisor}" if t > 1 else size, out(key, fmt(value))))
-    table2 = [
-        (
-            label,
-            formula,
-            out(
-                f"row_{key}",
-                fmt(activation_bytes_per_layer(**{**kw, "sequence_parallel": False, "recompute": "none", **args})),
-            ),
+    return rows
+
+
+def _compute(v: dict[str, str]) -> str:
+    kw = _read(v)
+    impl = one_of({"implementation": v.get("implementation", "megatron")}, "implementation", IMPLEMENTATIONS)
+    fmt = byte_formatter(v["unit"])
+    if impl != "megatron":  # stock transformers' GPT-2 layer (LayerNorm, gelu_new, dropout)
+        return _hf(layer_activations(**kw, implementation=impl), impl, fmt)
+    s, b, h, a, t = (kw[k] for k in ("seq_len", "micro_batch", "hidden", "heads", "tp"))
+    sp, recompute, flash = kw["sequence_parallel"], kw["recompute"], kw["flash_attention"]
+    total = activation_bytes_per_layer(**kw)
+    layer = layer_activations(**kw)
+    setting = ", ".join(
+        x
+        for x in (
+            f"t = {t}",
+            "sequence parallel" if sp else "",
+            f"{recompute} recompute" if recompute != "none" else "",
+            "FlashAttention" if flash else "",
         )
+        if x
+    )
+    table2 = [
+        (label, formula, out(f"row_{key}", fmt(activation_bytes_per_layer(**{**kw, **_PLAIN, **args}))))
         for key, label, formula, args in _TABLE_2
     ]
-    ratio_text = f"{float(ratio):.4g}"
+    ratio = Fraction(5 * a * s, h)
     return (
-        head + f'<p class="lc-kv"><span>5as/h (the attention-score term per sbh)</span> '
-        f"{out('five_as_over_h', ratio_text, value=ratio)}</p>"
+        verdict(True, f"{fmt(total)} of activations per layer per GPU for one micro-batch ({setting}).")
+        + _total_line(total, setting, fmt)
+        + kv("5as/h (the attention-score term per sbh)", out("five_as_over_h", f"{float(ratio):.4g}", value=ratio))
         + activations_chart(
             s, b, h, a, tp=t, sequence_parallel=sp, recompute=recompute, flash_attention=flash, unit=v["unit"]
         )
-        + table(("Stored tensor (Korthikanti Sec. 4.1)", "Size", "Per GPU"), rows, raw_cells=True)
+        + table(("Stored tensor (Korthikanti Sec. 4.1)", "Size", "Per GPU"), _term_rows(layer, kw, fmt), raw_cells=True)
         + "<p><small>Korthikanti et al. 2022, Table 2, for these numbers"
         + (" (FlashAttention: the 5as/(ht) term becomes an fp32 log-sum-exp, 4as/(ht)):" if flash else ":")
         + "</small></p>"
         + table(("Configuration", "Bytes per layer", "Per GPU"), table2, raw_cells=True)
     )
+
+
+_PLAIN = {"sequence_parallel": False, "recompute": "none"}
+"""Table 2's rows start from no sequence parallelism and no recomputation; each row sets its own."""
 
 
 def _hf(layer: LayerActivations, impl: str, fmt: Callable[[int], str]) -> str:
@@ -154,9 +163,7 @@ def _hf(layer: LayerActivations, impl: str, fmt: Callable[[int], str]) -> str:
     name = {"hf-eager": "eager attention", "hf-sdpa": "SDPA"}[impl]
     return (
         verdict(True, f"{fmt(layer.total)} of activations per layer per GPU for one micro-batch (GPT-2, {name}).")
-        + f'<p class="lc-kv"><span>Activations per layer per GPU, one micro-batch (Hugging Face GPT-2, {name})</span> '
-        f"{out('total', fmt(layer.total), 'strong')} "
-        f"({out('total_bytes', f'{layer.total:,} B', value=layer.total, unit='B')})</p>"
+        + _total_line(layer.total, f"Hugging Face GPT-2, {name}", fmt)
         + table(("Saved tensor (transformers 5.24, CUDA)", "Size", "Per GPU"), rows, raw_cells=True)
         + "<p><small>Measured to the byte with saved_tensors_hooks (How accurate is this?). Korthikanti et al.'s "
         "Table 2 describes Megatron-LM's fused kernels, not this implementation.</small></p>"
@@ -169,24 +176,17 @@ CALCULATOR = Calculator(
     description="Bytes one GPT transformer layer keeps for the backward pass, per GPU and micro-batch "
     "(Korthikanti et al. 2022, Table 2; 16-bit activations, 1-byte dropout masks).",
     fields=(
-        Field("seq_len", "Sequence length s", "2048", kind="number"),
-        Field("micro_batch", "Micro-batch b", "1", kind="number"),
+        seq_len_field("2048", "Sequence length s"),
+        micro_batch_field(label="Micro-batch b"),
         Field("hidden", "Hidden size h", "12288", kind="number"),
         Field("heads", "Attention heads a", "96", kind="number"),
         Field("tp", "Tensor-parallel degree t", "8", kind="number", help="must divide the heads"),
-        Field("sequence_parallel", "Sequence parallelism", "0", kind="checkbox"),
-        Field(
-            "recompute",
-            "Recomputation",
+        checkbox("sequence_parallel", "Sequence parallelism"),
+        recompute_field(
             "none",
-            kind="select",
-            options=(
-                ("none", "None"),
-                ("selective", "Selective (attention core)"),
-                ("full", "Full (keep layer input)"),
-            ),
+            (("none", "None"), ("selective", "Selective (attention core)"), ("full", "Full (keep layer input)")),
         ),
-        Field("flash_attention", "FlashAttention", "0", kind="checkbox"),
+        checkbox("flash_attention", "FlashAttention"),
         Field(
             "implementation",
             "Implementation",
@@ -199,7 +199,7 @@ CALCULATOR = Calculator(
             ),
             help="what saves the tensors; Hugging Face needs t = 1",
         ),
-        Field("unit", "Units", "GiB", kind="select", options=UNIT_FIELD_OPTIONS),
+        unit_field("GiB"),
     ),
     compute=_compute,
 )
