@@ -10,7 +10,9 @@ from calc.parallel.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule
 from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._fields import one_of
 from calc.widgets._html import out, verdict
+from calc.widgets._parts import kv_notes
 
 __all__ = ["CALCULATOR", "MAX_DRAWN_PASSES", "MAX_DRAWN_STAGES"]
 
@@ -53,12 +55,11 @@ def _pct(value) -> str:
     return f"{float(value) * 100:.3g}%"
 
 
-def _compute(v: dict[str, str]) -> str:
+def _read(v: dict[str, str]) -> tuple[int, int, str, int, dict[str, int]]:
+    """Stages, micro-batches, schedule, model chunks and the time units of each kind of pass."""
     p = parse_positive_int(v["pp"], "pp", maximum=1024)
     m = parse_positive_int(v["num_microbatches"], "num_microbatches", maximum=10**6)
-    schedule = v["schedule"]
-    if schedule not in SCHEDULES:
-        raise CalcError("schedule", f"must be one of {', '.join(SCHEDULES)}", schedule, code="unknown-name")
+    schedule = one_of(v, "schedule", SCHEDULES)
     chunks = parse_positive_int(v["virtual_stages"], "virtual_stages", maximum=64) if schedule == "interleaved" else 1
     if v["backward_units"] not in ("1", "2"):
         raise CalcError("backward_units", "must be 1 or 2", v["backward_units"])
@@ -70,20 +71,17 @@ def _compute(v: dict[str, str]) -> str:
     units = {"forward_units": 2 if split and backward == 1 else 1, "backward_units": 2 if split else backward}
     if split:
         units["weight_units"] = 1
-    try:
-        ideal = bubble_fraction(p, m, schedule=schedule, v=chunks, **units)
-        total = bubble_fraction(p, m, schedule=schedule, v=chunks, convention="total", **units)
-        live = schedule_in_flight(schedule, p, m, chunks)
-    except CalcError as err:
-        raise CalcError(_FIELD_NAMES.get(err.field, err.field), err.rule, err.value, code=err.code) from None
+    return p, m, schedule, chunks, units
 
-    name = _NAMES[schedule] + (f" (v = {chunks})" if schedule == "interleaved" else "")
-    line = (
-        f"{name}, p = {p}, m = {m}: each GPU idles {_pct(total)} of the step; "
-        f"the bubble is {_pct(ideal)} of the ideal (bubble-free) time."
-    )
+
+def _rows(schedule: str, ideal, total, in_flight: float) -> list[tuple[str, str, str]]:
     formula, source = _FORMULAS[schedule]
-    rows = [
+    note = "activations the busiest stage holds at its peak, in micro-batches of its layers"
+    if schedule in ("zb-h1", "dualpipe"):
+        note += "; the W passes keep a smaller residue (layer inputs, output gradients) a while longer"
+    if schedule == "dualpipe":
+        note += "; each device holds two stages' parameters"
+    return [
         (
             "Bubble / ideal time",
             out("bubble_ideal", f"{_pct(ideal)} ({ideal})", value=ideal),
@@ -95,19 +93,25 @@ def _compute(v: dict[str, str]) -> str:
             "the share of each GPU's step spent idle",
         ),
         ("Step time vs. no bubble", out("slowdown", f"{float(1 + ideal):.3g}×", value=1 + ideal), "1 + bubble/ideal"),
+        ("Micro-batches in flight, busiest stage", out("in_flight", f"{in_flight:.3g}", value=in_flight), note),
     ]
-    in_flight = live / chunks
-    note = "activations the busiest stage holds at its peak, in micro-batches of its layers"
-    if split:
-        note += "; the W passes keep a smaller residue (layer inputs, output gradients) a while longer"
-    if schedule == "dualpipe":
-        note += "; each device holds two stages' parameters"
-    rows.append(("Micro-batches in flight, busiest stage", out("in_flight", f"{in_flight:.3g}", value=in_flight), note))
-    body = "".join(
-        f'<p class="lc-kv"><span>{escape(k)}</span> {value} <small>{escape(note)}</small></p>'
-        for k, value, note in rows
+
+
+def _compute(v: dict[str, str]) -> str:
+    p, m, schedule, chunks, units = _read(v)
+    try:
+        ideal = bubble_fraction(p, m, schedule=schedule, v=chunks, **units)
+        total = bubble_fraction(p, m, schedule=schedule, v=chunks, convention="total", **units)
+        live = schedule_in_flight(schedule, p, m, chunks)
+    except CalcError as err:
+        raise CalcError(_FIELD_NAMES.get(err.field, err.field), err.rule, err.value, code=err.code) from None
+    name = _NAMES[schedule] + (f" (v = {chunks})" if schedule == "interleaved" else "")
+    line = (
+        f"{name}, p = {p}, m = {m}: each GPU idles {_pct(total)} of the step; "
+        f"the bubble is {_pct(ideal)} of the ideal (bubble-free) time."
     )
-    return verdict(True, line) + body + _figure(p, m, schedule, chunks, units)
+    rows = _rows(schedule, ideal, total, live / chunks)
+    return verdict(True, line) + kv_notes(rows) + _figure(p, m, schedule, chunks, units)
 
 
 def _figure(p: int, m: int, schedule: str, chunks: int, units: dict[str, int]) -> str:
