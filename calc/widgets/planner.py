@@ -14,8 +14,10 @@ from calc.memory.model_state import CONVENTIONS
 from calc.parallel.interconnects import INTERCONNECTS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._fields import convention_field, one_of, seq_len_field
 from calc.widgets._html import out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
+from calc.widgets._parts import kv
 
 __all__ = ["CALCULATOR", "plan_result"]
 
@@ -72,8 +74,7 @@ def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
         ("recompute", _RECOMPUTE),
     )
     for name, known in selects:
-        if v[name] not in known:
-            raise CalcError(name, f"must be one of {', '.join(known)}", v[name], code="unknown-name")
+        one_of(v, name, known)
     for name in ("gpu", "inter", "convention", "implementation"):
         fields[name] = v[name]
     fields.update({k: _searched(v, k) for k in _SEARCHED})
@@ -84,28 +85,34 @@ def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
     return choice, plan_from_fields(choice.arch, fields)
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice, r = plan_result(v)
+def _verdict_line(label: str, r: dict[str, Any]) -> str:
     best = r["layouts"][0]
-    line = (
-        f"{choice.label}: best of {r['searched']:,} layouts searched: dp={best['dp']} tp={best['tp']} pp={best['pp']} "
+    return (
+        f"{label}: best of {r['searched']:,} layouts searched: dp={best['dp']} tp={best['tp']} pp={best['pp']} "
         f"cp={best['cp']} ep={best['ep']}, ZeRO-{best['zero_stage']}, {best['recompute']} recomputation, "
         f"micro-batch {best['micro_batch']}, interleave {best['interleave']}: {best['step_time_s']:.3g} s per step, "
         f"MFU {best['mfu']:.1%}."
     )
-    rows = []
-    for i, x in enumerate(r["layouts"], 1):
-        rows.append(
-            (
-                str(i),
-                escape(f"dp {x['dp']} · tp {x['tp']} · pp {x['pp']} · cp {x['cp']} · ep {x['ep']}"),
-                escape(f"ZeRO-{x['zero_stage']}, {x['recompute']}, mb {x['micro_batch']}, v {x['interleave']}"),
-                out(f"memory-{i}", f"{x['memory_bytes'] / 1e9:.1f} GB", value=x["memory_bytes"], unit="B"),
-                out(f"step-{i}", f"{x['step_time_s']:.3g} s", value=x["step_time_s"], unit="s"),
-                out(f"mfu-{i}", f"{x['mfu']:.1%}", value=x["mfu"]),
-                escape(x.get("flip", "")),
-            )
+
+
+def _ranking(layouts: list[dict[str, Any]]) -> str:
+    rows = [
+        (
+            str(i),
+            escape(f"dp {x['dp']} · tp {x['tp']} · pp {x['pp']} · cp {x['cp']} · ep {x['ep']}"),
+            escape(f"ZeRO-{x['zero_stage']}, {x['recompute']}, mb {x['micro_batch']}, v {x['interleave']}"),
+            out(f"memory-{i}", f"{x['memory_bytes'] / 1e9:.1f} GB", value=x["memory_bytes"], unit="B"),
+            out(f"step-{i}", f"{x['step_time_s']:.3g} s", value=x["step_time_s"], unit="s"),
+            out(f"mfu-{i}", f"{x['mfu']:.1%}", value=x["mfu"]),
+            escape(x.get("flip", "")),
         )
+        for i, x in enumerate(layouts, 1)
+    ]
+    return table(("#", "Degrees", "State", "Peak memory", "Step", "MFU", ""), rows, raw_cells=True)
+
+
+def _where_time_goes(best: dict[str, Any]) -> str:
+    """The best layout's step, part by part: a chart of what is not compute and a table of every part."""
     parts = [
         (
             escape(p["part"]),
@@ -115,26 +122,8 @@ def _compute(v: dict[str, str]) -> str:
         for i, p in enumerate(best["time"])
         if p["seconds"] > 0
     ]
-    rejected = [
-        (escape(f"dp {x['dp']} · tp {x['tp']} · pp {x['pp']} · cp {x['cp']}"), escape(x["reason"]))
-        for x in r["rejected"]
-    ]
     return (
-        verdict(True, line)
-        + '<p class="lc-kv"><span>Best step time</span> '
-        + out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
-        + "</p>"
-        + table(("#", "Degrees", "State", "Peak memory", "Step", "MFU", ""), rows, raw_cells=True)
-        + layout_chart(
-            [
-                {"label": f"#{i} dp {x['dp']} · tp {x['tp']} · pp {x['pp']}", "step_s": x["step_time_s"], **x}
-                for i, x in enumerate(r["layouts"], 1)
-            ],
-            capacity=GPUS[v["gpu"]].memory_bytes,
-            gpu_label=GPUS[v["gpu"]].label,
-            unit="GB",
-        )
-        + "<p><strong>Where the best layout's step goes</strong></p>"
+        "<p><strong>Where the best layout's step goes</strong></p>"
         + step_time_chart(
             [
                 (p["part"], p["seconds"], p["seconds"])
@@ -144,11 +133,38 @@ def _compute(v: dict[str, str]) -> str:
             title="Exposed communication and bubble of the best layout",
         )
         + table(("Part", "Time", "Why"), parts, raw_cells=True)
-        + (
-            "<p><strong>Best rejected</strong></p>" + table(("Layout", "Why not"), rejected, raw_cells=True)
-            if rejected
-            else ""
+    )
+
+
+def _rejected(r: dict[str, Any]) -> str:
+    rejected = [
+        (escape(f"dp {x['dp']} · tp {x['tp']} · pp {x['pp']} · cp {x['cp']}"), escape(x["reason"]))
+        for x in r["rejected"]
+    ]
+    if not rejected:
+        return ""
+    return "<p><strong>Best rejected</strong></p>" + table(("Layout", "Why not"), rejected, raw_cells=True)
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice, r = plan_result(v)
+    best = r["layouts"][0]
+    step = out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
+    return (
+        verdict(True, _verdict_line(choice.label, r))
+        + kv("Best step time", step)
+        + _ranking(r["layouts"])
+        + layout_chart(
+            [
+                {"label": f"#{i} dp {x['dp']} · tp {x['tp']} · pp {x['pp']}", "step_s": x["step_time_s"], **x}
+                for i, x in enumerate(r["layouts"], 1)
+            ],
+            capacity=GPUS[v["gpu"]].memory_bytes,
+            gpu_label=GPUS[v["gpu"]].label,
+            unit="GB",
         )
+        + _where_time_goes(best)
+        + _rejected(r)
         + '<p class="lc-kv"><small>Analytical ranking: '
         + escape("; ".join(r["assumptions"]))
         + ".</small></p>"
@@ -173,15 +189,9 @@ CALCULATOR = accept_legacy_model(
                 kind="select",
                 options=tuple((n, INTERCONNECTS[n].label) for n in _NETWORKS),
             ),
-            Field("seq_len", "Sequence length", "8192", kind="number"),
+            seq_len_field("8192"),
             Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
-            Field(
-                "convention",
-                "Bytes per parameter (precision and optimizer)",
-                "mixed-adam-16",
-                kind="select",
-                options=tuple((k, k) for k in CONVENTIONS),
-            ),
+            convention_field("Bytes per parameter (precision and optimizer)", tuple((k, k) for k in CONVENTIONS)),
             Field(
                 "implementation",
                 "Implementation (whose kernels save activations)",
