@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from calc.models.architecture import PARAM_KINDS, Architecture
 from calc.units import format_count
-from calc.widgets import Calculator, Field
-from calc.widgets._html import UNIT_FIELD_OPTIONS, byte_formatter, out, table, verdict
+from calc.widgets import Calculator
+from calc.widgets._fields import unit_field
+from calc.widgets._html import byte_formatter, out, table, verdict
 from calc.widgets._model import model_fields, read_model
+from calc.widgets._parts import kv
 
 __all__ = ["CALCULATOR"]
 
@@ -55,10 +57,7 @@ def _share(part: int, whole: int) -> str:
     return "<0.1%" if 0 < pct < 0.05 else f"{pct:.1f}%"
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v)
-    arch, label = choice.arch, choice.label
-    fmt = byte_formatter(v["unit"])
+def _kind_rows(arch: Architecture) -> list[tuple[str, str, str, str]]:
     total, active = arch.param_count, arch.active_param_count
     kinds, active_kinds = arch.params_by_kind(), arch.active_params_by_kind()
     rows = [
@@ -79,33 +78,41 @@ def _compute(v: dict[str, str]) -> str:
             "100%",
         )
     )
+    return rows
+
+
+def _active_line(arch: Architecture) -> str:
+    total, active = arch.param_count, arch.active_param_count
+    count = out("active_params", format_count(active), value=active)
     if arch.is_moe:
-        active_line = (
-            f'<p class="lc-kv"><span>Active per token</span> '
-            f"{out('active_params', format_count(active), value=active)} "
+        why = (
             f"({_share(active, total)} of the weights: top-{arch.experts_per_token} of "
-            f"{arch.num_experts} routed experts, plus everything else, embedding and head included)</p>"
+            f"{arch.num_experts} routed experts, plus everything else, embedding and head included)"
         )
     else:
-        active_line = (
-            f'<p class="lc-kv"><span>Active per token</span> '
-            f"{out('active_params', format_count(active), value=active)} "
-            "(dense: every weight)</p>"
-        )
+        why = "(dense: every weight)"
+    return kv("Active per token", f"{count} {why}")
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v)
+    arch, label = choice.arch, choice.label
+    fmt = byte_formatter(v["unit"])
+    total, active = arch.param_count, arch.active_param_count
     answer = f"{label}: {format_count(total)} parameters, {fmt(_BF16_BYTES * total)} of weights in bf16"
     if arch.is_moe:
         answer += f" ({format_count(active)} active per token)"
+    weights = out("weights_bytes", fmt(_BF16_BYTES * total))
+    if arch.is_moe:
+        weights += f" (active per token: {out('active_weights_bytes', fmt(_BF16_BYTES * active))})"
     return (
         verdict(True, answer + ".")  # the answer first
-        + f'<p class="lc-kv"><span>Model</span> {out("model", label)}</p>'
-        + f'<p class="lc-kv"><span>Shape</span> {out("shape", _shape(arch))}</p>'
-        + '<p class="lc-kv"><span>Total parameters</span> '
-        + f"{out('total_params', format_count(total), 'strong', value=total)}</p>"
-        + active_line
-        + f'<p class="lc-kv"><span>BF16 weights (2 B/param)</span> {out("weights_bytes", fmt(_BF16_BYTES * total))}'
-        + (f" (active per token: {out('active_weights_bytes', fmt(_BF16_BYTES * active))})" if arch.is_moe else "")
-        + "</p>"
-        + table(("Kind", "Parameters", "Active per token", "Share"), rows, raw_cells=True)
+        + kv("Model", out("model", label))
+        + kv("Shape", out("shape", _shape(arch)))
+        + kv("Total parameters", out("total_params", format_count(total), "strong", value=total))
+        + _active_line(arch)
+        + kv("BF16 weights (2 B/param)", weights)
+        + table(("Kind", "Parameters", "Active per token", "Share"), _kind_rows(arch), raw_cells=True)
         + (_DEEPSEEK_NOTE if arch.model_type == "deepseek_v3" else "")
     )
 
@@ -117,7 +124,7 @@ CALCULATOR = Calculator(
     "Hugging Face config.json.",
     fields=(
         *model_fields("llama3-8b"),
-        Field("unit", "Units", "GB", kind="select", options=UNIT_FIELD_OPTIONS),
+        unit_field(),
     ),
     compute=_compute,
 )
