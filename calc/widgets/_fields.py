@@ -32,6 +32,7 @@ __all__ = [
     "micro_batch_field",
     "one_of",
     "recompute_field",
+    "select",
     "seq_len_field",
     "unit_field",
     "whole_numbers",
@@ -151,3 +152,13 @@ def whole_numbers(values: Mapping[str, str], bounds: Iterable[tuple[str, int]]) 
         {'tp': 8, 'pp': 2}
     """
     return {name: parse_positive_int(values[name], name, maximum=maximum) for name, maximum in bounds}
+
+
+def select(name: str, label: str, default: str, options: tuple[tuple[str, str], ...], **kw: object) -> Field:
+    """A choice among ``options``, ``(value, label)`` pairs.
+
+    Examples:
+        >>> select("dtype", "Math precision", "bf16", (("bf16", "BF16"), ("fp8", "FP8"))).kind
+        'select'
+    """
+    return Field(name, label, default, kind="select", options=options, **kw)

@@ -12,7 +12,7 @@ from calc.memory.layout import check_parallelism
 from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import checkbox, micro_batch_field, one_of, recompute_field, seq_len_field, unit_field
+from calc.widgets._fields import checkbox, micro_batch_field, one_of, recompute_field, select, seq_len_field, unit_field
 from calc.widgets._html import byte_formatter, checked, out, table, verdict
 from calc.widgets._parts import kv
 
@@ -187,12 +187,11 @@ CALCULATOR = Calculator(
             (("none", "None"), ("selective", "Selective (attention core)"), ("full", "Full (keep layer input)")),
         ),
         checkbox("flash_attention", "FlashAttention"),
-        Field(
+        select(
             "implementation",
             "Implementation",
             "megatron",
-            kind="select",
-            options=(
+            (
                 ("megatron", "Megatron-LM fused kernels (the paper)"),
                 ("hf-eager", "Hugging Face, eager attention"),
                 ("hf-sdpa", "Hugging Face, SDPA"),

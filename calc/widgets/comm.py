@@ -11,7 +11,7 @@ from calc.memory.layout import check_parallelism
 from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import degree, micro_batch_field, seq_len_field, unit_field, whole_numbers, zero_field
+from calc.widgets._fields import degree, micro_batch_field, select, seq_len_field, unit_field, whole_numbers, zero_field
 from calc.widgets._html import byte_formatter, checked, out, table, verdict
 from calc.widgets._model import CUSTOM, ModelChoice, model_fields, read_model
 from calc.widgets._parts import kv
@@ -76,6 +76,11 @@ def _seconds(s: float) -> str:
 
 def _rate(bytes_per_s: int) -> str:
     return f"{bytes_per_s / 1e9:,.4g} GB/s"
+
+
+def _links(scope: str) -> tuple[tuple[str, str], ...]:
+    """The interconnects of one scope (``scale-up`` inside a node, ``scale-out`` between nodes) as select options."""
+    return tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == scope)
 
 
 def _link(name: str, scope: str, field: str) -> str:
@@ -158,23 +163,7 @@ def _read(v: dict[str, str]) -> tuple[int, dict[str, int], int]:
     return params, ints, expert_params
 
 
-_STEP_INTS = (
-    "layers",
-    "hidden",
-    "seq",
-    "micro_batch",
-    "num_microbatches",
-    "dp",
-    "tp",
-    "pp",
-    "cp",
-    "ep",
-    "zero_stage",
-    "virtual_stages",
-    "top_k",
-    "kv_dims",
-    "gpus_per_node",
-)
+_STEP_INTS = (*(name for name, _ in _INT_FIELDS), "zero_stage")
 """The whole-number fields passed to [`step_communication`][calc.parallel.comm.step_communication] as they are."""
 
 
@@ -317,27 +306,19 @@ CALCULATOR = Calculator(
             enabled_when=("preset", CUSTOM),
         ),
         Field("top_k", "Experts per token (MoE)", "2", kind="number", enabled_when=("preset", CUSTOM)),
-        Field(
-            "grad_bytes",
-            "Gradient reduction precision",
-            "2",
-            kind="select",
-            options=(("2", "bf16 (2 bytes)"), ("4", "fp32 (4 bytes)")),
-        ),
+        select("grad_bytes", "Gradient reduction precision", "2", (("2", "bf16 (2 bytes)"), ("4", "fp32 (4 bytes)"))),
         Field("gpus_per_node", "GPUs per node", "8", kind="number"),
-        Field(
+        select(
             "intra",
             "Inside a node",
             "nvlink4",
-            kind="select",
-            options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-up"),
+            _links("scale-up"),
         ),
-        Field(
+        select(
             "inter",
             "Between nodes (per GPU)",
             "ib-ndr",
-            kind="select",
-            options=tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == "scale-out"),
+            _links("scale-out"),
         ),
         Field(
             "intra_efficiency",

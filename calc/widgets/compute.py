@@ -10,7 +10,7 @@ from calc.hardware import gpu as _gpu
 from calc.timing.compute import SECONDS_PER_DAY, training_time
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import one_of
+from calc.widgets._fields import one_of, select
 from calc.widgets._html import GPU_FIELD_OPTIONS, formulas, out, verdict
 from calc.widgets._model import CUSTOM, model_fields, read_model
 from calc.widgets._parts import kv_notes
@@ -185,13 +185,7 @@ CALCULATOR = Calculator(
         ),
         Field("tokens", "Training tokens", "2T", help="e.g. 300B, 2T, 15.6T"),
         Field("num_gpus", "GPUs", "2048", kind="number"),
-        Field(
-            "gpu",
-            "GPU",
-            "h100-sxm",
-            kind="select",
-            options=GPU_FIELD_OPTIONS,
-        ),
+        select("gpu", "GPU", "h100-sxm", GPU_FIELD_OPTIONS),
         Field(
             "peak_tflops",
             "Peak TFLOP/s (custom)",
@@ -200,20 +194,13 @@ CALCULATOR = Calculator(
             enabled_when=("gpu", "custom"),
             help="dense, per GPU",
         ),
-        Field(
-            "dtype",
-            "Math precision",
-            "bf16",
-            kind="select",
-            options=(("bf16", "BF16 / FP16 peak"), ("fp8", "FP8 peak")),
-        ),
+        select("dtype", "Math precision", "bf16", (("bf16", "BF16 / FP16 peak"), ("fp8", "FP8 peak"))),
         Field("mfu", "Utilization (%)", "40", kind="number", help="Llama 3 405B: 38–43% MFU; PaLM: 46%"),
-        Field(
+        select(
             "factor",
             "FLOPs per parameter per token",
             "6",
-            kind="select",
-            options=(
+            (
                 ("6", "6: utilization is MFU (model FLOPs)"),
                 ("8", "8: utilization is HFU with full recomputation"),
             ),

@@ -29,7 +29,15 @@ from calc.memory.model_state import CONVENTIONS
 from calc.memory.overheads import CUDA_CONTEXT_BYTES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import gpu_fields, micro_batch_field, one_of, recompute_field, seq_len_field, unit_field
+from calc.widgets._fields import (
+    gpu_fields,
+    micro_batch_field,
+    one_of,
+    recompute_field,
+    select,
+    seq_len_field,
+    unit_field,
+)
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import model_fields, read_model
 from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, headroom, kv
@@ -149,11 +157,9 @@ CALCULATOR = Calculator(
     description="Per-GPU memory of full fine-tuning, LoRA or QLoRA on one GPU: frozen base, adapters, activations.",
     fields=(
         *model_fields("llama2-7b"),
-        Field("method", "Method", "lora", kind="select", options=tuple(_METHODS.items()), group=_ADAPTERS),
+        select("method", "Method", "lora", tuple(_METHODS.items()), group=_ADAPTERS),
         Field("rank", "LoRA rank r", "16", kind="number", help="ignored by full fine-tuning", group=_ADAPTERS),
-        Field(
-            "targets", "Adapted layers", "all-linear", kind="select", options=tuple(_TARGETS.items()), group=_ADAPTERS
-        ),
+        select("targets", "Adapted layers", "all-linear", tuple(_TARGETS.items()), group=_ADAPTERS),
         seq_len_field("4096"),
         micro_batch_field(),
         recompute_field("selective", tuple(_RECOMPUTE.items()), "Activation recomputation"),

@@ -19,6 +19,7 @@ from calc.widgets._fields import (
     degree,
     gpu_fields,
     micro_batch_field,
+    select,
     seq_len_field,
     unit_field,
     zero_field,
@@ -43,6 +44,8 @@ _NO_MODEL = "none"
 _ACTIVATIONS = "Activations (optional)"
 _WHAT_ACTIVATIONS = "FlashAttention, no recomputation, no dropout, no tensor or pipeline parallelism"
 _MAX_DP = 1 << 20
+_AS_SHOWN = {"flash_attention": True, "dropout": False}
+"""The activation settings the peak is counted with (``_WHAT_ACTIVATIONS``)."""
 
 
 def _sci(n: int) -> str:
@@ -68,15 +71,7 @@ def _peak(arch, stage: int, dp: int, v: dict[str, str], seq: int, micro: int) ->
 
     From [`peak_memory`][calc.memory.overheads.peak_memory] with FlashAttention, no recomputation and no dropout.
     """
-    layout = Layout(
-        dp=dp,
-        zero_stage=stage,
-        seq_len=seq,
-        micro_batch=micro,
-        flash_attention=True,
-        dropout=False,
-        convention=v["convention"],
-    )
+    layout = Layout(dp=dp, zero_stage=stage, seq_len=seq, micro_batch=micro, convention=v["convention"], **_AS_SHOWN)
     return peak_memory(arch, layout).nvidia_smi_bytes
 
 
@@ -227,12 +222,11 @@ CALCULATOR = Calculator(
         degree("dp", "1", "GPUs the states are sharded over", label="Data-parallel degree"),
         *gpu_fields(),
         unit_field(),
-        Field(
+        select(
             "preset",
             "Model (counts activations)",
             _NO_MODEL,
-            kind="select",
-            options=((_NO_MODEL, "None: model state only"), *PRESET_LABELS.items()),
+            ((_NO_MODEL, "None: model state only"), *PRESET_LABELS.items()),
             help="its parameter count replaces Parameters, and activations and overheads are counted",
             group=_ACTIVATIONS,
             advanced=True,

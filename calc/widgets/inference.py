@@ -8,7 +8,7 @@ from calc.errors import CalcError
 from calc.memory.inference import PRECISION_BITS, inference_memory
 from calc.units import format_bytes, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import gpu_fields, one_of, seq_len_field, unit_field
+from calc.widgets._fields import gpu_fields, one_of, select, seq_len_field, unit_field
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
 from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes
@@ -222,14 +222,8 @@ CALCULATOR = accept_legacy_model(
         "and how many sequences of a given length fit.",
         fields=(
             *model_fields("llama3-70b"),
-            Field("precision", "Weights", "bf16", kind="select", options=tuple(_PRECISION_LABELS.items())),
-            Field(
-                "kv_dtype",
-                "KV cache",
-                "bf16",
-                kind="select",
-                options=tuple((k, label) for k, label in _PRECISION_LABELS.items()),
-            ),
+            select("precision", "Weights", "bf16", tuple(_PRECISION_LABELS.items())),
+            select("kv_dtype", "KV cache", "bf16", tuple((k, label) for k, label in _PRECISION_LABELS.items())),
             seq_len_field("8192", "Context length (tokens)", help="prompt + generated tokens"),
             Field("batch", "Concurrent sequences", "16", kind="number"),
             Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),

@@ -10,7 +10,7 @@ from calc.parallel.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule
 from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import one_of
+from calc.widgets._fields import one_of, select
 from calc.widgets._html import out, verdict
 from calc.widgets._parts import kv_notes
 
@@ -162,12 +162,11 @@ CALCULATOR = Calculator(
             kind="number",
             help="global batch / (micro-batch × data-parallel degree)",
         ),
-        Field(
+        select(
             "schedule",
             "Schedule",
             "1f1b",
-            kind="select",
-            options=(
+            (
                 ("1f1b", "1F1B (PipeDream-Flush)"),
                 ("gpipe", "GPipe (all forwards, then all backwards)"),
                 ("interleaved", "Interleaved 1F1B (needs m a multiple of p)"),
@@ -178,12 +177,11 @@ CALCULATOR = Calculator(
         Field(
             "virtual_stages", "Model chunks per stage (v)", "2", kind="number", enabled_when=("schedule", "interleaved")
         ),
-        Field(
+        select(
             "backward_units",
             "Backward pass time",
             "2",
-            kind="select",
-            options=(("2", "2 × forward"), ("1", "same as forward")),
+            (("2", "2 × forward"), ("1", "same as forward")),
             help="GPipe, 1F1B, interleaved: changes the drawing, not the bubble fraction",
         ),
     ),

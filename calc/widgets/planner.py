@@ -14,7 +14,7 @@ from calc.memory.model_state import CONVENTIONS
 from calc.parallel.interconnects import INTERCONNECTS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import convention_field, one_of, seq_len_field
+from calc.widgets._fields import convention_field, one_of, select, seq_len_field
 from calc.widgets._html import out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
 from calc.widgets._parts import kv
@@ -180,43 +180,31 @@ CALCULATOR = accept_legacy_model(
         fields=(
             *model_fields("llama3-70b"),
             Field("gpus", "GPUs", "1024", kind="number"),
-            Field("gpu", "GPU", "h100-sxm", kind="select", options=tuple((k, g.label) for k, g in GPUS.items())),
+            select("gpu", "GPU", "h100-sxm", tuple((k, g.label) for k, g in GPUS.items())),
             Field("gpus_per_node", "GPUs per node (NVLink domain)", "8", kind="number"),
-            Field(
-                "inter",
-                "Network (one NIC per GPU)",
-                "ib-ndr",
-                kind="select",
-                options=tuple((n, INTERCONNECTS[n].label) for n in _NETWORKS),
+            select(
+                "inter", "Network (one NIC per GPU)", "ib-ndr", tuple((n, INTERCONNECTS[n].label) for n in _NETWORKS)
             ),
             seq_len_field("8192"),
             Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
             convention_field("Bytes per parameter (precision and optimizer)", tuple((k, k) for k in CONVENTIONS)),
-            Field(
+            select(
                 "implementation",
                 "Implementation (whose kernels save activations)",
                 "megatron",
-                kind="select",
-                options=tuple((k, k) for k in IMPLEMENTATIONS),
+                tuple((k, k) for k in IMPLEMENTATIONS),
             ),
             Field("dp", "dp", _ANY, help="a number pins it; any (or blank) searches it"),
             Field("tp", "tp", _ANY, help="searched within the node"),
             Field("pp", "pp", _ANY),
             Field("cp", "cp", _ANY, help="searched from 32K tokens"),
             Field("ep", "ep", _ANY, help="MoE only; carved from dp × cp"),
-            Field(
-                "zero_stage",
-                "ZeRO stage",
-                _ANY,
-                kind="select",
-                options=((_ANY, "search 1 and 3"), ("1", "1"), ("2", "2"), ("3", "3")),
-            ),
-            Field(
+            select("zero_stage", "ZeRO stage", _ANY, ((_ANY, "search 1 and 3"), ("1", "1"), ("2", "2"), ("3", "3"))),
+            select(
                 "recompute",
                 "Recomputation",
                 _ANY,
-                kind="select",
-                options=((_ANY, "search"), ("none", "none"), ("selective", "selective"), ("full", "full")),
+                ((_ANY, "search"), ("none", "none"), ("selective", "selective"), ("full", "full")),
             ),
             Field("micro_batch", "Micro-batch", _ANY),
             Field("interleave", "Interleave (model chunks per stage)", _ANY),

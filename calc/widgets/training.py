@@ -20,6 +20,7 @@ from calc.widgets._fields import (
     micro_batch_field,
     one_of,
     recompute_field,
+    select,
     seq_len_field,
     unit_field,
     whole_numbers,
@@ -43,14 +44,10 @@ _LABELS = {
 _PARTS = ("weights", "gradients", "master", "momentum", "variance", "activations", "logits")
 
 _DEGREE_MAX = 1 << 20
-_FLAGS = (
-    "sequence_parallel",
-    "flash_attention",
-    "dropout",
-    "distributed_optimizer",
-    "offload_optimizer",
-    "offload_params",
-)
+_ACTIVATION_FLAGS = ("sequence_parallel", "flash_attention", "dropout")
+_STATE_FLAGS = ("distributed_optimizer", "offload_optimizer", "offload_params")
+_FLAGS = _ACTIVATION_FLAGS + _STATE_FLAGS
+"""The checkboxes passed to [`Layout`][calc.memory.layout.Layout] as they are."""
 
 
 def _layout(v: dict[str, str]) -> Layout:
@@ -340,12 +337,11 @@ CALCULATOR = Calculator(
         checkbox("flash_attention", "FlashAttention", "1"),
         checkbox("sequence_parallel", "Sequence parallelism"),
         checkbox("dropout", "Dropout"),
-        Field(
+        select(
             "implementation",
             "Activations saved by",
             "megatron",
-            kind="select",
-            options=(
+            (
                 ("megatron", "Megatron-LM fused kernels"),
                 ("hf-eager", "Hugging Face, eager attention"),
                 ("hf-sdpa", "Hugging Face, SDPA"),
@@ -354,12 +350,11 @@ CALCULATOR = Calculator(
         ),
         Field("interleave", "Interleaved chunks per stage", "1", kind="number"),
         convention_field(),
-        Field(
+        select(
             "shard",
             "ZeRO shard of the busiest rank",
             "even",
-            kind="select",
-            options=(
+            (
                 ("even", "Even split (ZeRO paper, lower bound)"),
                 ("fsdp2", "FSDP2: dim-0 chunks, padded"),
                 ("whole-tensor", "Whole tensors (ZeroRedundancyOptimizer)"),
@@ -368,32 +363,29 @@ CALCULATOR = Calculator(
         checkbox("distributed_optimizer", "Megatron distributed optimizer"),
         checkbox("offload_optimizer", "Offload optimizer to CPU"),
         checkbox("offload_params", "Offload weights to CPU (ZeRO-3)"),
-        Field(
+        select(
             "optimizer",
             "Optimizer implementation",
             "foreach",
-            kind="select",
-            options=(("foreach", "PyTorch foreach (default)"), ("fused", "Fused (fused=True, apex, TE)")),
+            (("foreach", "PyTorch foreach (default)"), ("fused", "Fused (fused=True, apex, TE)")),
         ),
         checkbox("expandable_segments", "expandable_segments allocator"),
-        Field(
+        select(
             "moe_routing",
             "MoE routing (MoE models)",
             "balanced",
-            kind="select",
-            options=(
+            (
                 ("balanced", "Balanced"),
                 ("dropless", "Worst case, dropless"),
                 ("capacity-1.25", "Worst case, capacity factor 1.25"),
                 ("capacity-2", "Worst case, capacity factor 2"),
             ),
         ),
-        Field(
+        select(
             "low_precision",
             "Low-precision GEMMs",
             "none",
-            kind="select",
-            options=(("none", "None (bf16 GEMMs)"), *((r.name, r.label) for r in LOW_PRECISION_RECIPES.values())),
+            (("none", "None (bf16 GEMMs)"), *((r.name, r.label) for r in LOW_PRECISION_RECIPES.values())),
         ),
         *gpu_fields(),
         unit_field(),
