@@ -1,6 +1,24 @@
 """Megatron-LM's own activation estimate, reproduced for comparison (re-exported by
 [`calc.memory.activations`][calc.memory.activations]).
 
+NVIDIA/Megatron-LM ``megatron/training/theoretical_memory_usage.py`` (the
+reference numbers, Sec. 9), "using formula in Table 2" of Korthikanti et al.
+2022, first pipeline stage. With sequence parallelism **and** selective
+recomputation (``compute_activation_memory``)::
+
+    (sbh(18 + 4f/h)·L + 8sbp + sbhp) × penalty + δ_{p=1}·4sbh(1 + v/h), all / t
+
+where ``8sbp`` are the int64 token ids and ``sbhp`` the embedding dropout of ``p``
+micro-batches in flight, and ``penalty`` is ``1 + (p-1)/(pv)`` interleaved, else
+``min(1, m/p)`` when ``m`` is known and ``p > 1``. Otherwise
+(``compute_activation_memory_without_sp``)::
+
+    (sbh(10 + 24/t)·L + 8sbp + sbhp) × penalty + δ_{p=1}·2(sbv/t + sbh), times 1.05
+
+with no division by ``t`` at the end and no attention-score term (it assumes
+the scores are never stored). Megatron reports MB = 2^20 bytes; this returns
+bytes, evaluated exactly and rounded up.
+
 Examples:
     >>> megatron_activation_bytes(2048, 1, 12288, 96, 51200, tp=8, pp=8) // 2**20
     9816
@@ -32,23 +50,9 @@ def megatron_activation_bytes(
 ) -> int:
     """The activation estimate Megatron-LM prints at start-up (``theoretical_memory_usage.py``).
 
-    NVIDIA/Megatron-LM ``megatron/training/theoretical_memory_usage.py`` (the
-    reference numbers, Sec. 9), "using formula in Table 2" of Korthikanti et al.
-    2022, first pipeline stage. With sequence parallelism **and** selective
-    recomputation (``compute_activation_memory``)::
-
-        (sbh(18 + 4f/h)·L + 8sbp + sbhp) × penalty + δ_{p=1}·4sbh(1 + v/h), all / t
-
-    where ``8sbp`` are the int64 token ids and ``sbhp`` the embedding dropout of ``p``
-    micro-batches in flight, and ``penalty`` is ``1 + (p-1)/(pv)`` interleaved, else
-    ``min(1, m/p)`` when ``m`` is known and ``p > 1``. Otherwise
-    (``compute_activation_memory_without_sp``)::
-
-        (sbh(10 + 24/t)·L + 8sbp + sbhp) × penalty + δ_{p=1}·2(sbv/t + sbh), times 1.05
-
-    with no division by ``t`` at the end and no attention-score term (it assumes
-    the scores are never stored). Megatron reports MB = 2^20 bytes; this returns
-    bytes, evaluated exactly and rounded up.
+    NVIDIA/Megatron-LM ``megatron/training/theoretical_memory_usage.py``, first pipeline stage; its two
+    formulas (with and without sequence parallelism and selective recomputation) are written out in
+    [`calc.memory.activation_megatron`][calc.memory.activation_megatron]. Bytes, exact, rounded up.
 
     Args:
         seq_len: ``--seq-length``.

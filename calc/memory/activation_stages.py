@@ -2,11 +2,37 @@
 
 Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.2.3 and 4.3, with the 1F1B schedules of Narayanan et al.
 2021 (arXiv:2104.04473, Sec. 2.2). The names are re-exported by [`calc.memory.activations`][calc.memory.activations].
+The terms:
+
+* **Layers**: the stage holds its ``L/p`` layers for each of the micro-batches in flight
+  ([`in_flight_chunks`][calc.memory.activations.in_flight_chunks]). On stage 0 that is ``L``
+  layers' worth under 1F1B once ``m ≥ p`` (Eq. 5, 6), ``L(1 + (p-1)/(pv))`` interleaved.
+* **Embedding** (stage 0): the dropout mask on the embedding output, ``sbh`` bytes per
+  in-flight micro-batch (``sbhp/t`` in the paper, which assumes sequence parallelism;
+  without it the mask is not divided by ``t``). Interleaved, it is scaled like the layers
+  (``p + (p-1)/v`` micro-batches), as Megatron-LM's estimate does.
+* **Output layer** (last stage, so stage 0 only when ``p = 1``), for the one micro-batch
+  there: final-norm input ``2sbh``, output-projection input ``2sbh`` (both ``/t`` with
+  sequence parallelism) and the fp32 logits the cross-entropy loss keeps, ``4sbv/t``
+  (vocabulary-parallel). On stage 0 the extras are
+  ``(sbhL/t)(p/L + δ_{p=1}(4/L)(1 + v/h))``.
+
+Everything is divided by ``cp`` (each context-parallel rank holds ``s/cp`` tokens).
+The paper says these extras are under 0.01% of the total for the 22B model; with its
+own configuration they come to about 0.57% (see the reference numbers, Sec. 2).
 
 Examples:
     >>> in_flight_chunks(4), stage_activations(10, num_layers=4, seq_len=1, micro_batch=1, hidden=8,
     ...                                          vocab_size=16, pp=4, dropout=False).total
     (4, 40)
+    >>> # 22B, Korthikanti Table 3: TP+SP+selective (34sbh/t) on 48 layers: Eq. 6 = 9.5625 GiB
+    >>> from calc.memory.activations import activation_bytes_per_layer
+    >>> per_layer = activation_bytes_per_layer(2048, 4, 6144, 64, tp=8, sequence_parallel=True,
+    ...                                        recompute="selective")
+    >>> st = stage_activations(per_layer, num_layers=48, seq_len=2048, micro_batch=4, hidden=6144,
+    ...                        vocab_size=51200, tp=8, sequence_parallel=True)
+    >>> st.layers / 2**30, round(st.extras / st.layers, 4)
+    (9.5625, 0.0235)
 """
 
 from __future__ import annotations
@@ -140,6 +166,17 @@ class StageActivations:
         return out
 
 
+def _stage_layer_bytes(layer_bytes: int | Sequence[int], per_stage: int) -> int:
+    """The stage's layers for one micro-batch: one layer's bytes times ``per_stage``, or the listed layers' sum."""
+    if isinstance(layer_bytes, int) and not isinstance(layer_bytes, bool):
+        return _count(layer_bytes, "layer_bytes", minimum=0) * per_stage
+    if isinstance(layer_bytes, Sequence) and not isinstance(layer_bytes, str):
+        if len(layer_bytes) != per_stage:
+            raise CalcError("layer_bytes", f"must list the {per_stage} layers of a stage", len(layer_bytes))
+        return sum(_count(x, "layer_bytes", minimum=0) for x in layer_bytes)
+    raise CalcError("layer_bytes", "must be a whole number of bytes or a list of them", layer_bytes)
+
+
 def stage_activations(
     layer_bytes: int | Sequence[int],
     *,
@@ -159,24 +196,9 @@ def stage_activations(
 ) -> StageActivations:
     """Activation bytes on a GPU of one pipeline stage (by default stage 0, the most loaded) at its peak.
 
-    Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.2.3 and 4.3:
-
-    * **Layers**: the stage holds its ``L/p`` layers for each of the micro-batches in flight
-      ([`in_flight_chunks`][calc.memory.activations.in_flight_chunks]). On stage 0 that is ``L``
-      layers' worth under 1F1B once ``m ≥ p`` (Eq. 5, 6), ``L(1 + (p-1)/(pv))`` interleaved.
-    * **Embedding** (stage 0): the dropout mask on the embedding output, ``sbh`` bytes per
-      in-flight micro-batch (``sbhp/t`` in the paper, which assumes sequence parallelism;
-      without it the mask is not divided by ``t``). Interleaved, it is scaled like the layers
-      (``p + (p-1)/v`` micro-batches), as Megatron-LM's estimate does.
-    * **Output layer** (last stage, so stage 0 only when ``p = 1``), for the one micro-batch
-      there: final-norm input ``2sbh``, output-projection input ``2sbh`` (both ``/t`` with
-      sequence parallelism) and the fp32 logits the cross-entropy loss keeps, ``4sbv/t``
-      (vocabulary-parallel). On stage 0 the extras are
-      ``(sbhL/t)(p/L + δ_{p=1}(4/L)(1 + v/h))``.
-
-    Everything is divided by ``cp`` (each context-parallel rank holds ``s/cp`` tokens).
-    The paper says these extras are under 0.01% of the total for the 22B model; with its
-    own configuration they come to about 0.57% (see the reference numbers, Sec. 2).
+    Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.2.3 and 4.3: the stage's layers for its in-flight
+    micro-batches, the embedding dropout (stage 0), the output layer's inputs and fp32 logits (last stage),
+    all divided by ``cp``; each term is written out in [`calc.memory.activation_stages`][calc.memory.activation_stages].
 
     Args:
         layer_bytes: Bytes one layer holds for one micro-batch (e.g. from
@@ -204,14 +226,9 @@ def stage_activations(
             layer bytes has the wrong length, or the stage is outside the pipeline.
 
     Examples:
-        >>> # 22B, Korthikanti Table 3: TP+SP+selective (34sbh/t) on 48 layers: Eq. 6 = 9.5625 GiB
-        >>> from calc.memory.activations import activation_bytes_per_layer
-        >>> per_layer = activation_bytes_per_layer(2048, 4, 6144, 64, tp=8, sequence_parallel=True,
-        ...                                        recompute="selective")
-        >>> st = stage_activations(per_layer, num_layers=48, seq_len=2048, micro_batch=4, hidden=6144,
-        ...                        vocab_size=51200, tp=8, sequence_parallel=True)
-        >>> st.layers / 2**30, round(st.extras / st.layers, 4)
-        (9.5625, 0.0235)
+        >>> stage_activations([10, 20], num_layers=4, seq_len=1, micro_batch=1, hidden=8, vocab_size=16,
+        ...                   pp=2, dropout=False, stage=1).layers  # one micro-batch in flight on the last stage
+        30
     """
     n_layers = _count(num_layers, "num_layers")
     s = _count(seq_len, "seq_len")
@@ -226,15 +243,7 @@ def stage_activations(
     drop = _flag(dropout, "dropout")
     k = _stage(stage, p)
     _check_pipeline(n_layers, p, v)
-    per_stage = n_layers // p
-    if isinstance(layer_bytes, int) and not isinstance(layer_bytes, bool):
-        stage_layers = _count(layer_bytes, "layer_bytes", minimum=0) * per_stage
-    elif isinstance(layer_bytes, Sequence) and not isinstance(layer_bytes, str):
-        if len(layer_bytes) != per_stage:
-            raise CalcError("layer_bytes", f"must list the {per_stage} layers of a stage", len(layer_bytes))
-        stage_layers = sum(_count(x, "layer_bytes", minimum=0) for x in layer_bytes)
-    else:
-        raise CalcError("layer_bytes", "must be a whole number of bytes or a list of them", layer_bytes)
+    stage_layers = _stage_layer_bytes(layer_bytes, n_layers // p)
     chunks = in_flight_chunks(p, interleave=v, num_microbatches=num_microbatches, stage=k)
     microbatches = Fraction(chunks, v)  # micro-batches' worth of the whole stage in flight
     tokens = Fraction(s * b, c)
