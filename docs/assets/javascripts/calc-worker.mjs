@@ -49,6 +49,24 @@ const stdlibResponse = (async () => {
 const pyodideModule = import(new URL("pyodide.mjs", runtimeURL).href);
 for (const pending of [engineArchive, stdlibResponse, pyodideModule]) pending.catch(() => {}); // boot() reports it
 
+// Pyodide only logs a warning when its wasm cannot be fetched or compiled (a corrupt or missing
+// pyodide.asm.wasm) and then waits forever; the page would learn of it at its boot watchdog (120 s). Every
+// wasm instantiation during the boot is watched instead, and a failed one ends the boot at once.
+let wasmFailed;
+const wasmFailure = new Promise((_, reject) => {
+  wasmFailed = reject;
+});
+wasmFailure.catch(() => {}); // boot() reports it
+const realWasm = { instantiate: WebAssembly.instantiate, instantiateStreaming: WebAssembly.instantiateStreaming };
+for (const [name, real] of Object.entries(realWasm)) {
+  if (typeof real !== "function") continue;
+  WebAssembly[name] = (...args) => {
+    const pending = real.apply(WebAssembly, args);
+    pending.catch((err) => wasmFailed(new Error(`pyodide.asm.wasm could not be loaded (${String(err && err.message ? err.message : err)})`)));
+    return pending;
+  };
+}
+
 const steps = {}; // step -> ms since this worker's time origin (`workerOrigin` in the ready message)
 const mark = (step) => {
   steps[step] = Math.round(performance.now());
@@ -62,13 +80,17 @@ async function boot() {
   globalThis.fetch = (input, init) => (String(input) === compiledStdlib ? stdlibResponse : realFetch(input, init));
   let pyodide;
   try {
-    pyodide = await loadPyodide({
-      indexURL: runtimeURL.href,
-      stdLibURL: compiledStdlib,
-      lockFileContents: { info: LOCK_INFO, packages: {} },
-    });
+    pyodide = await Promise.race([
+      loadPyodide({
+        indexURL: runtimeURL.href,
+        stdLibURL: compiledStdlib,
+        lockFileContents: { info: LOCK_INFO, packages: {} },
+      }),
+      wasmFailure,
+    ]);
   } finally {
     globalThis.fetch = realFetch;
+    Object.assign(WebAssembly, realWasm);
   }
   mark("loadPyodide");
   const response = await engineArchive;
