@@ -1,0 +1,1 @@
+"""Published training runs, re-predicted with the engine (see README.md)."""
