@@ -137,30 +137,47 @@ def hf_layer_terms(
         (Fraction(64, 1), Fraction(16, 1))
     """
     T = Fraction(tokens)
-    h, a, g, d, dv, f = hidden, heads, kv_heads, head_dim, v_head_dim, ffn_hidden
-    s = seq_len
-    eager = attention == "eager"
-    rms = norm == "rmsnorm"
-    mask = 1 if dropout else 0
-    scores = T * s * a
     k = experts_per_token
     mlps = (k + shared_experts) if k else 1
-    softmax_bytes = _FP32 if rms else _ACT  # the Llama family upcasts the eager softmax
-    cast_or_dropout = _ACT * scores if eager and (dropout or rms) else 0
-    unfused = (1 if mlp == "swiglu" else 3) * _ACT * T * f * mlps  # SiLU(gate); gelu_new's three
+    mask = 1 if dropout else 0
+    unfused = (1 if mlp == "swiglu" else 3) * _ACT * T * ffn_hidden * mlps  # SiLU(gate); gelu_new's three
     router = 0
     if k:
         router = _FP32 * T * num_experts + (_FP32 + _INT64 + router_weight_bytes + 3 * _INT64) * T * k + _FP32 * T
         router += _FP32 * num_experts
-    qkn = 0
+    attention_terms = _hf_attention_terms(
+        T, seq_len, hidden, heads, kv_heads, head_dim, v_head_dim, norm == "rmsnorm", attention == "eager", dropout
+    )
     if qk_norm:
-        qkn = (_FP32 + _ACT) * T * (a + g) * d + _FP32 * T * (a + g)
+        attention_terms["qk_norm"] = Fraction(
+            (_FP32 + _ACT) * T * (heads + kv_heads) * head_dim + _FP32 * T * (heads + kv_heads)
+        )
+    return {
+        **attention_terms,
+        "mlp_input": _ACT * T * hidden * (1 + 2 * k),
+        "mlp_hidden": (2 if mlp == "swiglu" else 1) * _ACT * T * ffn_hidden * mlps,
+        "mlp_intermediates": Fraction(unfused),
+        "mlp_activation_output": _ACT * T * ffn_hidden * mlps,
+        "mlp_dropout_mask": mask * T * hidden,
+        "router": Fraction(router),
+    }
+
+
+def _hf_attention_terms(
+    T: Fraction, s: int, h: int, a: int, g: int, d: int, dv: int, rms: bool, eager: bool, dropout: bool
+) -> dict[str, Fraction]:
+    """The norms' and the attention block's terms of
+    [`hf_layer_terms`][calc.memory.activation_profiles.hf_layer_terms]."""
+    mask = 1 if dropout else 0
+    scores = T * s * a
+    softmax_bytes = _FP32 if rms else _ACT  # the Llama family upcasts the eager softmax
+    cast_or_dropout = _ACT * scores if eager and (dropout or rms) else 0
     return {
         "norm_inputs": 2 * _ACT * T * h if not rms else Fraction(0),
         "norm_fp32_inputs": 2 * _FP32 * T * h if rms else Fraction(0),
         "norm_weight_inputs": 2 * _ACT * T * h if rms else Fraction(0),
         "norm_stats": 2 * _FP32 * T * (1 if rms else 2),
-        "qk_norm": Fraction(qkn),
+        "qk_norm": Fraction(0),
         "qkv_input": _ACT * T * h,
         "query_key": _ACT * T * (2 * a if eager else a + g) * d,
         "value": _ACT * T * (a if eager else g) * dv,
@@ -171,12 +188,6 @@ def hf_layer_terms(
         "rng_state": Fraction(2 * _INT64) if not eager else Fraction(0),
         "out_proj_input": _ACT * T * a * dv,
         "attention_dropout_mask": mask * T * h,
-        "mlp_input": _ACT * T * h * (1 + 2 * k),
-        "mlp_hidden": (2 if mlp == "swiglu" else 1) * _ACT * T * f * mlps,
-        "mlp_intermediates": Fraction(unfused),
-        "mlp_activation_output": _ACT * T * f * mlps,
-        "mlp_dropout_mask": mask * T * h,
-        "router": Fraction(router),
     }
 
 
