@@ -35,6 +35,8 @@ from calc.widgets import ACCURACY_HREF
 from validation.configs import ACTIVATION_CASES, MODELS, SHARDING_CASES
 from validation.llm_analysis import predict_activations, predict_states
 from validation.predict import CATEGORIES, TOLERANCE
+from validation.published.predict import load as load_published
+from validation.published.predict import predict as predict_published
 
 RESULTS = ROOT / "validation" / "results.json"
 GPU_RESULTS = ROOT / "validation" / "results-gpu.json"
@@ -231,6 +233,75 @@ def _gpu(_data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _published_results() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(row, predict_published(row)) for row in load_published()]
+
+
+def _published_value(row: dict[str, Any], x: float | None) -> str:
+    if x is None:
+        return "refused"
+    return format_bytes(int(x), binary=True) if row["kind"] == "memory" else f"{x:.3g} s"
+
+
+def _published(_data: dict[str, Any]) -> str:
+    """Every published run: measured, the engine, the error, and why a row is not modelled yet."""
+    results = _published_results()
+    lines = [
+        "| Run | Source | Measured | Engine | Error | Tolerance | Verdict |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row, r in results:
+        src = row["source"]
+        what = "step time" if row["kind"] == "throughput" else row["measured"]["metric"].replace("_", "-")
+        err = "refused" if r["error"] is None else f"{r['error']:+.1%}"
+        verdict = "within" if r["ok"] else row.get("not_modelled", "FAILS")
+        lines.append(
+            f"| `{row['id']}` ({what}) | [{src['name']}]({src['url']}), {src['table']}, {src['row']} | "
+            f"{_published_value(row, r['measured'])} | {_published_value(row, r['predicted'])} | {err} | "
+            f"±{r['tolerance']:.0%} | {verdict} |"
+        )
+    lines += ["", "| Stack | Rows | Within tolerance | Knobs the engine does not take yet |", "|---|---:|---:|---|"]
+    stacks: dict[str, list[dict[str, Any]]] = {}
+    for row, r in results:
+        stacks.setdefault(row.get("knobs", {}).get("stack", "unnamed"), []).append(r)
+    for stack, rs in stacks.items():
+        missing = sorted({k for r in rs for k in r["knobs_missing"]} - {"stack"})
+        lines.append(
+            f"| {stack} | {len(rs)} | {sum(r['ok'] for r in rs)} | {', '.join(f'`{k}`' for k in missing) or 'none'} |"
+        )
+    return "\n".join(lines)
+
+
+def _published_chart(_data: dict[str, Any]) -> str:
+    """Predicted / measured − 1 for every published run, by source, memory and step time apart."""
+    values = [
+        {
+            "source": row["source"]["name"].split(",")[0],
+            "error": round(100 * r["error"], 1),
+            "what": "peak memory" if row["kind"] == "memory" else "step time",
+            "verdict": "within tolerance" if r["ok"] else "not modelled yet",
+        }
+        for row, r in _published_results()
+        if r["error"] is not None
+    ]
+    spec = {
+        "title": {"text": "Published runs: prediction error", "subtitle": "predicted / measured − 1, in %"},
+        "data": {"values": values},
+        "width": CHART_WIDTH,
+        "height": {"step": 28},
+        "mark": {"type": "point", "filled": True, "size": 50},
+        "encoding": {
+            "x": {"field": "error", "type": "quantitative", "title": "error (%)"},
+            "y": {"field": "source", "type": "nominal", "title": None},
+            "shape": {"field": "what", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+            "color": {"field": "verdict", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+        },
+    }
+    ok = sum(v["verdict"] == "within tolerance" for v in values)
+    label = f"Prediction error of {len(values)} published runs by source: {ok} within tolerance."
+    return chart("accuracy-published", spec, label)
+
+
 BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     "summary": _summary,
     "table": _table,
@@ -238,6 +309,8 @@ BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     "overheads": _overheads,
     "peers": _peers,
     "gpu": _gpu,
+    "published": _published,
+    "published-chart": _published_chart,
 }
 """The markers ``docs/accuracy.md`` may use."""
 

@@ -68,3 +68,15 @@ def test_a_modelled_row_stays_marked_only_while_it_fails():
     # A row marked "not modelled" that the engine now predicts within tolerance should lose its mark.
     healed = [r["id"] for r in ROWS if r.get("not_modelled") and predict(r)["ok"]]
     assert not healed, f"now within tolerance, remove not_modelled: {healed}"
+
+
+def test_accuracy_page_shows_every_published_row():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
+    import lc_accuracy
+
+    out = lc_accuracy.render("[[accuracy published]]\n\n[[accuracy published-chart]]\n")
+    assert sum(line.startswith("| `") for line in out.splitlines()) == len(ROWS)
+    assert 'data-chart="accuracy-published"' in out
