@@ -40,7 +40,7 @@ from calc.hardware import GPU
 from calc.hardware import gpu as gpu_preset
 from calc.memory.layout import Layout, check_layout
 from calc.models.architecture import Architecture
-from calc.parallel.comm import step_communication
+from calc.parallel.comm import StepComm, step_communication
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_bubble
@@ -202,19 +202,15 @@ def step_time(
         layout: The layout; ``global_batch`` must be set (it fixes the micro-batches per step).
         gpu: A [`GPU`][calc.hardware.GPU] or preset name.
         network: The cluster's links (default: the GPU's scale-up link and InfiniBand NDR, 8 per node).
-        matmul_efficiency: Achieved share of the dense peak in matmuls.
+        matmul_efficiency: Achieved share of the dense peak in matmuls (``dtype``'s peak: bf16, fp16, fp8).
         memory_passes: HBM passes over the stored activations for element-wise work.
         dp_bucket_params: Parameters per gradient bucket (the last one is exposed).
-        dtype: The peak to use (``bf16``, ``fp16``, ``fp8``).
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
             ``interleaved``, ``zb-h1``, ``dualpipe``); default interleaved when ``interleave > 1``, else 1F1B.
         check: Run [`check_layout`][calc.memory.layout.check_layout] first (the planner has already).
 
     Returns:
-        A [`StepTime`][calc.timing.steptime.StepTime].
-
-    Raises:
-        CalcError: On a layout that cannot run the model or bad numbers.
+        A [`StepTime`][calc.timing.steptime.StepTime]; raises `CalcError` on a layout that cannot run the model.
 
     Examples:
         >>> from calc.models.presets import preset
@@ -230,14 +226,55 @@ def step_time(
     g = gpu if isinstance(gpu, GPU) else gpu_preset(gpu)
     net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
     eff = _fraction(matmul_efficiency, "matmul_efficiency")
-    peak = g.peak_flops(dtype)
-    t, p, c, v = layout.tp, layout.pp, layout.cp, layout.interleave
-    b, s = layout.micro_batch, layout.seq_len
+    c = _stage_compute(arch, layout, g.peak_flops(dtype) * eff, g.hbm_bytes_per_s, memory_passes)
     m = layout.num_microbatches or 1
-    layers_ps = arch.num_layers // p
+    compute = m * c.t_mb
+    step = _communication(arch, layout, net, m)
+    exposed = _exposed(step, layout, c.t_mb, m, arch.num_layers // layout.pp, dp_bucket_params)
+    p, v = layout.pp, layout.interleave
+    bubble_frac = _bubble(p, m, v, schedule)
+    bubble = float(bubble_frac) * (compute + sum(exposed[k] for k in exposed if k.split("-")[0] in ("tp", "cp", "ep")))
+    total = compute + bubble + sum(exposed.values())
+    peak = g.peak_flops(dtype)
+    why = (
+        f"{m} micro-batches × {c.t_mb * 1e3:.3g} ms on the slowest stage: matmuls at {eff:.0%} of "
+        f"{peak / 1e12:.0f} TFLOP/s ({c.t_flops * 1e3:.3g} ms) plus element-wise work at HBM speed "
+        f"({c.t_mem * 1e3:.3g} ms)"
+    )
+    rows: list[tuple[str, float, str]] = [("compute", compute, why)]
+    if bubble:
+        rows.append(
+            ("pipeline bubble", bubble, f"(p-1)/(v·m) = {p - 1}/({v}·{m}) of the busy time, idle on every stage")
+        )
+    rows += _comm_rows(step, exposed)
+    return _result(
+        layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, exposed, peak, rows
+    )
+
+
+@dataclass(frozen=True)
+class _Compute:
+    """One micro-batch on the slowest stage: FLOPs per micro-batch (model and hardware, whole model) and the
+    seconds of matmuls (``t_flops``) and element-wise work (``t_mem``) on one GPU of that stage."""
+
+    model_mb: int
+    hw_mb: int
+    t_flops: float
+    t_mem: float
+
+    @property
+    def t_mb(self) -> float:
+        """Seconds per micro-batch on the slowest stage."""
+        return self.t_flops + self.t_mem
+
+
+def _stage_compute(arch: Architecture, layout: Layout, rate: float, hbm: float, memory_passes: float) -> _Compute:
+    """FLOPs per micro-batch and the slowest stage's seconds per micro-batch (module docstring: Narayanan et al.
+    2021 Appendix for the FLOPs, Korthikanti et al. 2022 Table 2 for the element-wise bytes)."""
+    t, p, c = layout.tp, layout.pp, layout.cp
+    b, s = layout.micro_batch, layout.seq_len
     moe_layers = arch.num_moe_layers
-    dense_layers = arch.num_layers - moe_layers
-    kinds = [(False, dense_layers)] + ([(True, moe_layers)] if moe_layers else [])
+    kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
     recompute = layout.recompute
     model_fwd = hw_fwd = 0
     mem_bytes = 0
@@ -254,34 +291,37 @@ def step_time(
                                  layout.flash_attention)  # fmt: skip
         mem_bytes += count * per
     logits = 2 * b * s * arch.hidden_size * arch.vocab_size
-    model_mb = 3 * (model_fwd + logits)  # forward + backward (twice the forward)
-    hw_mb = hw_fwd + 3 * logits
     # Slowest stage: an even share of the layers, plus the logit layer on the last stage.
     stage_hw = Fraction(hw_fwd, p) + 3 * logits
     stage_mem = Fraction(mem_bytes, p)
-    t_flops = float(stage_hw / (t * c)) / (peak * eff)
-    t_mem = float(stage_mem) * memory_passes / g.hbm_bytes_per_s
-    t_mb = t_flops + t_mem
-    compute = m * t_mb
+    return _Compute(
+        model_mb=3 * (model_fwd + logits),  # forward + backward (twice the forward)
+        hw_mb=hw_fwd + 3 * logits,
+        t_flops=float(stage_hw / (t * c)) / rate,
+        t_mem=float(stage_mem) * memory_passes / hbm,
+    )
 
-    step = step_communication(
+
+def _communication(arch: Architecture, layout: Layout, net: Network, m: int) -> StepComm:
+    """Every collective of the step ([`step_communication`][calc.parallel.comm.step_communication])."""
+    return step_communication(
         params=arch.param_count,
         layers=arch.num_layers,
         hidden=arch.hidden_size,
-        seq=s,
-        micro_batch=b,
+        seq=layout.seq_len,
+        micro_batch=layout.micro_batch,
         num_microbatches=m,
         dp=layout.dp,
-        tp=t,
-        pp=p,
-        cp=c,
+        tp=layout.tp,
+        pp=layout.pp,
+        cp=layout.cp,
         ep=layout.ep,
         zero_stage=layout.effective_zero_stage,
         sequence_parallel=layout.sequence_parallel,
-        virtual_stages=v,
-        recompute=recompute == "full",
+        virtual_stages=layout.interleave,
+        recompute=layout.recompute == "full",
         expert_params=arch.num_moe_layers * arch.expert_params_per_layer,
-        moe_layers=moe_layers or None,
+        moe_layers=arch.num_moe_layers or None,
         top_k=max(1, arch.experts_per_token),
         kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
         gpus_per_node=net.gpus_per_node,
@@ -292,19 +332,21 @@ def step_time(
         nics_per_node=net.nics_per_node,
         latency=net.latency,
     )
+
+
+def _exposed(
+    step: StepComm, layout: Layout, t_mb: float, m: int, layers_ps: int, bucket_params: int
+) -> dict[str, float]:
+    """Seconds of each collective left on the critical path after the overlap the module docstring describes."""
     exposed: dict[str, float] = {}
-    per_mb_critical = 0.0
     backward_last = t_mb * 2 / 3
     for term in step.terms:
-        if term.group in ("tp", "cp", "ep"):
-            exposed[term.name] = term.time_s
-            per_mb_critical += term.time_s / m
-        elif term.group == "pp":
+        if term.group in ("tp", "cp", "ep", "pp"):
             exposed[term.name] = term.time_s
         elif term.name.endswith("grad-all-reduce") or term.name.endswith("grad-reduce-scatter"):
             one = term.time_s / term.calls
             params = max(1, term.message_bytes // 2)
-            bucket = min(1.0, max(dp_bucket_params, 1_000_000 * layout.dp) / params)
+            bucket = min(1.0, max(bucket_params, 1_000_000 * layout.dp) / params)
             # Each call overlaps the backward it follows (the last micro-batch's, or, under ZeRO-2, its own
             # micro-batch's) except its last bucket.
             exposed[term.name] = term.calls * (one * bucket + max(0.0, one * (1 - bucket) - backward_last))
@@ -314,29 +356,12 @@ def step_time(
             exposed[term.name] = term.calls * (per_layer + max(0.0, per_layer - layer_compute) * (layers_ps - 1))
         else:
             exposed[term.name] = term.time_s
-    bubble_frac = _bubble(p, m, v, schedule)
-    bubble = float(bubble_frac) * (compute + sum(exposed[k] for k in exposed if k.split("-")[0] in ("tp", "cp", "ep")))
-    total = compute + bubble + sum(exposed.values())
-    gpus = layout.gpus or 1
-    model_flops = model_mb * m * layout.dp
-    hardware_flops = hw_mb * m * layout.dp
-    per_gpu = model_flops / total / gpus
-    hw_per_gpu = hardware_flops / total / gpus
-    rows: list[tuple[str, float, str]] = [
-        (
-            "compute",
-            compute,
-            (
-                f"{m} micro-batches × {t_mb * 1e3:.3g} ms on the slowest stage: matmuls at "
-                f"{eff:.0%} of {peak / 1e12:.0f} TFLOP/s ({t_flops * 1e3:.3g} ms) plus element-wise work at HBM "
-                f"speed ({t_mem * 1e3:.3g} ms)"
-            ),
-        ),
-    ]
-    if bubble:
-        rows.append(
-            ("pipeline bubble", bubble, f"(p-1)/(v·m) = {p - 1}/({v}·{m}) of the busy time, idle on every stage")
-        )
+    return exposed
+
+
+def _comm_rows(step: StepComm, exposed: dict[str, float]) -> list[tuple[str, float, str]]:
+    """One breakdown row per collective: its exposed seconds and where and why."""
+    rows = []
     for term in step.terms:
         why = {
             "tp": "on the critical path of every layer",
@@ -346,12 +371,30 @@ def step_time(
         }.get(term.group, "after overlap with the backward pass / next layer's compute")
         where = "inside the node" if term.intra_node else "across nodes"
         rows.append((term.name, exposed[term.name], f"{term.label}; {where}; {why}"))
+    return rows
+
+
+def _result(
+    layout: Layout,
+    model_flops: int,
+    hardware_flops: int,
+    total: float,
+    compute: float,
+    bubble: float,
+    exposed: dict[str, float],
+    peak: float,
+    rows: list[tuple[str, float, str]],
+) -> StepTime:
+    """The [`StepTime`][calc.timing.steptime.StepTime] of a step of ``total`` seconds: throughput and utilizations."""
+    gpus = layout.gpus or 1
+    per_gpu = model_flops / total / gpus
+    hw_per_gpu = hardware_flops / total / gpus
     return StepTime(
         step_time_s=total,
         compute_s=compute,
         bubble_s=bubble,
         exposed_s=exposed,
-        tokens_per_s=layout.global_batch * s / total,
+        tokens_per_s=(layout.global_batch or 0) * layout.seq_len / total,
         model_flops=model_flops,
         hardware_flops=hardware_flops,
         tflops_per_gpu=per_gpu / 1e12,
