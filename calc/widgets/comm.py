@@ -11,7 +11,16 @@ from calc.memory.layout import check_parallelism
 from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
-from calc.widgets._fields import degree, micro_batch_field, select, seq_len_field, unit_field, whole_numbers, zero_field
+from calc.widgets._fields import (
+    checkbox,
+    degree,
+    micro_batch_field,
+    select,
+    seq_len_field,
+    unit_field,
+    whole_numbers,
+    zero_field,
+)
 from calc.widgets._html import byte_formatter, checked, out, table, verdict
 from calc.widgets._model import CUSTOM, ModelChoice, model_fields, read_model
 from calc.widgets._parts import kv
@@ -295,9 +304,9 @@ CALCULATOR = Calculator(
                 ("3", "3: also gather weights every micro-batch"),
             ),
         ),
-        Field("sequence_parallel", "Sequence parallelism", "1", kind="checkbox"),
+        checkbox("sequence_parallel", "Sequence parallelism", "1"),
         Field("virtual_stages", "Model chunks per stage (interleaving)", "1", kind="number"),
-        Field("recompute", "Full activation recomputation", "0", kind="checkbox"),
+        checkbox("recompute", "Full activation recomputation"),
         Field(
             "expert_params",
             "Routed-expert parameters (MoE)",
