@@ -102,10 +102,8 @@ def hf_layer_terms(
 ) -> dict[str, Fraction]:
     """Bytes one Hugging Face decoder layer saves for backward on CUDA, by term (exact fractions).
 
-    The names are those of [`LayerActivations`][calc.memory.activations.LayerActivations]; the sources of each
-    term are in the module docstring. Arguments are already checked (call
-    [`layer_activations`][calc.memory.activations.layer_activations] with ``implementation="hf-eager"`` or
-    ``"hf-sdpa"``).
+    The names are those of [`LayerActivations`][calc.memory.activations.LayerActivations], the sources in the
+    module docstring; the arguments are checked by [`layer_activations`][calc.memory.activations.layer_activations].
 
     Args:
         tokens: Tokens of the micro-batch ``T = s × b``.

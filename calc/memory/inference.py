@@ -26,6 +26,11 @@ Modelling choices, all documented where they apply:
   ``scale_bits`` per group of weights). KV-cache quantization scales are not modelled.
 * Activations, CUDA graphs, the allocator and the runtime take memory too; the
   calculators reserve it explicitly (``reserved_fraction``, ``reserved_bytes``).
+
+In [`inference_memory`][calc.memory.inference.inference_memory], KV heads split by ``tp`` (see
+[`kv_heads_per_gpu`][calc.memory.inference.kv_heads_per_gpu]: replicated once ``tp`` exceeds them); an MLA
+latent is kept whole on every GPU (vLLM's MLA backends store the full latent per rank). Weights are the
+architecture's ``param_count`` (every expert of a MoE model is resident).
 """
 
 from __future__ import annotations
@@ -37,6 +42,19 @@ from fractions import Fraction
 from calc.errors import CalcError
 from calc.hardware import GPU
 from calc.hardware import gpu as _gpu
+from calc.memory.kv_cache import (
+    PRECISION_BITS,
+    _bits,
+    _ceil_div,
+    _dims_per_kv_head,
+    _non_negative_int,
+    _uses_mla,
+    cached_tokens,
+    kv_cache_bytes_per_token,
+    kv_heads_per_gpu,
+    mla_kv_cache_bytes_per_token,
+    model_kv_bytes_per_token,
+)
 from calc.models.architecture import Architecture
 from calc.units import parse_count, parse_positive_int
 
@@ -55,43 +73,8 @@ __all__ = [
     "weight_bytes_per_gpu",
 ]
 
-PRECISION_BITS: dict[str, int] = {
-    "fp32": 32,
-    "bf16": 16,
-    "fp16": 16,
-    "fp8": 8,
-    "int8": 8,
-    "fp4": 4,
-    "int4": 4,
-}
-"""Bits per element of each weight or KV-cache data type. 4-bit types pack two values per byte."""
-
 DEFAULT_RESERVED_FRACTION: Fraction = Fraction(1, 10)
 """Share of GPU memory held back by default: vLLM's default ``gpu_memory_utilization=0.9`` leaves 10%."""
-
-
-def _bits(dtype: str, field: str) -> int:
-    try:
-        return PRECISION_BITS[dtype]
-    except (KeyError, TypeError):
-        raise CalcError(field, f"must be one of {', '.join(PRECISION_BITS)}", dtype, code="unknown-name") from None
-
-
-def _element_bits(bytes_per_element: int | str, field: str = "bytes_per_element") -> int:
-    """Bits per element from a byte count (``2``) or a data-type name (``"fp8"``)."""
-    if isinstance(bytes_per_element, str) and bytes_per_element in PRECISION_BITS:
-        return PRECISION_BITS[bytes_per_element]
-    if isinstance(bytes_per_element, int) and not isinstance(bytes_per_element, bool) and bytes_per_element >= 1:
-        return 8 * bytes_per_element
-    raise CalcError(
-        field,
-        f"must be a whole number of bytes of at least 1 or one of {', '.join(PRECISION_BITS)}",
-        bytes_per_element,
-    )
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _fraction(value: object, field: str) -> Fraction:
@@ -115,10 +98,6 @@ def _fraction(value: object, field: str) -> Fraction:
     if not 0 <= frac < 1:
         raise CalcError(field, rule, value)
     return frac
-
-
-def _non_negative_int(value: object, field: str) -> int:
-    return parse_positive_int(value, field, minimum=0)
 
 
 def weight_bytes(
@@ -204,150 +183,6 @@ def weight_bytes_per_gpu(
     return _ceil_div(weight_bytes(params, precision, group_size=group_size, scale_bits=scale_bits), t)
 
 
-def kv_cache_bytes_per_token(
-    layers: int | str,
-    kv_heads: int | str,
-    head_dim: int | str,
-    bytes_per_element: int | str = 2,
-) -> int:
-    """KV-cache bytes per token of a multi-head or grouped-query attention model.
-
-    ``2 x layers x kv_heads x head_dim x bytes_per_element`` (one K and one V vector per KV
-    head per layer): Kwon et al. 2023 (arXiv:2309.06180), Sec. 3, "2 (key and value vectors)
-    x 5120 (hidden state size) x 40 (number of layers) x 2 (bytes per FP16)" = 800 KB (KiB,
-    819,200 B) for OPT-13B. For multi-head attention ``kv_heads`` equals the attention heads.
-
-    Args:
-        layers: Attention layers.
-        kv_heads: Key/value heads per layer (after grouping).
-        head_dim: Dimension of each head.
-        bytes_per_element: Bytes per cached value (``2`` for bf16/fp16), or a data-type name
-            (``"fp8"``, ``"int4"``...; 4-bit values are rounded up to whole bytes per token).
-
-    Returns:
-        Bytes per token, exact.
-
-    Raises:
-        CalcError: For a non-positive size or an unknown data type.
-
-    Examples:
-        >>> kv_cache_bytes_per_token(40, 40, 128, 2)  # OPT-13B, vLLM's "800 KB"
-        819200
-        >>> kv_cache_bytes_per_token(80, 8, 128, "bf16")  # Llama-2-70B: GQA with 8 KV heads
-        327680
-    """
-    n = (
-        2
-        * parse_positive_int(layers, "layers")
-        * parse_positive_int(kv_heads, "kv_heads")
-        * parse_positive_int(head_dim, "head_dim")
-    )
-    return _ceil_div(n * _element_bits(bytes_per_element), 8)
-
-
-def mla_kv_cache_bytes_per_token(
-    layers: int | str,
-    kv_lora_rank: int | str,
-    qk_rope_head_dim: int | str,
-    bytes_per_element: int | str = 2,
-) -> int:
-    """KV-cache bytes per token of a multi-head latent attention (MLA) model.
-
-    ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes_per_element``: MLA caches the
-    compressed KV latent c_KV (dimension d_c = ``kv_lora_rank``) and the decoupled RoPE key
-    (``qk_rope_head_dim``, shared by all heads) per layer: DeepSeek-V2 (arXiv:2405.04434),
-    Sec. 2.1.3 and Table 1, "(d_c + d_h^R) l" elements per token.
-
-    Args:
-        layers: Layers with MLA.
-        kv_lora_rank: Latent dimension d_c.
-        qk_rope_head_dim: Decoupled RoPE key dimension d_h^R.
-        bytes_per_element: Bytes per cached value, or a data-type name.
-
-    Returns:
-        Bytes per token, exact.
-
-    Raises:
-        CalcError: For a non-positive size or an unknown data type.
-
-    Examples:
-        >>> mla_kv_cache_bytes_per_token(61, 512, 64, 2)  # DeepSeek-V3
-        70272
-    """
-    n = parse_positive_int(layers, "layers") * (
-        parse_positive_int(kv_lora_rank, "kv_lora_rank") + parse_positive_int(qk_rope_head_dim, "qk_rope_head_dim")
-    )
-    return _ceil_div(n * _element_bits(bytes_per_element), 8)
-
-
-def kv_heads_per_gpu(kv_heads: int | str, tp: int | str) -> int:
-    """KV heads each GPU of a tensor-parallel group caches.
-
-    ``kv_heads / tp`` when ``tp`` divides them; with more GPUs than KV heads each GPU keeps one
-    head, each head *replicated* on ``tp / kv_heads`` GPUs (vLLM, e.g. ``LlamaAttention`` in
-    ``vllm/model_executor/models/llama.py``: "Number of KV heads is less than TP size, so we
-    replicate the KV heads", requiring ``tp % kv_heads == 0``).
-
-    Args:
-        kv_heads: Key/value heads of the model.
-        tp: Tensor-parallel degree.
-
-    Returns:
-        KV heads per GPU.
-
-    Raises:
-        CalcError: ``not-divisible`` when neither divides the other.
-
-    Examples:
-        >>> kv_heads_per_gpu(8, 4), kv_heads_per_gpu(8, 8), kv_heads_per_gpu(8, 16)
-        (2, 1, 1)
-        >>> kv_heads_per_gpu(8, 6)
-        Traceback (most recent call last):
-        ...
-        calc.errors.CalcError: tp must divide the KV heads (kv_heads=8) or be a multiple of them (got 6)
-    """
-    k = parse_positive_int(kv_heads, "kv_heads")
-    t = parse_positive_int(tp, "tp")
-    if (t <= k and k % t) or (t > k and t % k):
-        raise CalcError(
-            "tp", f"must divide the KV heads (kv_heads={k}) or be a multiple of them", t, code="not-divisible"
-        )
-    return max(1, k // t)
-
-
-def cached_tokens(seq_len: int | str, *, sliding_window: int | str = 0, block_size: int | str = 1) -> int:
-    """Tokens of one sequence held in the KV cache.
-
-    ``min(seq_len, sliding_window)`` (Mistral 7B, arXiv:2310.06825, Sec. 2, "Rolling Buffer
-    Cache": with window W, position i is stored at i mod W, so at most W tokens are cached),
-    rounded up to a whole number of ``block_size``-token blocks (PagedAttention, Kwon et al.
-    2023, Sec. 4.1; vLLM's default block is 16 tokens). A paged cache that frees blocks as they
-    leave the window can straddle one more block than this; that is not modelled.
-
-    Args:
-        seq_len: Tokens in the sequence (prompt plus generated).
-        sliding_window: Attention window; 0 = full attention.
-        block_size: Tokens per cache block; 1 = no paging granularity.
-
-    Returns:
-        Cached tokens.
-
-    Raises:
-        CalcError: For a non-positive length or block size, or a negative window.
-
-    Examples:
-        >>> cached_tokens(32768, sliding_window=4096)  # Mistral 7B: 8x smaller cache at 32k
-        4096
-        >>> cached_tokens(1000, block_size=16)
-        1008
-    """
-    s = parse_positive_int(seq_len, "seq_len")
-    w = _non_negative_int(sliding_window, "sliding_window")
-    b = parse_positive_int(block_size, "block_size")
-    tokens = min(s, w) if w else s
-    return _ceil_div(tokens, b) * b
-
-
 def max_concurrent_sequences(
     memory_bytes: int,
     weights_bytes: int,
@@ -381,49 +216,6 @@ def max_concurrent_sequences(
     kv = parse_positive_int(kv_bytes_per_sequence, "kv_bytes_per_sequence")
     reserved = _non_negative_int(reserved_bytes, "reserved_bytes")
     return max(memory - weights - reserved, 0) // kv
-
-
-def _uses_mla(arch: Architecture) -> bool:
-    return int(getattr(arch, "kv_lora_rank", 0) or 0) > 0
-
-
-def _dims_per_kv_head(arch: Architecture) -> int:
-    """Cached elements per KV head per layer: key width + value width (``2 x head_dim`` when equal)."""
-    return arch.head_dim + (getattr(arch, "v_head_dim", 0) or arch.head_dim)
-
-
-def model_kv_bytes_per_token(arch: Architecture, kv_dtype: str = "bf16") -> int:
-    """KV-cache bytes per token of a whole model (one copy of every KV head, all layers).
-
-    ``layers x kv_heads x (d_k + d_v) x bytes`` (the
-    [`kv_cache_bytes_per_token`][calc.memory.inference.kv_cache_bytes_per_token] formula, with key and
-    value widths taken separately), or, when the architecture has a
-    KV latent (``kv_lora_rank > 0``), ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``
-    ([`mla_kv_cache_bytes_per_token`][calc.memory.inference.mla_kv_cache_bytes_per_token]).
-
-    Args:
-        arch: An [`Architecture`][calc.models.architecture.Architecture].
-        kv_dtype: Cache data type, a key of [`PRECISION_BITS`][calc.memory.inference.PRECISION_BITS].
-
-    Returns:
-        Bytes per token, exact.
-
-    Raises:
-        CalcError: For an unknown data type.
-
-    Examples:
-        >>> from calc.models.presets import preset
-        >>> model_kv_bytes_per_token(preset("llama3-8b")), model_kv_bytes_per_token(preset("llama3-8b"), "fp8")
-        (131072, 65536)
-        >>> model_kv_bytes_per_token(preset("deepseek-v3"))
-        70272
-    """
-    bits = _bits(kv_dtype, "kv_dtype")
-    if _uses_mla(arch):
-        dims = arch.kv_lora_rank + arch.qk_rope_head_dim
-    else:
-        dims = arch.num_kv_heads * _dims_per_kv_head(arch)
-    return _ceil_div(arch.num_layers * dims * bits, 8)
 
 
 @dataclass(frozen=True)
@@ -509,20 +301,12 @@ def inference_memory(
 ) -> InferenceMemory:
     """Weights, KV cache and concurrent sequences for a model served with tensor parallelism.
 
-    Combines [`weight_bytes_per_gpu`][calc.memory.inference.weight_bytes_per_gpu], the KV cache per
-    token ([`kv_cache_bytes_per_token`][calc.memory.inference.kv_cache_bytes_per_token] or its MLA
-    form), [`cached_tokens`][calc.memory.inference.cached_tokens] and
-    [`max_concurrent_sequences`][calc.memory.inference.max_concurrent_sequences].
-
-    Per GPU, KV heads split by ``tp`` (see [`kv_heads_per_gpu`][calc.memory.inference.kv_heads_per_gpu]:
-    replicated once ``tp`` exceeds them); an MLA latent is kept whole on every GPU (vLLM's MLA
-    backends store the full latent per rank). Weights are the architecture's ``param_count``
-    (every expert of a MoE model is resident).
+    [`weight_bytes_per_gpu`][calc.memory.inference.weight_bytes_per_gpu], the KV cache per token and per
+    sequence, and [`max_concurrent_sequences`][calc.memory.inference.max_concurrent_sequences] (see the module).
 
     Args:
-        arch: An [`Architecture`][calc.models.architecture.Architecture]: uses ``num_layers``,
-            ``num_heads``, ``num_kv_heads``, ``head_dim``, ``v_head_dim``, ``kv_lora_rank``,
-            ``qk_rope_head_dim``, ``param_count`` and ``sliding_window`` (any object with these works).
+        arch: An [`Architecture`][calc.models.architecture.Architecture] (or any object with its layer, head,
+            latent, ``param_count`` and ``sliding_window`` attributes).
         seq_len: Tokens per sequence (prompt plus generated).
         batch: Sequences in flight.
         precision: Weight data type.
@@ -530,13 +314,10 @@ def inference_memory(
         tp: Tensor-parallel degree; must divide the attention heads.
         gpu: A [`GPU`][calc.hardware.GPU] or a preset name (ignored when ``memory_bytes`` is given).
         memory_bytes: Memory per GPU, overriding the preset's (for a GPU not in the presets).
-        reserved_fraction: Share of each GPU's memory held back (default 0.1, vLLM's
-            ``gpu_memory_utilization=0.9``); ``"0.1"`` is read exactly.
+        reserved_fraction: Share of each GPU's memory held back (default 0.1, vLLM's 0.9 utilization), exact.
         reserved_bytes: Further bytes per GPU held back (activation workspace, CUDA graphs).
-        sliding_window: Attention window in tokens; ``None`` takes the architecture's
-            ``sliding_window`` (0 if it has none) and its ``global_attention_layers``, which cache every
-            token (Gemma 3, gpt-oss: Gemma Team 2025, arXiv:2503.19786, Sec. 2.1); 0 forces full attention;
-            a number given here windows every layer.
+        sliding_window: Attention window; ``None``: the architecture's, with its ``global_attention_layers``
+            caching every token (Gemma Team 2025, arXiv:2503.19786, Sec. 2.1); 0: none; a number: every layer.
         block_size: Tokens per KV-cache block (16 in vLLM); 1 = exact.
         group_size: Weights per quantization scale; 0 = scales not counted.
         scale_bits: Bits per quantization scale.
@@ -545,8 +326,7 @@ def inference_memory(
         An [`InferenceMemory`][calc.memory.inference.InferenceMemory].
 
     Raises:
-        CalcError: For bad input, including a ``tp`` that does not divide the attention heads
-            or fit the KV heads (``not-divisible``).
+        CalcError: For bad input, a ``tp`` that does not divide the attention heads or fit the KV heads.
 
     Examples:
         >>> from calc.models.presets import preset
@@ -556,15 +336,43 @@ def inference_memory(
     """
     t = parse_positive_int(tp, "tp")
     b = parse_positive_int(batch, "batch")
-    heads = parse_positive_int(arch.num_heads, "num_heads")
-    if heads % t:
+    if (heads := parse_positive_int(arch.num_heads, "num_heads")) % t:
         raise CalcError("tp", f"must divide the attention heads (heads={heads})", t, code="not-divisible")
-    if memory_bytes is not None:
-        memory = parse_positive_int(memory_bytes, "memory_bytes")
-    elif isinstance(gpu, GPU):
-        memory = gpu.memory_bytes
-    else:
-        memory = _gpu(gpu).memory_bytes
+    given = memory_bytes is not None
+    memory = parse_positive_int(memory_bytes, "memory_bytes") if given else _gpu_object(gpu).memory_bytes
+    weights = weight_bytes(arch.param_count, precision, group_size=group_size, scale_bits=scale_bits)
+    weights_gpu = weight_bytes_per_gpu(arch.param_count, precision, t, group_size=group_size, scale_bits=scale_bits)
+    kv = _kv(arch, kv_dtype, t, seq_len, sliding_window, block_size)
+    per_seq, per_seq_gpu = kv["kv_per_sequence_bytes"], kv["kv_per_sequence_per_gpu_bytes"]
+    reserved = math.ceil(memory * _fraction(reserved_fraction, "reserved_fraction")) + _non_negative_int(
+        reserved_bytes, "reserved_bytes"
+    )
+    total = weights_gpu + b * per_seq_gpu + reserved
+    fit = max_concurrent_sequences(memory, weights_gpu, per_seq_gpu, reserved_bytes=reserved)
+    return InferenceMemory(
+        tp=t,
+        gpu_memory_bytes=memory,
+        weights_bytes=weights,
+        weights_per_gpu_bytes=weights_gpu,
+        **kv,
+        batch=b,
+        kv_batch_bytes=b * per_seq,
+        kv_batch_per_gpu_bytes=b * per_seq_gpu,
+        reserved_per_gpu_bytes=reserved,
+        total_per_gpu_bytes=total,
+        max_concurrent_sequences=fit,
+    )
+
+
+def _gpu_object(gpu: GPU | str | None) -> GPU:
+    return gpu if isinstance(gpu, GPU) else _gpu(gpu)
+
+
+def _kv(
+    arch: Architecture, kv_dtype: str, t: int, seq_len: int | str, sliding_window: int | None, block_size: int | str
+) -> dict[str, int]:
+    """[`inference_memory`][calc.memory.inference.inference_memory]'s KV-cache fields of
+    [`InferenceMemory`][calc.memory.inference.InferenceMemory]."""
     window = (getattr(arch, "sliding_window", 0) or 0) if sliding_window is None else sliding_window
     tokens = cached_tokens(seq_len, sliding_window=window, block_size=block_size)
     full_tokens = cached_tokens(seq_len, block_size=block_size)
@@ -572,10 +380,6 @@ def inference_memory(
     global_layers = getattr(arch, "global_attention_layers", 0) if sliding_window is None and window else 0
     # Layer-tokens cached per sequence: windowed layers keep `tokens`, global layers every token.
     layer_tokens = (layers - global_layers) * tokens + global_layers * full_tokens
-
-    weights = weight_bytes(arch.param_count, precision, group_size=group_size, scale_bits=scale_bits)
-    weights_gpu = weight_bytes_per_gpu(arch.param_count, precision, t, group_size=group_size, scale_bits=scale_bits)
-
     per_token = model_kv_bytes_per_token(arch, kv_dtype)
     if _uses_mla(arch):
         per_token_gpu = per_token
@@ -588,27 +392,11 @@ def inference_memory(
         replicas = per_gpu_heads * t // kv_heads
     per_seq = _ceil_div(per_token * layer_tokens, layers)
     per_seq_gpu = _ceil_div(per_token_gpu * layer_tokens, layers)
-
-    reserved = math.ceil(memory * _fraction(reserved_fraction, "reserved_fraction")) + _non_negative_int(
-        reserved_bytes, "reserved_bytes"
-    )
-    total = weights_gpu + b * per_seq_gpu + reserved
-    fit = max_concurrent_sequences(memory, weights_gpu, per_seq_gpu, reserved_bytes=reserved)
-    return InferenceMemory(
-        tp=t,
-        gpu_memory_bytes=memory,
-        weights_bytes=weights,
-        weights_per_gpu_bytes=weights_gpu,
-        kv_bytes_per_token=per_token,
-        kv_per_token_per_gpu_bytes=per_token_gpu,
-        kv_replicas=replicas,
-        cached_tokens=tokens,
-        kv_per_sequence_bytes=per_seq,
-        kv_per_sequence_per_gpu_bytes=per_seq_gpu,
-        batch=b,
-        kv_batch_bytes=b * per_seq,
-        kv_batch_per_gpu_bytes=b * per_seq_gpu,
-        reserved_per_gpu_bytes=reserved,
-        total_per_gpu_bytes=total,
-        max_concurrent_sequences=fit,
-    )
+    return {
+        "kv_bytes_per_token": per_token,
+        "kv_per_token_per_gpu_bytes": per_token_gpu,
+        "kv_replicas": replicas,
+        "cached_tokens": tokens,
+        "kv_per_sequence_bytes": per_seq,
+        "kv_per_sequence_per_gpu_bytes": per_seq_gpu,
+    }
