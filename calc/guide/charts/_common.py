@@ -1,0 +1,120 @@
+"""What every chart shares: the plotting width, one Vega-Lite theme per palette, the byte unit of an axis,
+the spec's JSON text and the ``[data-chart]`` element that carries it.
+
+Examples:
+    >>> _amount(3 * 2**30, "GiB"), spec_json({"b": 1, "a": [1.5]})
+    (3.0, '{"a":[1.5],"b":1}')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from html import escape
+
+from calc.errors import CalcError
+
+CHART_WIDTH = 560
+"""Width of a chart's plotting area in CSS pixels; the page scales the SVG down to the column (phones)."""
+
+SCHEMES: tuple[str, ...] = ("default", "slate")
+"""Material's palette names (``data-md-color-scheme``): light and dark, one [`THEMES`][calc.guide.charts.THEMES]
+each."""
+
+_UNITS = {"GB": 10**9, "GiB": 2**30}
+_FONT = "-apple-system, BlinkMacSystemFont, Helvetica, Arial, sans-serif"
+
+
+def _theme(fg: str, muted: str, grid: str, capacity: str, category: list[str]) -> dict[str, object]:
+    axis = {
+        "labelColor": fg,
+        "titleColor": fg,
+        "domainColor": muted,
+        "tickColor": muted,
+        "gridColor": grid,
+        "labelFontSize": 12,
+        "titleFontSize": 12,
+        "titleFontWeight": "normal",
+    }
+    return {
+        "background": "transparent",
+        "font": _FONT,
+        "view": {"stroke": None},
+        "title": {"color": fg, "fontSize": 14, "fontWeight": "bold", "anchor": "start", "subtitleColor": muted},
+        "axis": axis,
+        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": 12, "titleFontSize": 12},
+        "range": {"category": category},
+        "text": {"color": fg, "fontSize": 12},
+        "rule": {"color": capacity},
+        "point": {"color": capacity},
+        "line": {"strokeWidth": 2},
+    }
+
+
+THEMES: dict[str, dict[str, object]] = {
+    "default": _theme(
+        "#1f2329",
+        "#5f6368",
+        "#e3e5e8",
+        "#b3261e",
+        ["#3f51b5", "#e8710a", "#188038", "#9334e6", "#00838f", "#c5221f", "#795548", "#5f6368"],
+    ),
+    "slate": _theme(
+        "#e3e5ee",
+        "#a4a8b8",
+        "#3b4054",
+        "#ff8a80",
+        ["#8c9eff", "#fdad5c", "#7bcf8e", "#d7aefb", "#4dd0e1", "#f28b82", "#c8a791", "#bdc1c6"],
+    ),
+}
+"""A Vega-Lite ``config`` per Material palette: ``default`` (light) and ``slate`` (dark).
+
+The colours follow Material for MkDocs' own palettes (text on ``--md-default-bg-color``); each category
+colour keeps at least 3:1 contrast against its background (WCAG 2.2, 1.4.11 non-text contrast)."""
+
+
+def _per_unit(unit: str) -> int:
+    try:
+        return _UNITS[unit]
+    except KeyError:
+        raise CalcError("unit", "must be GB or GiB", unit, code="unknown-name") from None
+
+
+def _amount(n: int, unit: str) -> float:
+    return round(n / _per_unit(unit), 6)
+
+
+def spec_json(spec: Mapping[str, object]) -> str:
+    """The spec as compact, key-sorted JSON: the text both renderers read, identical for identical charts.
+
+    Examples:
+        >>> spec_json({"mark": "bar", "data": {"values": [1]}})
+        '{"data":{"values":[1]},"mark":"bar"}'
+    """
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def chart(name: str, spec: Mapping[str, object], label: str) -> str:
+    """The ``[data-chart]`` element for a spec: what a calculator puts in its results.
+
+    The element carries the spec (``data-chart-spec``, JSON) and an empty ``.lc-chart__view`` with
+    ``role="img"`` and ``label`` as its accessible name; the build fills the view with one pre-rendered
+    SVG per palette, and the browser replaces them with a live rendering. The calculator's table next to
+    the chart stays the text alternative. Being attributes only, the element adds no text to the CLI.
+
+    Args:
+        name: What the chart shows (``"memory-breakdown"``...), the ``data-chart`` value.
+        spec: A Vega-Lite spec from this module.
+        label: The accessible name, one sentence with the key numbers.
+
+    Examples:
+        >>> print(chart("demo", {"mark": "bar"}, "A demo").replace("><", ">\\n<"))
+        <figure class="lc-chart" data-chart="demo" data-chart-spec="{&quot;mark&quot;:&quot;bar&quot;}">
+        <div class="lc-chart__view" role="img" aria-label="A demo">
+        </div>
+        </figure>
+    """
+    return (
+        f'<figure class="lc-chart" data-chart="{escape(name)}" data-chart-spec="{escape(spec_json(spec))}">'
+        f'<div class="lc-chart__view" role="img" aria-label="{escape(label)}"></div></figure>'
+    )
