@@ -8,9 +8,11 @@ Inline SVG inherits the page's text colour (``currentColor``) in both Material p
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 from calc import pipeline_schedule, schedule_svg
+from calc.memory.model_state import CONVENTIONS
 
 __all__ = ["FIGURES"]
 
@@ -19,7 +21,80 @@ def _schedule(name: str, schedule: str, v: int = 1) -> Callable[[], str]:
     return lambda: schedule_svg(pipeline_schedule(4, 8, schedule, v=v), id_prefix=f"fig-{name}")
 
 
+_FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
+_PARTS = (
+    ("weights", "weights", "#3b82f6"),
+    ("gradients", "gradients", "#16a34a"),
+    ("master", "fp32 master", "#7c3aed"),
+    ("momentum", "1st moment m", "#d97706"),
+    ("variance", "2nd moment v", "#dc2626"),
+)
+
+
+def conventions_svg() -> str:
+    """Stacked bars of bytes per parameter, one per convention of ``calc.memory.model_state.CONVENTIONS``.
+
+    Every bar and every segment is read from the convention itself (weights, gradients, master, momentum,
+    variance), so the figure has exactly the rows the table beside it has.
+
+    Examples:
+        >>> svg = conventions_svg()
+        >>> svg.count('class="cv-bar"') == len(CONVENTIONS), "mixed-adam-16" in svg, ">16 B<" in svg
+        (True, True, True)
+    """
+    unit, label_w, row_h, gap, top = 18, 132, 18, 6, 40
+    widest = max(c.bytes_per_param for c in CONVENTIONS.values())
+    width = label_w + widest * unit + 44
+    height = top + len(CONVENTIONS) * (row_h + gap) + 4
+    desc = "; ".join(
+        f"{c.name}: "
+        + " + ".join(f"{label} {getattr(c, f)}" for f, label, _ in _PARTS if getattr(c, f))
+        + f" = {c.bytes_per_param} bytes"
+        for c in CONVENTIONS.values()
+    )
+    parts = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+            'role="img" aria-labelledby="cv-title cv-desc" class="cv-figure">'
+        ),
+        '<title id="cv-title">Bytes per parameter of model state, by convention</title>',
+        f'<desc id="cv-desc">{html.escape(desc)}.</desc>',
+        (
+            f"<style>.cv-figure text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
+            ".cv-seg{stroke:currentColor;stroke-opacity:.5;stroke-width:.6}</style>"
+        ),
+    ]
+    x = label_w
+    for _field, label, colour in _PARTS:  # the legend, one swatch per kind of tensor
+        parts.append(f'<rect class="cv-seg" x="{x}" y="8" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{x + 13}" y="17">{html.escape(label)}</text>')
+        x += 16 + 6 * len(label)
+    for i, c in enumerate(CONVENTIONS.values()):
+        y = top + i * (row_h + gap)
+        parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{html.escape(c.name)}</text>')
+        parts.append('<g class="cv-bar">')
+        x = label_w
+        for field, label, colour in _PARTS:
+            n = getattr(c, field)
+            if n:
+                parts.append(
+                    f'<rect class="cv-seg" x="{x}" y="{y}" width="{n * unit}" height="{row_h}" fill="{colour}">'
+                    f"<title>{html.escape(label)}: {n} B</title></rect>"
+                )
+                x += n * unit
+        parts.append(f'<text x="{x + 5}" y="{y + 13}">{c.bytes_per_param} B</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 FIGURES: dict[str, tuple[str, Callable[[], str]]] = {
+    "mem-conventions": (
+        (
+            "Bytes per parameter of model state under each named convention: weights, gradients, fp32 master copy and "
+            "the optimizer's two moments (sources in the table below)."
+        ),
+        conventions_svg,
+    ),
     "pp-gpipe": (
         "GPipe, p = 4 stages, m = 8 micro-batches: all forwards, then all backwards (Huang et al. 2019).",
         _schedule("pp-gpipe", "gpipe"),

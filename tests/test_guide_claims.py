@@ -153,3 +153,60 @@ def test_llama2_7b_activations_without_dropout_printed(site_pages: dict[str, str
         for name in names:
             assert f'data-num="{name}">{NUMBERS[name]()}<' in site_pages[page], (page, name)
         assert "104 GB" not in site_pages[page] and "834 GB" not in site_pages[page]
+
+
+@pytest.mark.parametrize("m", [1, 2, 8])
+def test_zero3_traffic_is_three_psi_per_micro_batch(m: int) -> None:
+    from calc import collective_bytes_sent, format_bytes
+    from calc.parallel.comm import step_communication
+
+    kw = dict(params="70B", layers=80, hidden=8192, seq=4096, dp=64, zero_stage=3)
+    one = step_communication(**kw, num_microbatches=1).total_bytes
+    psi = 70 * 10**9 * 2  # bf16 weights and gradients
+    # all-gather twice (forward, backward) + reduce-scatter: 3 collectives of Ψ each, ring volume (n-1)/n each
+    assert one == 3 * collective_bytes_sent("all-gather", psi, 64)
+    assert step_communication(**kw, num_microbatches=m).total_bytes == m * one
+    assert NUMBERS["sys-70b-z3-bytes"]() == format_bytes(one)
+
+
+# Pages that state ZeRO-3's traffic: each says per micro-batch, none says per step.
+_ZERO3_PAGES = ["interview/", "parallelism/", "communication/", "takeaways/", "parallelism/3d/"]
+
+
+@pytest.mark.parametrize("page", _ZERO3_PAGES)
+def test_zero3_traffic_is_never_called_per_step(site_pages: dict[str, str], page: str) -> None:
+    text = re.sub(r"<[^>]+>", "", site_pages[page])
+    assert not re.search(r"3\s*(?:\\Psi|Ψ)[\\)$]*\s*(?:per step|elements per step)", text), page
+    assert "per step whatever the batch" not in text
+    psi3 = r"3\s*(?:\\Psi|Ψ)"
+    assert re.search(rf"{psi3}.{{0,60}}micro-batch|micro-batch.{{0,60}}{psi3}", text, re.DOTALL), page
+
+
+def test_zero3_bytes_are_printed_per_micro_batch(site_pages: dict[str, str]) -> None:
+    value = NUMBERS["sys-70b-z3-bytes"]()
+    for page in ("interview/", "takeaways/"):
+        html = site_pages[page]
+        spans = [m.end() for m in re.finditer(rf'data-num="sys-70b-z3-bytes">{re.escape(value)}<', html)]
+        assert spans, page
+        for end in spans:  # the sentence that prints the bytes says what they are per
+            near = re.sub(r"<[^>]+>|\s+", " ", html[max(0, end - 600) : end + 300])
+            assert "micro-batch" in near and "per step" not in near, (page, near)
+
+
+def test_cross_node_all_reduce_names_its_model(site_pages: dict[str, str]) -> None:
+    page = site_pages["communication/"]
+    for name in ("sys-dp64-peak-busbw", "sys-dp64-busbw", "sys-dp64-hdr-peak-busbw", "sys-dp64-hdr-busbw"):
+        assert f'data-num="{name}">{NUMBERS[name]()}<' in page
+    assert "Bus bandwidth, peak view" in page and "Bus bandwidth, step-time model" in page
+    assert "That is the peak-bandwidth view the\ntables below use" not in page
+
+
+def test_conventions_figure_is_drawn_from_the_conventions(site_pages: dict[str, str]) -> None:
+    from calc.memory.model_state import CONVENTIONS
+
+    page = site_pages["memory/conventions/"]
+    figure = page.split('id="figure-mem-conventions"', 1)[1].split("</figure>", 1)[0]
+    assert figure.count('class="cv-bar"') == len(CONVENTIONS)
+    for c in CONVENTIONS.values():
+        assert f">{c.name}<" in figure and f">{c.bytes_per_param} B<" in figure.split(f">{c.name}<", 1)[1]
+    assert "bf16-adam-fused-10" not in figure and "predates" not in page and "mem-conventions.svg" not in page

@@ -77,6 +77,11 @@ _NDR = INTERCONNECTS["ib-ndr"].bytes_per_s
 _PCIE5 = INTERCONNECTS["pcie5-x16"].bytes_per_s
 
 
+def _dp64_peak(**kw: object) -> float:
+    """The peak view of that all-reduce's bus bandwidth: ``min(scale-up, 8 x NIC)`` (S. Jeaugey, NVIDIA/nccl#687)."""
+    return float(group_bus_bandwidth("all-reduce", 64, intra_node=False, members_per_node=8, **kw))
+
+
 def _dp64(**kw: object):
     """The 7B gradient all-reduce over 64 GPUs (8 nodes of 8), as calc.parallel.comm places it."""
     return step_communication(params="7B", layers=32, hidden=4096, seq=4096, dp=64, **kw).terms[0]
@@ -171,6 +176,10 @@ _COMM: dict[str, Callable[[], str]] = {
     "sys-ratio-nvlink4-pcie5": lambda: _times(Fraction(_NVLINK4, _PCIE5)),
     # The slowest link: a 7B gradient all-reduce over 64 GPUs in 8 nodes.
     "sys-dp64-busbw": lambda: _bw(_dp64().bus_bytes_per_s),
+    # The peak view (min(scale-up, k x NIC), no latency, no phases) beside the step-time model's figure.
+    "sys-dp64-peak-busbw": lambda: _bw(_dp64_peak()),
+    "sys-dp64-hdr-peak-busbw": lambda: _bw(_dp64_peak(intra="nvlink3", inter="ib-hdr")),
+    "sys-dp64-pcie-peak-busbw": lambda: _bw(_dp64_peak(intra="pcie5-x16")),
     "sys-dp64-time": lambda: _ms(_dp64().time_s),
     "sys-dp64-pcie-busbw": lambda: _bw(_dp64(intra="pcie5-x16").bus_bytes_per_s),
     "sys-dp64-pcie-time": lambda: _ms(_dp64(intra="pcie5-x16").time_s),
