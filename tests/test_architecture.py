@@ -392,6 +392,63 @@ def test_unsupported_lists_supported() -> None:
     assert "gemma3_text" in HF_MODEL_TYPES and "gpt_oss" in HF_MODEL_TYPES
 
 
+# --------------------------------------------------------------------------- dropout follows the model (issue 18)
+
+_GPT2 = {"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1, "n_head": 2}
+_PHI3 = _llama(model_type="phi3")
+
+
+@pytest.mark.parametrize(
+    ("config", "dropout"),
+    [
+        (_GPT2, True),  # GPT2Config: attn_pdrop = resid_pdrop = embd_pdrop = 0.1
+        ({**_GPT2, "attn_pdrop": 0.0, "resid_pdrop": 0.0}, True),  # embd_pdrop still 0.1
+        ({**_GPT2, "attn_pdrop": 0, "resid_pdrop": 0.0, "embd_pdrop": 0.0}, False),  # all three off
+        ({**_GPT2, "attn_pdrop": None, "resid_pdrop": 0.0, "embd_pdrop": 0.0}, True),  # null is the default
+        (_llama(), False),  # LlamaConfig: attention_dropout = 0.0, no other dropout
+        (_llama(attention_dropout=0.1), True),
+        (_llama(model_type="mistral", num_key_value_heads=2, attention_dropout=0.0), False),
+        (_PHI3, False),  # Phi3Config: attention_dropout = resid_pdrop = embd_pdrop = 0.0
+        ({**_PHI3, "resid_pdrop": 0.1}, True),
+        ({**PRESETS["deepseek-v3"], "attention_dropout": 0.05}, True),
+    ],
+)
+def test_dropout_from_the_config(config: dict, dropout: bool) -> None:
+    assert Architecture.from_hf_config(config).dropout is dropout
+
+
+@pytest.mark.parametrize("slug", sorted(PRESETS))
+def test_preset_dropout_follows_the_model_type(slug: str) -> None:
+    """GPT-2 and the GPT-3 / Megatron-LM shapes (gpt2-type) train with dropout; Llama and the others do not."""
+    assert preset(slug).dropout is (PRESETS[slug]["model_type"] == "gpt2")
+    assert preset(slug).as_dict()["dropout"] is preset(slug).dropout
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        (_llama(attention_dropout="0.1"), "attention_dropout"),
+        (_llama(attention_dropout=1.5), "attention_dropout"),
+        (_llama(attention_dropout=True), "attention_dropout"),
+        ({**_GPT2, "resid_pdrop": -0.1}, "resid_pdrop"),
+        ({**_PHI3, "embd_pdrop": [0.1]}, "embd_pdrop"),
+    ],
+)
+def test_bad_dropout_names_the_key(config: dict, key: str) -> None:
+    with pytest.raises(CalcError, match=f"^{key} must be a dropout probability from 0 to 1") as info:
+        Architecture.from_hf_config(config)
+    assert info.value.field == key
+
+
+def test_dropout_by_hand_defaults_off_and_must_be_a_bool() -> None:
+    shape = dict(name="t", model_type="custom", vocab_size=8, hidden_size=8, num_layers=1, num_heads=2,
+                 num_kv_heads=2, head_dim=4, intermediate_size=16)  # fmt: skip
+    assert Architecture(**shape).dropout is False
+    assert Architecture(**shape, dropout=True).dropout is True
+    with pytest.raises(CalcError, match="dropout must be true or false"):
+        Architecture(**shape, dropout=1)  # type: ignore[arg-type]
+
+
 # --------------------------------------------------------------------------- presets and helpers
 
 

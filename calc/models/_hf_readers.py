@@ -75,6 +75,21 @@ class _HFReader:
         _, value = self._raw(keys)
         return default if value is _REQUIRED or value is None else str(value)
 
+    def dropout(self, *keys: str, default: float) -> bool:
+        """Whether any of the dropout probabilities ``keys`` is above 0 (``default`` for an absent or null key).
+
+        Each must be a number from 0 to 1, as ``torch.nn.Dropout`` requires.
+        """
+        on = False
+        for key in keys:
+            value = self.config.get(key)
+            if value is None:
+                value = default
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise CalcError(key, "must be a dropout probability from 0 to 1", value)
+            on = on or value > 0
+        return on
+
     def has(self, key: str) -> bool:
         return key in self.config
 
@@ -137,6 +152,7 @@ def _common(
         "max_position_embeddings": r.get_int("max_position_embeddings", default=max_pos_default),
         "tied_embeddings": r.get_bool("tie_word_embeddings", tie_default),
         "hidden_act": r.get_str("hidden_act", default=act_default),
+        "dropout": r.dropout("attention_dropout", default=0.0),
     }
 
 
@@ -162,6 +178,7 @@ def _read_gpt2(r: _HFReader) -> dict[str, Any]:
         "attn_out_bias": True,
         "mlp_bias": True,
         "hidden_act": r.get_str("activation_function", default="gelu_new"),
+        "dropout": r.dropout("attn_pdrop", "resid_pdrop", "embd_pdrop", default=0.1),
     }
 
 
@@ -325,6 +342,7 @@ def _read_gpt_oss(r: _HFReader) -> dict[str, Any]:
 def _read_phi3(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=None, head_dim_default=None, tie_default=False, max_pos_default=4096)
     out["sliding_window"] = r.sliding_window()
+    out["dropout"] = r.dropout("attention_dropout", "resid_pdrop", "embd_pdrop", default=0.0)
     return out
 
 
@@ -355,6 +373,7 @@ def _read_deepseek_v3(r: _HFReader) -> dict[str, Any]:
         "qk_nope_head_dim": nope,
         "v_head_dim": r.get_int("v_head_dim"),
         "hidden_act": r.get_str("hidden_act", default="silu"),
+        "dropout": r.dropout("attention_dropout", default=0.0),
     }
     out.update(
         num_experts=experts,

@@ -163,6 +163,13 @@ class Architecture(_ParamCounts):
             ``sliding_window`` is set (Gemma 3: every sixth layer; gpt-oss: every other); 0 = every layer uses
             the window (Mistral 7B).
         hidden_act: The activation function's name as configured (informative only).
+        dropout: Whether the model trains with dropout: any dropout probability of its ``config.json`` above 0
+            (``attn_pdrop`` / ``resid_pdrop`` / ``embd_pdrop`` for gpt2 and phi3, ``attention_dropout`` for the
+            others; see [`from_hf_config`][calc.models.architecture.Architecture.from_hf_config]). GPT-2 and the
+            GPT-3 / Megatron-LM shapes do (0.1: Radford et al. 2019; Korthikanti et al. 2022, arXiv:2205.05198,
+            Sec. 4.1 counts the masks); Llama, Mistral, Qwen, Gemma, Phi-3, gpt-oss and DeepSeek configure 0.0
+            (Touvron et al. 2023, arXiv:2307.09288, use none), so their activations hold no dropout mask. Built
+            by hand the default is ``False``. It describes the model; a memory layout decides what it counts.
     """
 
     name: str
@@ -202,6 +209,7 @@ class Architecture(_ParamCounts):
     attention_sinks: bool = False
     sandwich_norm: bool = False
     global_attention_layers: int = 0
+    dropout: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -369,6 +377,9 @@ class Architecture(_ParamCounts):
           ``q_norm``/``k_norm`` and four norms per layer; ``hidden_size`` must be a multiple of the heads.
         * gpt_oss: every layer is MoE (128 experts, top-4 by default) with a biased router, biased experts and
           ``attention_bias`` defaulting to ``true``; one learned sink logit per head and layer.
+        * ``dropout``: gpt2's ``attn_pdrop``, ``resid_pdrop`` and ``embd_pdrop`` default to 0.1 (``GPT2Config``), so
+          a GPT-2 config trains with dropout unless it sets all three to 0; phi3's three (``attention_dropout``,
+          ``resid_pdrop``, ``embd_pdrop``) and every other type's ``attention_dropout`` default to 0.0.
         * qwen3 and qwen3_moe have per-head ``q_norm``/``k_norm``; phi3's fused ``qkv_proj`` and
           ``gate_up_proj`` count the same as separate matrices.
         * qwen3_moe: layer i is sparse unless listed in ``mlp_only_layers`` or ``(i + 1) % decoder_sparse_step != 0``.

@@ -11,12 +11,22 @@ Megatron-LM evaluation models) are written as ``gpt2``-type configs: learned
 positions, LayerNorm, biases, a 4h GELU MLP and a tied output head, the
 architecture those papers describe.
 
+Dropout follows the model type's default, as ``transformers`` reads these configs:
+the ``gpt2``-type presets train with dropout 0.1 (GPT-2's config.json; Megatron-LM's
+default, whose masks Korthikanti et al. 2022 count), every other preset with none
+(their config.json says ``attention_dropout: 0.0`` or nothing), so
+[`Architecture.dropout`][calc.models.architecture.Architecture] is ``False`` for them.
+
 Examples:
     >>> from calc.models.presets import PRESETS, preset
     >>> PRESETS["llama3-8b"]["num_key_value_heads"]
     8
     >>> preset("gpt2-xl").param_count
     1557611200
+    >>> preset("llama2-7b").dropout, preset("megatron-175b").dropout
+    (False, True)
+    >>> sorted({PRESETS[name]["model_type"] for name in PRESETS if preset(name).dropout})
+    ['gpt2']
 """
 
 from __future__ import annotations
