@@ -29,15 +29,34 @@ pools, and selective recomputation's transient attention tensors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from calc.errors import CalcError
 from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.memory.layout import Layout, LayoutMemory, layout_stages
-from calc.memory.model_state import CONVENTIONS
 from calc.memory.moe_routing import stage_activation_ranges
-from calc.memory.per_gpu import _layer_kinds
-from calc.memory.stage_plan import _stage_params
+from calc.memory.nccl import (
+    _DEFAULT_CHANNELS,
+    _DEFAULT_P2P_CHANNELS,
+    NCCL_BUFFSIZE,
+    NCCL_LL128_BUFFSIZE,
+    NCCL_LL_BUFFSIZE,
+    _nccl,
+    communicators,
+    nccl_communicator_bytes,
+)
+from calc.memory.overhead_items import (
+    _MIB,
+    ALLOCATOR_FRAGMENTATION,
+    CUDA_CONTEXT_BYTES,
+    ESTIMATED,
+    MEASURED,
+    MOE_ROUTINGS,
+    Overhead,
+    _backward_items,
+    _low_precision_item,
+    _step_items,
+)
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 
@@ -59,114 +78,6 @@ __all__ = [
     "peak_memory",
     "stage_peaks",
 ]
-
-MEASURED = "MEASURED"
-"""Tag of a line item whose constant was measured on real hardware."""
-
-ESTIMATED = "ESTIMATED"
-"""Tag of a line item derived from documented defaults or source code, not measured here."""
-
-_MIB = 1 << 20
-
-CUDA_CONTEXT_BYTES = 512 * _MIB
-"""The CUDA context and the kernels a PyTorch training process loads, per GPU: 512 MiB (ESTIMATED).
-
-Outside PyTorch's allocator, so it shows in ``nvidia-smi`` but not in ``memory_reserved``
-(PyTorch's ``torch.cuda.memory_allocated`` documentation: "some context needs to be created on
-GPU"). With lazy module loading (``CUDA_MODULE_LOADING=LAZY``, the default from CUDA 12.2) the
-context of a PyTorch process is a few hundred MiB; pytorch/pytorch#34323 reports 781 MB in
-``nvidia-smi`` for a program that only creates a tensor (eager module loading). Depends on the
-driver, the CUDA version and which kernel libraries are loaded.
-"""
-
-NCCL_BUFFSIZE = 1 << 22
-"""NCCL's Simple-protocol buffer per connection and channel: 4 MiB (``NCCL_BUFFSIZE``).
-
-NCCL ``src/init.cc``: ``DEFAULT_BUFFSIZE (1 << 22) /* 4MiB */``; the NCCL environment-variable
-documentation: "NCCL_BUFFSIZE ... The default is 4194304 (4 MiB)".
-"""
-
-NCCL_LL_BUFFSIZE = 8 * 512 * 8 * 16
-"""NCCL's LL-protocol buffer per connection and channel: 512 KiB (``NCCL_LL_BUFFSIZE``).
-
-NCCL ``src/init.cc``: ``NCCL_LL_LINES_PER_THREAD × NCCL_LL_MAX_NTHREADS × NCCL_STEPS ×
-sizeof(union ncclLLFifoLine)`` = 8 × 512 × 8 × 16 bytes.
-"""
-
-NCCL_LL128_BUFFSIZE = 120 * 640 * 8 * 8
-"""NCCL's LL128-protocol buffer per connection and channel: 4,915,200 bytes (``NCCL_LL128_BUFFSIZE``).
-
-NCCL ``src/init.cc``: ``NCCL_LL128_ELEMS_PER_THREAD × NCCL_LL128_MAX_NTHREADS × NCCL_STEPS ×
-sizeof(uint64_t)`` = 120 × 640 × 8 × 8 bytes.
-"""
-
-ALLOCATOR_FRAGMENTATION = {False: (1, 20), True: (1, 100)}
-"""The caching allocator's reserve as a fraction of the allocated peak (ESTIMATED), without and with
-``expandable_segments``: 1/20 and 1/100.
-
-PyTorch's CUDA-semantics documentation ("Memory management", ``PYTORCH_CUDA_ALLOC_CONF``): the
-caching allocator keeps freed blocks reserved, rounds requests up (to 512 bytes, large blocks
-from segments of at least 2 MiB, requests under 10 MiB from 20 MiB segments) and can leave
-fragments it cannot reuse; ``expandable_segments:True`` maps one growing segment per stream
-instead, which the documentation recommends when allocation sizes change (it "can reduce
-fragmentation"). Reserved minus allocated is workload-dependent; these fractions are typical of
-what users report, not measured here.
-"""
-
-MOE_ROUTINGS: dict[str, float | None] = {"balanced": None, "dropless": None, "capacity-1.25": 1.25, "capacity-2": 2}
-"""MoE routing cases [`peak_memory`][calc.memory.overheads.peak_memory] can price: balanced (the tensors' own
-assumption) or the worst case under dropless routing or a capacity factor
-([`calc.memory.moe_routing`][calc.memory.moe_routing])."""
-
-_DEFAULT_CHANNELS = 16
-_DEFAULT_P2P_CHANNELS = 2
-
-
-@dataclass(frozen=True)
-class Overhead:
-    """One named overhead on one GPU.
-
-    Attributes:
-        name: Stable identifier (``"cuda_context"``, ``"nccl_tp"``, ...).
-        label: Short human label.
-        bytes: Its size, exact integer bytes.
-        counted_in: ``"allocated"`` (a tensor of PyTorch's allocator), ``"reserved"`` (the
-            allocator's reserve beyond allocated) or ``"nvidia-smi"`` (outside the allocator).
-        phase: When it is alive: ``"always"``, ``"backward"`` (around the end of the forward and the
-            backward, with the activations) or ``"step"`` (the optimizer step, after the activations
-            are freed).
-        tag: ``MEASURED`` or ``ESTIMATED``.
-        formula: How the bytes are computed, in words and symbols.
-        source: Where the formula or constant comes from.
-    """
-
-    name: str
-    label: str
-    bytes: int
-    counted_in: str
-    phase: str
-    tag: str
-    formula: str
-    source: str
-
-    def as_dict(self) -> dict[str, object]:
-        """The fields as a plain ``dict`` (for JSON and the CLI).
-
-        Examples:
-            >>> from calc.models.presets import preset
-            >>> overheads(preset("gpt2"), Layout(seq_len=1024))[0].as_dict()["name"]
-            'cuda_context'
-        """
-        return {
-            "name": self.name,
-            "label": self.label,
-            "bytes": self.bytes,
-            "counted_in": self.counted_in,
-            "phase": self.phase,
-            "tag": self.tag,
-            "formula": self.formula,
-            "source": self.source,
-        }
 
 
 @dataclass(frozen=True)
@@ -222,218 +133,6 @@ NOT_MODELLED: tuple[str, ...] = (
     "selective recomputation's transient attention tensors",
 )
 """What [`peak_memory`][calc.memory.overheads.peak_memory] still does not count, said next to its numbers."""
-
-
-def communicators(layout: Layout, stage: int = 0) -> tuple[tuple[str, int, int], ...]:
-    """The NCCL communicators one GPU of ``stage`` joins: ``(name, ranks, peers)`` per process group.
-
-    One communicator per process group of more than one rank (a group of one sends nothing).
-    The groups are Megatron-LM's (``megatron/core/parallel_state.py``): data parallel ``dp``,
-    data parallel with context parallel ``dp-cp`` (where ZeRO shards and gradients are reduced
-    when ``cp > 1``), tensor ``tp``, pipeline ``pp``, context ``cp``, expert ``ep`` and the
-    experts' data-parallel group ``ep-dp`` (``dp × cp / ep``), the model-parallel group
-    ``tp-pp``, the tensor-and-data group ``tp-dp`` and, on the first and last stages, the
-    embedding group (the tied embedding's gradient all-reduce). ``peers`` is how many ranks
-    this GPU receives from on one channel: 1 on a ring; 2 on the pipeline (activations from
-    the previous stage, gradients from the next) and ``ep - 1`` for the all-to-all.
-
-    Examples:
-        >>> [name for name, _, _ in communicators(Layout(dp=4, tp=8, pp=2))]
-        ['dp', 'tp', 'pp', 'tp-pp', 'tp-dp', 'embedding']
-        >>> communicators(Layout())
-        ()
-    """
-    d, t, p, c, e = layout.dp, layout.tp, layout.pp, layout.cp, layout.ep
-    groups = [
-        ("dp", d, 1),
-        ("dp-cp", d * c if d > 1 and c > 1 else 1, 1),
-        ("tp", t, 1),
-        ("pp", p, 2 if p > 2 else 1),
-        ("cp", c, 1),
-        ("ep", e, e - 1),
-        ("ep-dp", d * c // e if e > 1 else 1, 1),
-        ("tp-pp", t * p if t > 1 and p > 1 else 1, 1),
-        ("tp-dp", t * d if t > 1 and d > 1 else 1, 1),
-        ("embedding", 2 if p > 1 and stage in (0, p - 1) else 1, 1),
-    ]
-    return tuple((name, ranks, peers) for name, ranks, peers in groups if ranks > 1)
-
-
-def nccl_communicator_bytes(peers: int, *, channels: int = _DEFAULT_CHANNELS, p2p: bool = False) -> int:
-    """NCCL buffer bytes one communicator holds on one GPU, from NCCL's documented defaults.
-
-    A collective communicator keeps, per channel and per peer it receives from, one buffer for
-    each protocol: ``NCCL_BUFFSIZE`` (Simple, 4 MiB) + ``NCCL_LL_BUFFSIZE`` + ``NCCL_LL128_BUFFSIZE``
-    (NCCL ``src/init.cc`` defaults, overridable by those environment variables). Point-to-point
-    traffic (pipeline sends, the MoE all-to-all) uses the Simple protocol only, over
-    ``NCCL_NCHANNELS_PER_NET_PEER``-like few channels per peer. The channel count is NCCL's own
-    choice from the topology (``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS`` bound it); 16 is
-    assumed for collectives and 2 for point-to-point. NCCL 2.22+ connects lazily
-    (``NCCL_RUNTIME_CONNECT=1``), so a protocol never used may never be allocated: an upper
-    estimate.
-
-    Args:
-        peers: Ranks this GPU receives from per channel.
-        channels: Channels (collectives) or channels per peer (point-to-point).
-        p2p: Point-to-point (Simple protocol only).
-
-    Examples:
-        >>> nccl_communicator_bytes(1) / 2**20  # one ring, 16 channels, three protocols
-        147.0
-        >>> nccl_communicator_bytes(2, channels=2, p2p=True) / 2**20
-        16.0
-    """
-    k = parse_positive_int(peers, "peers")
-    ch = parse_positive_int(channels, "channels")
-    per = NCCL_BUFFSIZE if p2p else NCCL_BUFFSIZE + NCCL_LL_BUFFSIZE + NCCL_LL128_BUFFSIZE
-    return ch * k * per
-
-
-def _nccl(layout: Layout, stage: int, channels: int, p2p_channels: int) -> list[Overhead]:
-    items = []
-    for name, ranks, peers in communicators(layout, stage):
-        p2p = name in ("pp", "ep")
-        ch = p2p_channels if p2p else channels
-        size = nccl_communicator_bytes(peers, channels=ch, p2p=p2p)
-        proto = "NCCL_BUFFSIZE" if p2p else "(NCCL_BUFFSIZE + NCCL_LL_BUFFSIZE + NCCL_LL128_BUFFSIZE)"
-        items.append(
-            Overhead(
-                f"nccl_{name.replace('-', '_')}",
-                f"NCCL buffers, {name} group ({ranks} ranks)",
-                size,
-                "nvidia-smi",
-                "always",
-                ESTIMATED,
-                f"{ch} channels × {peers} peer{'s' if peers != 1 else ''} × {proto}",
-                "NCCL environment variables documentation and src/init.cc defaults; one communicator "
-                "per process group (Megatron-LM parallel_state.py)",
-            )
-        )
-    return items
-
-
-def _unit_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> int:
-    """Parameters of the largest unit (layer, or the embedding / output layer) on the GPU, after TP and EP."""
-    start = sum(layout.stage_layer_counts(arch.num_layers)[: memory.stage])
-    per_kind: dict[bool, int] = {}
-    for i in range(start, start + memory.layers):
-        moe = arch.is_moe_layer(i)
-        if moe not in per_kind:
-            dense, experts = _stage_params(arch, layout, [i], -1)  # -1: neither first nor last stage
-            per_kind[moe] = dense + experts
-    biggest = max(per_kind.values(), default=0)
-    if memory.stage in (0, layout.pp - 1):
-        biggest = max(biggest, -(-arch.vocab_size * arch.hidden_size // layout.tp))
-    return biggest
-
-
-def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) -> list[Overhead]:
-    conv = CONVENTIONS[layout.convention]
-    items = []
-    if layout.effective_zero_stage == 3 and layout.zero_ranks > 1:
-        unit = _unit_params(arch, layout, memory)
-        items.append(
-            Overhead(
-                "zero3_gathered",
-                "ZeRO-3 gathered and prefetched layers",
-                3 * unit * conv.weights,
-                "allocated",
-                "backward",
-                ESTIMATED,
-                f"3 × {unit:,} params of the largest unit × {conv.weights} B: the unsharded unit being run, "
-                "the next one prefetched, and the unsharded gradient of the current one before its "
-                "reduce-scatter",
-                "PyTorch FSDP2 fully_shard (implicit prefetching of one unit in forward and backward; "
-                "gradients reduce-scattered per unit); DeepSpeed ZeRO-3 keeps up to "
-                "stage3_max_live_parameters (default 1e9) gathered, which can be more",
-            )
-        )
-    if layout.recompute == "full" and memory.layers:
-        full = _layer_kinds(arch, replace(layout, recompute="none"))
-        start = sum(layout.stage_layer_counts(arch.num_layers)[: memory.stage])
-        layer = max(full[arch.is_moe_layer(i)].total for i in range(start, start + memory.layers))
-        items.append(
-            Overhead(
-                "recomputed_layer",
-                "The layer being recomputed (full recomputation)",
-                layer,
-                "allocated",
-                "backward",
-                ESTIMATED,
-                "one layer's activations without recomputation, for one micro-batch",
-                "Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 5: full recomputation re-runs each "
-                "layer's forward in the backward pass, so one layer's full activations are alive at once",
-            )
-        )
-    if memory.logits:
-        tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
-        grad = -(-2 * tokens * arch.vocab_size // layout.tp)
-        items.append(
-            Overhead(
-                "loss_logits",
-                "Loss and logits peak (the logits' gradient)",
-                grad,
-                "allocated",
-                "backward",
-                ESTIMATED,
-                "2 B × s/cp × b × vocab / tp: the gradient of the logits in the compute dtype, alive with "
-                "the fp32 logits while the output layer's backward runs",
-                "Megatron-LM vocab_parallel_cross_entropy (softmax saved in place of the fp32 logits, "
-                "gradient computed in place and cast back); Hugging Face upcasts the logits to fp32 "
-                "(counted in the logits term) and returns a logits-sized gradient",
-            )
-        )
-    return items
-
-
-def _gemm_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> int:
-    """Parameters of the GEMMs (linear layers) of the stage's layers on one GPU: no norms, routers or embeddings."""
-    start = sum(layout.stage_layer_counts(arch.num_layers)[: memory.stage])
-    layers = list(range(start, start + memory.layers))
-    dense, experts = _stage_params(arch, layout, layers, -1)  # -1: neither first nor last stage
-    replicated = sum(
-        arch.norm_params_per_layer + (arch.router_params_per_layer if arch.is_moe_layer(i) else 0) for i in layers
-    )
-    return dense - replicated + experts
-
-
-def _low_precision_item(arch: Architecture, layout: Layout, memory: LayoutMemory, recipe: str) -> Overhead:
-    r = LOW_PRECISION_RECIPES[recipe]
-    params = _gemm_params(arch, layout, memory)
-    scope = "all GEMM weights of the stage's layers"
-    if layout.effective_zero_stage == 3 and layout.zero_ranks > 1 and memory.layers:
-        params = -(-2 * params // memory.layers)  # only the gathered units: the current and the prefetched layer
-        scope = "the GEMM weights of the two gathered layers (ZeRO-3)"
-    w = low_precision_weights(params, recipe)
-    return Overhead(
-        "low_precision_weights",
-        f"Quantized weight copies ({r.name})",
-        w.total,
-        "allocated",
-        "always",
-        ESTIMATED,
-        f"{r.bytes_per_param} B × {params:,} params: {r.copies} cop{'ies' if r.copies > 1 else 'y'} of {scope}",
-        r.source,
-    )
-
-
-def _step_items(layout: Layout, memory: LayoutMemory, optimizer: str) -> list[Overhead]:
-    if optimizer == "fused" or not memory.momentum:
-        return []
-    return [
-        Overhead(
-            "optimizer_step",
-            "Optimizer-step temporaries (foreach)",
-            memory.momentum,
-            "allocated",
-            "step",
-            ESTIMATED,
-            "one moment-sized tensor for the parameters this GPU steps (the first moment's bytes)",
-            "torch.optim.Adam/AdamW/SGD foreach implementation (_multi_tensor_adam: torch._foreach_sqrt "
-            "of the second moments allocates one copy before addcdiv); fused=True steps in one kernel "
-            "with no such copy",
-        )
-    ]
 
 
 def overheads(
