@@ -588,11 +588,12 @@ def test_interconnect_objects_accepted():
         params="1B", layers=16, hidden=2048, seq=2048, dp=16, inter=custom, intra_efficiency=1, inter_efficiency=1,
         latency=False,
     )  # fmt: skip
-    # Hierarchical: 8 members per node reduce-scatter on NVLink 4, all-reduce 1/8 over their 10 GB/s NICs
-    # across the 2 nodes, all-gather on NVLink 4.
+    # NCCL's rings: 8 per node, each through one 10 GB/s NIC carrying 2(n-1)/n of 1/8 of the message, pipelined
+    # with the NVLink 4 hops (the ring at NVLink's speed); the NICs are the slower level.
     (term,) = step.terms
     message = 2 * 10**9 // 1  # bf16 gradients of 1B parameters
-    expected = Fraction(7, 4) * term.message_bytes / (450 * GB) + Fraction(1) * (term.message_bytes // 8) / (10 * GB)
+    on_nvlink = Fraction(15, 8) * term.message_bytes / (450 * GB)
+    expected = max(on_nvlink, Fraction(15, 8) * Fraction(term.message_bytes, 8) / (10 * GB))
     assert message == term.message_bytes
     assert math.isclose(term.time_s, float(expected), rel_tol=1e-9)
 
@@ -679,4 +680,6 @@ def test_widget_tp_across_two_nodes_costs_more():
         (text,) = re.findall(r'data-output="total_time"[^>]*>([\d.]+) (ms|s)<', html)
         return float(text[0]) * (1e-3 if text[1] == "ms" else 1)
 
-    assert total(_widget(tp="16")) > 1.2 * total(_widget(tp="8"))
+    # Since the two levels are pipelined (NVIDIA/nccl#812), eight NDR NICs keep up with NVLink 4: the cross-node
+    # TP group costs its latency and the flat ring's network share, not a second phase.
+    assert total(_widget(tp="16")) > total(_widget(tp="8"))

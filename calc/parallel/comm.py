@@ -284,7 +284,7 @@ def step_communication(
         >>> [(t.name, t.bytes_sent) for t in s.terms]
         [('dp-grad-all-reduce', 27562500000)]
         >>> s.terms[0].intra_node, round(s.terms[0].time_s, 3)
-        (False, 0.134)
+        (False, 0.079)
         >>> z3 = step_communication(params="7B", layers=32, hidden=4096, seq=4096, dp=64, zero_stage=3)
         >>> z3.total_bytes / s.total_bytes
         1.5

@@ -18,27 +18,31 @@ nodes with ``k = ⌈g/stride⌉`` members on each (``k = 1`` once ``stride ≥ g
   all-reduce takes ``2(n-1)`` steps of which ``2(N-1)`` cross nodes, all-gather and
   reduce-scatter ``n-1`` and ``N-1`` ([`LATENCY`][calc.parallel.comm.LATENCY]).
 * **β, per level.** A group inside one node runs a ring on the scale-up link at its
-  nccl-tests bus bandwidth (``t = S·factor/busbw``, ``doc/PERFORMANCE.md``). A group that
-  spans nodes runs **hierarchically** (Jia et al. 2018, arXiv:1807.11205, Sec. 4.3;
-  NCCL's NVLS/CollNet "tree" plans have the same shape): a reduce-scatter among the ``k``
-  members inside each node on the scale-up link, the cross-node all-reduce of the ``S/k``
-  shard among the ``N`` nodes, each member on its own share of the node's NICs, then an
-  all-gather inside the node. All-gather and reduce-scatter use the two phases they need;
-  all-to-all sends ``(n-k)/n`` of its buffer over the network and ``(k-1)/n`` inside.
-  The phases are added, not overlapped: NCCL pipelines a flat ring's chunks and can do
-  better on two nodes (NVIDIA/nccl-tests#196), so cross-node times here are upper bounds.
+  nccl-tests bus bandwidth (``t = S·factor/busbw``, ``doc/PERFORMANCE.md``). A ring collective
+  across nodes runs as NCCL's rings do: each of the node's ``k`` members drives one ring through its
+  own NIC, data "go through each GPU and enter/exit the node once" per ring (S. Jeaugey,
+  NVIDIA/nccl#687), so the network carries ``S·factor(n)/k`` per NIC while the scale-up hops carry
+  the ring at its own speed (``S·factor(n)`` on the scale-up link when ``k > 1``). NCCL **pipelines**
+  the two levels chunk by chunk, so the slower one sets the time, ``max(intra, inter)``: the ring runs
+  at ``min(scale-up, k × NIC)``, as [`group_bus_bandwidth`][calc.parallel.comm.group_bus_bandwidth]
+  states. On 8×HDR A100 nodes this gives 192 GB/s all-reduce bus bandwidth, as measured
+  (NVIDIA/nccl#812: 192 GB/s); adding the two phases instead would give 148. All-to-all sends
+  ``(n-k)/n`` of its buffer over the network and ``(k-1)/n`` inside, one after the other.
+* **Oversubscription.** A group whose members span more than ``pod_gpus`` GPUs crosses the spine above
+  the pods and gets ``1/oversubscription`` of its NIC bandwidth (Llama 3: 1:7 above 3,072-GPU pods).
 * **NICs.** A member gets ``nics/g`` NICs' bandwidth: only a group with ``k`` members on a
   node uses ``k`` GPUs' NICs. A TP group of 16 on two nodes of 8 therefore moves ``1/8`` of
   each message over each GPU's NIC, at a twelfth of NVLink's speed on an A100 node.
 
-Not modelled: switch oversubscription and congestion between concurrent groups, SHARP
+Not modelled: congestion between concurrent groups (`calc.timing.efficiency` adds a straggler and congestion
+allowance to the step instead), SHARP
 in-network reduction, NCCL's LL/LL128 protocols (small messages), PXN rail crossing.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
 from calc.errors import CalcError
@@ -96,11 +100,14 @@ class Placement:
         size: Ranks in the group (``n``).
         nodes: Nodes it spans (``N``).
         per_node: Fewest members on any node it spans (``k``).
+        span_gpus: GPUs from its first to its last member, ``(n-1)·stride + 1`` (0 when not known): a group
+            wider than a pod crosses the oversubscribed spine ([`Network`][calc.parallel.comm.Network]).
     """
 
     size: int
     nodes: int
     per_node: int
+    span_gpus: int = field(default=0, compare=False, repr=False)
 
     @property
     def intra_node(self) -> bool:
@@ -140,16 +147,17 @@ def group_placement(stride: int, size: int, gpus_per_node: int) -> Placement:
     n = parse_positive_int(size, "size")
     g = parse_positive_int(gpus_per_node, "gpus_per_node")
     nodes = (n - 1) * s // g + 1
+    span = (n - 1) * s + 1
     if nodes == 1:
-        return Placement(n, 1, n)
+        return Placement(n, 1, n, span)
     if s >= g:
-        return Placement(n, n, 1)
+        return Placement(n, n, 1, span)
     # Node j < nodes - 1 holds members ceil(j·g/s) .. ceil((j+1)·g/s) - 1; the counts repeat with
     # period s / gcd(g, s) < g, so at most g nodes are looked at, whatever the number of ranks.
     period = s // math.gcd(g, s)
     full = min(-(-(j + 1) * g // s) - -(-j * g // s) for j in range(min(nodes - 1, period)))
     last = n - -(-((nodes - 1) * g) // s)
-    return Placement(n, nodes, min(full, last))
+    return Placement(n, nodes, min(full, last), span)
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,11 @@ class Network:
             [`ACHIEVED_SHARE`][calc.parallel.comm.ACHIEVED_SHARE]).
         inter_efficiency: Achieved share of the NIC peak (default likewise).
         latency: ``True`` to add [`LATENCY`][calc.parallel.comm.LATENCY]; ``False`` for bandwidth only.
+        pod_gpus: GPUs under one non-blocking pod (``None``: the whole fabric is non-blocking).
+        oversubscription: Down-to-up bandwidth ratio of the spine above a pod: a group whose members span more
+            than ``pod_gpus`` GPUs gets ``1/oversubscription`` of its NIC bandwidth (Llama 3's RoCE fabric: pods
+            of 3,072 GPUs, "1:7 oversubscription ratio" above them, Dubey et al. 2024, arXiv:2407.21783,
+            Sec. 3.3.1).
 
     Examples:
         >>> n = Network("nvlink3", "ib-hdr")
@@ -179,6 +192,8 @@ class Network:
     intra_efficiency: Fraction | float | None = None
     inter_efficiency: Fraction | float | None = None
     latency: bool = True
+    pod_gpus: int | None = None
+    oversubscription: float = 1.0
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -187,11 +202,30 @@ class Network:
         put(self, "gpus_per_node", parse_positive_int(self.gpus_per_node, "gpus_per_node"))
         nics = self.gpus_per_node if self.nics_per_node is None else self.nics_per_node
         put(self, "nics_per_node", parse_positive_int(nics, "nics_per_node"))
-        for field, link in (("intra_efficiency", self.intra), ("inter_efficiency", self.inter)):
-            value = getattr(self, field)
-            put(self, field, ACHIEVED_SHARE.get(link.name, Fraction(1)) if value is None else _share(value, field))
+        for name, link in (("intra_efficiency", self.intra), ("inter_efficiency", self.inter)):
+            value = getattr(self, name)
+            put(self, name, ACHIEVED_SHARE.get(link.name, Fraction(1)) if value is None else _share(value, name))
         if not isinstance(self.latency, bool):
             raise CalcError("latency", "must be true or false", self.latency)
+        if self.pod_gpus is not None:
+            put(self, "pod_gpus", parse_positive_int(self.pod_gpus, "pod_gpus"))
+        ratio = self.oversubscription
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float, Fraction)) or not 1 <= ratio < 1e6:
+            raise CalcError("oversubscription", "must be a number of at least 1 (1 = non-blocking)", ratio)
+
+    def nic_for(self, where: Placement) -> Fraction:
+        """NIC bandwidth per member of the group placed at ``where``: divided by the oversubscription when
+        the group spans more GPUs than a pod.
+
+        Examples:
+            >>> net = Network("nvlink4", "roce-400g", pod_gpus=3072, oversubscription=7)
+            >>> float(net.nic_for(group_placement(1024, 16, 8)) / net.nic_for(group_placement(8, 128, 8)))
+            0.14285714285714285
+        """
+        nic = self.nic_bytes_per_s
+        if self.pod_gpus is not None and where.span_gpus > self.pod_gpus:
+            return nic / Fraction(self.oversubscription)
+        return nic
 
     @property
     def up_bytes_per_s(self) -> Fraction:
@@ -210,11 +244,12 @@ class CollectiveCost:
     """Time of one collective call, split into its parts.
 
     Attributes:
-        time_s: Total seconds: ``latency_s + intra_s + inter_s``.
+        time_s: Total seconds: ``latency_s + max(intra_s, inter_s)`` for a ring collective across nodes (the two
+            levels pipelined), ``latency_s + intra_s + inter_s`` otherwise.
         latency_s: The α part.
         intra_s: Bandwidth time on the scale-up link.
         inter_s: Bandwidth time on the network.
-        bus_bytes_per_s: The effective bus bandwidth, ``S·factor / (intra_s + inter_s)`` (0 for no data).
+        bus_bytes_per_s: The effective bus bandwidth, ``S·factor`` over the bandwidth time (0 for no data).
     """
 
     time_s: float
@@ -246,8 +281,8 @@ def collective_cost(collective: str, size_bytes: int, where: Placement, network:
 
     See the module docstring for the model: inside a node a ring at the scale-up bus bandwidth
     (nccl-tests ``doc/PERFORMANCE.md``: ``t = S·factor/busbw``); across nodes the hierarchical
-    algorithm (intra-node reduce-scatter, inter-node all-reduce of ``S/k`` per member at its NIC
-    share, intra-node all-gather; Jia et al. 2018 Sec. 4.3); latency as NCCL's tuner counts it.
+    rings of NCCL, one per member of a node through its NIC share, pipelined with the scale-up phase
+    (the slower level sets the time; NVIDIA/nccl#812); latency as NCCL's tuner counts it.
     ``p2p`` is one send of ``S`` to the neighbouring rank (to a peer on the scale-up link when
     the pair shares a node, else over the NIC).
 
@@ -266,8 +301,8 @@ def collective_cost(collective: str, size_bytes: int, where: Placement, network:
         >>> S = 64 * 2**20
         >>> one = collective_cost("all-reduce", S, group_placement(1, 8, 8), net)
         >>> two = collective_cost("all-reduce", S, group_placement(1, 16, 8), net)
-        >>> round(two.time_s / one.time_s, 2)   # TP 16 across two nodes: slower per call, not faster
-        1.52
+        >>> round(two.time_s / one.time_s, 2)   # TP 16 on two nodes: 8 NDR NICs keep up with NVLink (pipelined)
+        1.07
         >>> spread = collective_cost("all-reduce", S, group_placement(8, 8, 8), net)
         >>> round(spread.time_s / one.time_s, 1)   # 8 ranks on 8 nodes, one NIC each
         7.3
@@ -275,7 +310,7 @@ def collective_cost(collective: str, size_bytes: int, where: Placement, network:
     n, nodes, k = where.size, where.nodes, where.per_node
     if n <= 1 or size_bytes == 0:
         return CollectiveCost(0.0, 0.0, 0.0, 0.0, 0.0)
-    up, nic = network.up_bytes_per_s, network.nic_bytes_per_s
+    up, nic = network.up_bytes_per_s, network.nic_for(where)
     lat = LATENCY if network.latency else {"base": 0.0, "scale-up": 0.0, "scale-out": 0.0}
     size = Fraction(size_bytes)
     if collective == "p2p":
@@ -297,10 +332,10 @@ def collective_cost(collective: str, size_bytes: int, where: Placement, network:
     elif collective == "all-to-all":
         t_up = Fraction(k - 1, n) * size / up
         t_out = Fraction(n - k, n) * size / nic
-    else:
-        t_up = _ring_factor(collective, k) * size / up
-        t_out = _ring_factor(collective, nodes) * (size / k) / nic
-    busy = t_up + t_out
+    else:  # NCCL's rings: the node's k rings cross its k NICs, pipelined with the NVLink hops
+        t_up = _ring_factor(collective, n) * size / up if k > 1 else Fraction(0)
+        t_out = _ring_factor(collective, n) * (size / k) / nic
+    busy = max(t_up, t_out) if nodes > 1 and collective != "all-to-all" else t_up + t_out
     bus = float(_ring_factor(collective, n) * size / busy) if busy else 0.0
     return CollectiveCost(latency + float(busy), latency, float(t_up), float(t_out), bus)
 
