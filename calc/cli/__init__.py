@@ -28,15 +28,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from calc.cli._args import bind, parse
-from calc.cli._fragment import json_key, read_fragment
+from calc.cli._command import Command, calculator_command
 from calc.cli._help import command_help, main_help
-from calc.cli._text import render_blocks, table
+from calc.cli._text import table
 from calc.errors import CalcError
-from calc.widgets import Calculator, Field, calculators
+from calc.widgets import calculators
 
 __all__ = [
     "DISTRIBUTION",
@@ -54,67 +53,6 @@ DISTRIBUTION = "llm-train-memory"
 
 PROG = "trainmem"
 """The console command's name."""
-
-
-@dataclass(frozen=True)
-class Command:
-    """One subcommand.
-
-    Attributes:
-        name: What is typed after the program's name.
-        title: One line for ``list`` and ``--help``.
-        fields: The inputs (their names, defaults, options and help), as calculators declare them.
-        text: Maps every field's value (defaults filled in) to the result for a terminal; raises
-            [`CalcError`][calc.errors.CalcError] on bad input.
-        data: The same to plain data for ``--json``: numbers as numbers, units in the keys.
-        description: A sentence for ``--help``.
-    """
-
-    name: str
-    title: str
-    fields: tuple[Field, ...]
-    text: Callable[[dict[str, str]], str]
-    data: Callable[[dict[str, str]], dict[str, object]]
-    description: str = ""
-
-
-def _calculator_data(calc: Calculator, values: dict[str, str]) -> dict[str, object]:
-    verdict = None
-    outputs: dict[str, int | float] = {}
-    units: dict[str, str] = {}
-    texts: dict[str, str] = {}
-    for out in read_fragment(calc.compute(values)).outputs:
-        if out.name == "verdict" and out.ok is not None:
-            verdict = {"ok": out.ok, "text": out.text}
-        elif out.value is None:
-            texts[out.name] = out.text
-        else:
-            key = json_key(out.name, out.unit)
-            if key in outputs and outputs[key] != out.value:
-                raise RuntimeError(f"{calc.name}: outputs {key!r} disagree ({outputs[key]!r}, {out.value!r})")
-            outputs[key], units[key] = out.value, out.unit
-    data = {"command": calc.name, "inputs": values, "verdict": verdict}
-    return {**data, "outputs": outputs, "units": units, "text": texts}
-
-
-def calculator_command(calc: Calculator) -> Command:
-    """The subcommand of a calculator: its name, fields and computation, read back from its fragment.
-
-    Examples:
-        >>> from calc.widgets import calculators
-        >>> cmd = calculator_command(calculators()["will-it-fit"])
-        >>> data = cmd.data({**calculators()["will-it-fit"].defaults, "params": "70B"})
-        >>> data["outputs"]["weights_bytes"], data["verdict"]["ok"]
-        (140000000000, False)
-    """
-    return Command(
-        calc.name,
-        calc.title,
-        calc.fields,
-        lambda values: render_blocks(read_fragment(calc.compute(values)).blocks),
-        lambda values: _calculator_data(calc, values),
-        calc.description,
-    )
 
 
 def _plan() -> Command | None:

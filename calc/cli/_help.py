@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from calc.cli._command import Command
 from calc.cli._text import table
 from calc.widgets import Field
-
-if TYPE_CHECKING:
-    from calc.cli import Command
 
 __all__ = ["command_help", "main_help"]
 

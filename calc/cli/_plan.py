@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calc.cli._command import calculator_command
 from calc.widgets import calculators
 
 __all__ = ["plan_command", "plan_data"]
@@ -51,8 +52,6 @@ def plan_data(values: dict[str, str]) -> dict[str, Any]:
 
 def plan_command() -> Any:
     """The ``plan`` subcommand: the plan calculator's fields and text, the planner's JSON."""
-    from calc.cli import calculator_command
-
     calc = calculators().get("plan")
     if calc is None:
         return None

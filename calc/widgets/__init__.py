@@ -215,6 +215,8 @@ class Calculator:
         compute: Maps ``{field: typed string}`` to an HTML fragment containing ``[data-output]`` elements;
             raises [`CalcError`][calc.errors.CalcError] on bad input.
         description: One sentence under the title.
+        python: Maps the same values to the Python that computes the shown numbers with the public engine
+            (``import calc`` …), offered as "Copy as Python" (written with [`calc.widgets._code`][calc.widgets._code]).
     """
 
     name: str
@@ -222,6 +224,7 @@ class Calculator:
     fields: tuple[Field, ...]
     compute: Callable[[dict[str, str]], str]
     description: str = ""
+    python: Callable[[dict[str, str]], str] | None = None
     defaults: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

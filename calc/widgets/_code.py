@@ -1,29 +1,52 @@
-"""Copy as code: the Python call and the command line that reproduce a calculator's numbers.
+"""Copy as code: the engine call and the command line that reproduce a calculator's numbers.
 
-Both are generated from the calculator's [`Field`][calc.widgets.Field]s and the values on screen, so
-they cannot drift from the form: only the values that differ from the calculator's defaults are
-written (a missing input takes its default in both the command line and the Python call), in field
-order. The Python goes through the same computation as ``trainmem NAME --json``
-([`calc.cli.Command.data`][calc.cli.Command]), so the two agree with the page's ``data-value``s number
-for number (``tests/test_copy_as_code.py`` runs both).
+The command line is generated from the calculator's [`Field`][calc.widgets.Field]s and the values on
+screen: only the values that differ from the defaults are written (a missing input takes its default),
+in field order. The Python is each calculator's own ``python`` function: the public engine call
+(``import calc`` then ``calc.model_state_bytes(...)``, ``calc.peak_memory(...)``, ``calc.plan(...)``) with the
+reader's inputs, printing ``name = value`` for the page's ``data-output`` numbers, runnable as pasted after
+``pip install``. [`snippet`][calc.widgets._code.snippet] and [`call`][calc.widgets._code.call] write it;
+``tests/test_copy_as_code.py`` runs every snippet and compares what it prints with the page's ``data-value``s.
 """
 
 from __future__ import annotations
 
+import inspect
 import shlex
+from collections.abc import Callable, Sequence
+from fractions import Fraction
 from html import escape
+from typing import Protocol
 
-from calc.widgets import Calculator
 from calc.widgets._html import checked
 
-__all__ = ["PROG", "code_block", "command_line", "file_name", "python_call"]
+__all__ = [
+    "PROG",
+    "call",
+    "code_block",
+    "command_line",
+    "file_name",
+    "gpu_code",
+    "lit",
+    "model_code",
+    "python_call",
+    "snippet",
+]
 
 PROG = "trainmem"
 """The console command the copied line starts with (the same as [`calc.cli.PROG`][calc.cli.PROG]; ``python -m calc``
 takes the same arguments). Kept here so that a render in the browser need not import the command line."""
 
 
-def _changed(calc: Calculator, values: dict[str, str]) -> list[tuple[str, str, bool]]:
+class _Calculator(Protocol):
+    """What this module reads of a [`Calculator`][calc.widgets.Calculator] (not imported: the package imports us)."""
+
+    name: str
+    fields: tuple
+    python: Callable[[dict[str, str]], str] | None
+
+
+def _changed(calc: _Calculator, values: dict[str, str]) -> list[tuple[str, str, bool]]:
     """``(field, value, from_file)`` for each value off its default; a pasted text (a textarea: a whole
     ``config.json``) is read from a file named after the field rather than repeated inline."""
     changed = []
@@ -46,7 +69,7 @@ def file_name(field: str) -> str:
     return f"{field}.json" if field == "config" else f"{field}.txt"
 
 
-def command_line(calc: Calculator, values: dict[str, str], prog: str = PROG) -> str:
+def command_line(calc: _Calculator, values: dict[str, str], prog: str = PROG) -> str:
     """The shell line that computes ``values`` (each ``field=value`` quoted for a POSIX shell).
 
     A pasted text is read from its file (``config=@config.json``, see [`file_name`][calc.widgets._code.file_name]):
@@ -67,38 +90,147 @@ def command_line(calc: Calculator, values: dict[str, str], prog: str = PROG) -> 
     return " ".join([prog, calc.name, *args])
 
 
-def python_call(calc: Calculator, values: dict[str, str]) -> str:
-    """Python that computes ``values`` through the engine and prints the verdict and the raw numbers.
+def python_call(calc: _Calculator, values: dict[str, str]) -> str:
+    """The Python that computes ``values`` through the public engine and prints the page's numbers.
 
     Examples:
         >>> from calc.widgets import calculators
         >>> fit = calculators()["will-it-fit"]
-        >>> print(python_call(fit, {**fit.defaults, "params": "70B"}))
-        import json
+        >>> print(python_call(fit, {**fit.defaults, "params": "70B", "zero_stage": "3", "dp": "64"}))
+        import calc
         <BLANKLINE>
-        from calc.cli import commands
-        from calc.widgets import calculators
-        <BLANKLINE>
-        inputs = {**calculators()["will-it-fit"].defaults, "params": "70B"}
-        result = commands()["will-it-fit"].data(inputs)  # what `trainmem will-it-fit --json` prints
-        print(json.dumps(result, indent=2))  # bytes as integers, seconds as floats; units in the keys
+        state = calc.model_state_bytes("70B", zero_stage=3, dp=64)
+        memory = calc.gpu("h100-sxm").memory_bytes
+        print("weights =", state.weights)
+        print("gradients =", state.gradients)
+        print("master =", state.master)
+        print("momentum =", state.momentum)
+        print("variance =", state.variance)
+        print("total =", state.total)
+        print("gpu_memory_bytes =", memory)
+        print("headroom =", memory - state.total)
     """
-    changed = _changed(calc, values)
-    pairs = "".join(
-        f", {_literal(name)}: Path({_literal(file_name(name))}).read_text()"
-        if paste
-        else f", {_literal(name)}: {_literal(value)}"
-        for name, value, paste in changed
-    )
-    key = _literal(calc.name)
-    imports = "import json\n" + ("from pathlib import Path\n" if any(paste for *_, paste in changed) else "")
-    return (
-        f"{imports}\nfrom calc.cli import commands\n"
-        "from calc.widgets import calculators\n\n"
-        f"inputs = {{**calculators()[{key}].defaults{pairs}}}\n"
-        f"result = commands()[{key}].data(inputs)  # what `{PROG} {calc.name} --json` prints\n"
-        "print(json.dumps(result, indent=2))  # bytes as integers, seconds as floats; units in the keys"
-    )
+    if calc.python is None:
+        raise ValueError(f"{calc.name} has no Python snippet")
+    return calc.python(values)
+
+
+def lit(value: object) -> str:
+    """A Python literal for a value in a snippet: numbers as numbers, text double-quoted.
+
+    Examples:
+        >>> lit("7B"), lit(64), lit(True), lit(0.5), lit(None)
+        ('"7B"', '64', 'True', '0.5', 'None')
+    """
+    if isinstance(value, str):
+        return _literal(value)
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, Fraction):
+        return f"Fraction({_decimal(value)})"
+    raise TypeError(f"no literal for {type(value).__name__}")
+
+
+def _decimal(value: Fraction) -> str:
+    """A fraction as ``Fraction`` reads it back: ``"0.783"`` where it is a finite decimal, else ``"1/3"``.
+
+    Examples:
+        >>> _decimal(Fraction(783, 1000)), _decimal(Fraction(1, 3)), _decimal(Fraction(24, 25))
+        ('"0.783"', '"1/3"', '"0.96"')
+    """
+    d = value.denominator
+    twos = fives = 0
+    while d % 2 == 0:
+        d, twos = d // 2, twos + 1
+    while d % 5 == 0:
+        d, fives = d // 5, fives + 1
+    if d != 1:
+        return f'"{value.numerator}/{value.denominator}"'
+    places = max(twos, fives)
+    digits = str(abs(value.numerator) * 10**places // value.denominator).rjust(places + 1, "0")
+    sign = "-" if value < 0 else ""
+    text = f"{digits[:-places]}.{digits[-places:]}" if places else digits
+    return f'"{sign}{text}"'
+
+
+def call(name: str, *args: object, fn: Callable | None = None, **kwargs: object) -> str:
+    """``calc.NAME(args, key=value, ...)``; a keyword equal to ``fn``'s default is left out. An argument that is
+    already code is passed as a [`Code`][calc.widgets._code.Code]. Long calls break one argument a line.
+
+    Examples:
+        >>> import calc
+        >>> call("model_state_bytes", "7B", fn=calc.model_state_bytes, zero_stage=3, dp=1)
+        'calc.model_state_bytes("7B", zero_stage=3)'
+        >>> call("Layout", fn=calc.Layout)
+        'calc.Layout()'
+    """
+    defaults = {}
+    if fn is not None:
+        params = inspect.signature(fn).parameters.values()
+        defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    parts = [_code(a) for a in args]
+    parts += [f"{k}={_code(v)}" for k, v in kwargs.items() if k not in defaults or _differs(v, defaults[k])]
+    one_line = f"calc.{name}({', '.join(parts)})"
+    if len(one_line) <= 100:
+        return one_line
+    return f"calc.{name}(\n" + "".join(f"    {p},\n" for p in parts) + ")"
+
+
+class Code(str):
+    """Text that is already Python (``arch``, ``calc.preset("llama3-8b")``), written into a call as it is."""
+
+
+def _code(value: object) -> str:
+    return str(value) if isinstance(value, Code) else lit(value)
+
+
+def _differs(value: object, default: object) -> bool:
+    return isinstance(value, Code) or type(value) is not type(default) or value != default
+
+
+def model_code(values: dict[str, str]) -> Code:
+    """The engine expression for the model in ``preset``/``config`` (or the legacy ``model``) values.
+
+    Examples:
+        >>> model_code({"preset": "llama3-8b", "config": ""})
+        'calc.preset("llama3-8b")'
+        >>> model_code({"preset": "llama3-8b", "config": "{...}"})
+        'calc.Architecture.from_hf_config(calc.parse_config_json(Path("config.json").read_text()))'
+    """
+    legacy = values.get("model", "").strip()
+    text = values.get("config", "").strip()
+    if (legacy and not legacy.startswith("{")) or not (legacy or text):
+        return Code(f"calc.preset({lit(legacy or values['preset'])})")
+    return Code('calc.Architecture.from_hf_config(calc.parse_config_json(Path("config.json").read_text()))')
+
+
+def gpu_code(values: dict[str, str]) -> Code:
+    """The engine expression for the chosen GPU's memory in bytes (a preset's, or the custom amount).
+
+    Examples:
+        >>> gpu_code({"gpu": "h200", "unit": "GB"}), gpu_code({"gpu": "custom", "gpu_memory": "24", "unit": "GiB"})
+        ('calc.gpu("h200").memory_bytes', 'calc.to_bytes("24", "GiB", "gpu_memory")')
+    """
+    if values["gpu"] == "custom":
+        return Code(f'calc.to_bytes({lit(values["gpu_memory"])}, {lit(values["unit"])}, "gpu_memory")')
+    return Code(f"calc.gpu({lit(values['gpu'])}).memory_bytes")
+
+
+def snippet(body: Sequence[str], prints: Sequence[tuple[str, str]]) -> str:
+    """A whole snippet: the imports it needs, ``body`` (assignments), then ``print("name =", expr)`` per output.
+
+    Each printed name is the page's ``data-output`` name, so the reader (and the test) can match them.
+
+    Examples:
+        >>> print(snippet(['arch = calc.preset("llama3-8b")'], [("total_params", "arch.param_count")]))
+        import calc
+        <BLANKLINE>
+        arch = calc.preset("llama3-8b")
+        print("total_params =", arch.param_count)
+    """
+    text = "\n".join([*body, *(f"print({lit(name + ' =')}, {expr})" for name, expr in prints)])
+    stdlib = [f"from {m} import {n}" for m, n in (("fractions", "Fraction"), ("pathlib", "Path")) if f"{n}(" in text]
+    return "\n".join([*stdlib, *([""] if stdlib else []), "import calc", "", text])
 
 
 def _literal(text: str) -> str:
@@ -109,7 +241,7 @@ def _literal(text: str) -> str:
     return body
 
 
-def code_block(calc: Calculator, values: dict[str, str]) -> str:
+def code_block(calc: _Calculator, values: dict[str, str]) -> str:
     """The folded "Reproduce these numbers" block under the results: both snippets, each with a copy button.
 
     The text to copy is the ``<code>`` of ``[data-code=python]`` / ``[data-code=command]``; the buttons carry

@@ -12,6 +12,7 @@ from calc.memory.layout import check_parallelism
 from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import call, snippet
 from calc.widgets._fields import checkbox, micro_batch_field, one_of, recompute_field, select, seq_len_field, unit_field
 from calc.widgets._html import byte_formatter, checked, out, table, verdict
 from calc.widgets._parts import kv
@@ -170,6 +171,18 @@ def _hf(layer: LayerActivations, impl: str, fmt: Callable[[int], str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`activation_bytes_per_layer`][calc.memory.activations.activation_bytes_per_layer] (Table 2), or a Hugging
+    Face profile's [`layer_activations`][calc.memory.activations.layer_activations]."""
+    kw = _read(v)
+    impl = v.get("implementation", "megatron")
+    if impl != "megatron":
+        layer = call("layer_activations", fn=layer_activations, **kw, implementation=impl)
+        return snippet([f"layer = {layer}"], [("total", "layer.total")])
+    total = call("activation_bytes_per_layer", fn=activation_bytes_per_layer, **kw)
+    return snippet([f"total = {total}"], [("total", "total")])
+
+
 CALCULATOR = Calculator(
     name="activations",
     title="Activations per layer",
@@ -201,5 +214,6 @@ CALCULATOR = Calculator(
         unit_field("GiB"),
     ),
     compute=_compute,
+    python=_python,
 )
 """The per-layer activations calculator."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from calc.models.architecture import PARAM_KINDS, Architecture
 from calc.units import format_count
 from calc.widgets import Calculator
+from calc.widgets._code import model_code, snippet
 from calc.widgets._fields import unit_field
 from calc.widgets._html import byte_formatter, out, table, verdict
 from calc.widgets._model import model_fields, read_model
@@ -117,6 +118,12 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """The preset or config read by the engine, and its counts (``Architecture.param_count`` and the active ones)."""
+    prints = [("total_params", "arch.param_count"), ("active_params", "arch.active_param_count")]
+    return snippet([f"arch = {model_code(v)}"], [*prints, ("weights_bytes", "2 * arch.param_count")])
+
+
 CALCULATOR = Calculator(
     name="parameter-count",
     title="Parameter count",
@@ -127,5 +134,6 @@ CALCULATOR = Calculator(
         unit_field(),
     ),
     compute=_compute,
+    python=_python,
 )
 """The parameter-count calculator."""

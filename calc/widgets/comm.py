@@ -11,6 +11,7 @@ from calc.memory.layout import check_parallelism
 from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import call, snippet
 from calc.widgets._fields import (
     checkbox,
     degree,
@@ -263,6 +264,33 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`step_communication`][calc.parallel.comm.step_communication] with every field (a model's shape filled in)."""
+    choice = read_model(v, allow_custom=True)
+    if choice is not None:
+        v = {**v, **_from_model(choice)}
+    params, ints, expert_params = _read(v)
+    step = call(
+        "step_communication",
+        fn=step_communication,
+        params=params,
+        **{k: ints[k] for k in _STEP_INTS},
+        sequence_parallel=checked(v["sequence_parallel"]),
+        recompute=checked(v["recompute"]),
+        expert_params=expert_params,
+        bytes_per_element=2,
+        grad_bytes_per_element=ints["grad_bytes"],
+        intra=v["intra"],
+        inter=v["inter"],
+        intra_efficiency=_percent(v["intra_efficiency"], "intra_efficiency"),
+        inter_efficiency=_percent(v["inter_efficiency"], "inter_efficiency"),
+    )
+    shape = [f"# {choice.label}: its parameters and shape, as the calculator reads them"] if choice else []
+    return snippet(
+        [*shape, f"step = {step}"], [("total_bytes", "step.total_bytes"), ("total_time", "step.total_time_s")]
+    )
+
+
 CALCULATOR = Calculator(
     name="communication",
     title="Communication per step",
@@ -346,5 +374,6 @@ CALCULATOR = Calculator(
         unit_field(),
     ),
     compute=_compute,
+    python=_python,
 )
 """The communication calculator."""

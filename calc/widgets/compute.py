@@ -10,6 +10,7 @@ from calc.hardware import gpu as _gpu
 from calc.timing.compute import SECONDS_PER_DAY, training_time
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import Code, call, lit, model_code, snippet
 from calc.widgets._fields import one_of, select
 from calc.widgets._html import GPU_FIELD_OPTIONS, formulas, out, verdict
 from calc.widgets._model import CUSTOM, model_fields, read_model
@@ -169,6 +170,26 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`training_time`][calc.timing.compute.training_time] at the achieved FLOP/s: MFU × the GPU's dense peak."""
+    choice = read_model(v, allow_custom=True)
+    _params, _tokens, gpus, _mfu, factor, dtype = _read(v, choice)
+    body = [f"arch = {model_code(v)}"] if choice else []
+    if v["gpu"] == "custom":
+        tflops = _number(v["peak_tflops"], "peak_tflops", _PEAK_TFLOPS_MIN, _PEAK_TFLOPS_MAX, "a number of TFLOP/s")
+        body.append(f"peak = {tflops!r} * 1e12  # FLOP/s")
+    else:
+        body.append(f"peak = float(calc.gpu({lit(v['gpu'])}).peak_flops({lit(dtype)}))  # dense FLOP/s")
+    percent = _number(v["mfu"], "mfu", _MFU_MIN, _MFU_MAX, "a percentage")
+    body.append(f"achieved = {percent!r} / 100 * peak")
+    count = Code("arch.active_param_count") if choice else v["params"]
+    time = call(
+        "training_time", count, v["tokens"], gpus, Code("achieved"), fn=training_time, flops_per_param_token=factor
+    )
+    prints = [("total_flops", "t.total_flops"), ("days", "t.days"), ("gpu_hours", "t.gpu_hours")]
+    return snippet([*body, f"t = {time}"], [*prints, ("achieved_tflops", "achieved / 1e12")])
+
+
 CALCULATOR = Calculator(
     name="training-compute",
     title="Training compute",
@@ -207,5 +228,6 @@ CALCULATOR = Calculator(
         ),
     ),
     compute=_compute,
+    python=_python,
 )
 """The training-compute calculator."""

@@ -29,6 +29,7 @@ from calc.memory.model_state import CONVENTIONS
 from calc.memory.overheads import CUDA_CONTEXT_BYTES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import (
     gpu_fields,
     micro_batch_field,
@@ -60,6 +61,8 @@ _RECOMPUTE = {
     "full": "Full (each layer's input only)",
 }
 _ADAPTERS = "Adapters"
+_ONE_GPU = {"flash_attention": True, "dropout": False}
+"""The activation settings of the module docstring: FlashAttention, no dropout."""
 _MAX_RANK = 1 << 16
 _SOURCE = (
     "Hu et al. 2021 (LoRA), Sec. 4.1: r(d_in + d_out) per adapted matrix; Dettmers et al. 2023 (QLoRA), Sec. 3: "
@@ -123,7 +126,7 @@ def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
     state = _state(choice, v, rank)
-    layout = Layout(seq_len=seq, micro_batch=micro, flash_attention=True, dropout=False, recompute=recompute)
+    layout = Layout(seq_len=seq, micro_batch=micro, recompute=recompute, **_ONE_GPU)
     parts = _parts(choice.arch, state, layout_memory(choice.arch, layout), seq, micro)
     total = sum(n for _, _, n, _ in parts)
     head = f"{choice.label}, {_METHODS[method].split(' (')[0]}" + (f", r = {rank}" if method != "full" else "")
@@ -151,6 +154,29 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`finetune_memory`][calc.memory.finetune.finetune_memory] and the activations of
+    [`layout_memory`][calc.memory.layout.layout_memory] on one GPU."""
+    choice = read_model(v)
+    rank = parse_positive_int(v["rank"], "rank", maximum=_MAX_RANK)
+    seq = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)
+    micro = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
+    state = _state(choice, v, rank)
+    layout = call("Layout", fn=Layout, seq_len=seq, micro_batch=micro, recompute=v["recompute"], **_ONE_GPU)
+    body = [
+        f"arch = {model_code(v)}",
+        "state = "
+        + call("finetune_memory", Code("arch"), v["method"], fn=finetune_memory, rank=rank, targets=v["targets"]),
+        f"acts = calc.layout_memory(arch, {layout})",
+    ]
+    prints = [("frozen_bf16", "state.frozen_bf16_bytes")] if state.frozen_bf16_bytes else []
+    prints += [("frozen_nf4", "state.frozen_nf4.total")] if state.frozen_nf4 else []
+    prints += [("trained", "state.trainable_bytes"), ("activations", "acts.activations"), ("logits", "acts.logits")]
+    return snippet(
+        body, [*prints, ("trainable_params", "state.trainable_params"), ("base_params", "state.base_params")]
+    )
+
+
 CALCULATOR = Calculator(
     name="finetune-memory",
     title="Fine-tuning memory",
@@ -167,5 +193,6 @@ CALCULATOR = Calculator(
         unit_field(),
     ),
     compute=_compute,
+    python=_python,
 )
 """The fine-tuning memory calculator."""

@@ -14,6 +14,7 @@ from calc.memory.overheads import peak_memory
 from calc.models.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import Code, call, gpu_code, model_code, snippet
 from calc.widgets._fields import (
     convention_field,
     degree,
@@ -203,6 +204,37 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """The engine calls behind the page: [`model_state_bytes`][calc.memory.model_state.model_state_bytes], and with a
+    model [`peak_memory`][calc.memory.overheads.peak_memory] on the same layout."""
+    stage, dp, seq, micro, arch = _read(v)
+    body, used = [], "state.total"
+    if arch is not None:
+        body.append(f"arch = {model_code(v)}")
+    params = Code("arch.param_count") if arch is not None else v["params"]
+    body += [
+        "state = "
+        + call("model_state_bytes", params, fn=model_state_bytes, zero_stage=stage, dp=dp, convention=v["convention"]),
+        f"memory = {gpu_code(v)}",
+    ]
+    prints = [(k, f"state.{k}") for k in COMPONENTS] + [("total", "state.total"), ("gpu_memory_bytes", "memory")]
+    if arch is not None:
+        layout = call(
+            "Layout",
+            fn=Layout,
+            dp=dp,
+            zero_stage=stage,
+            seq_len=seq,
+            micro_batch=micro,
+            convention=v["convention"],
+            **_AS_SHOWN,
+        )
+        body += [f"layout = {layout}", "peak = max(calc.peak_memory(arch, layout).nvidia_smi_bytes, state.total)"]
+        prints += [("activations_overheads", "peak - state.total"), ("peak", "peak")]
+        used = "peak"
+    return snippet(body, [*prints, ("headroom", f"memory - {used}")])
+
+
 CALCULATOR = Calculator(
     name="will-it-fit",
     title="Will it fit?",
@@ -235,5 +267,6 @@ CALCULATOR = Calculator(
         micro_batch_field(group=_ACTIVATIONS, advanced=True),
     ),
     compute=_compute,
+    python=_python,
 )
 """The Will-it-fit calculator."""

@@ -8,6 +8,7 @@ from calc.errors import CalcError
 from calc.memory.inference import PRECISION_BITS, inference_memory
 from calc.units import format_bytes, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import Code, call, gpu_code, model_code, snippet
 from calc.widgets._fields import gpu_fields, one_of, select, seq_len_field, unit_field
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
@@ -214,6 +215,28 @@ def _formulas(arch, m, v: dict[str, str], fmt, seq_len: int, batch: int, tp: int
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`inference_memory`][calc.memory.inference.inference_memory] on the chosen GPU's memory."""
+    seq_len, batch, tp = _read(v)
+    kw = dict(seq_len=seq_len, batch=batch, precision=v["precision"], kv_dtype=v["kv_dtype"], tp=tp, gpu=None)
+    m = call(
+        "inference_memory",
+        Code("arch"),
+        fn=inference_memory,
+        **kw,
+        memory_bytes=Code("memory"),
+        reserved_fraction=_reserve(v["reserved_pct"]),
+    )
+    prints = [
+        ("weights_per_gpu", "m.weights_per_gpu_bytes"),
+        ("kv_batch_per_gpu", "m.kv_batch_per_gpu_bytes"),
+        ("reserved", "m.reserved_per_gpu_bytes"),
+        ("total_per_gpu", "m.total_per_gpu_bytes"),
+        ("max_sequences", "m.max_concurrent_sequences"),
+    ]
+    return snippet([f"arch = {model_code(v)}", f"memory = {gpu_code(v)}", f"m = {m}"], prints)
+
+
 CALCULATOR = accept_legacy_model(
     Calculator(
         name="serving-memory",
@@ -238,6 +261,7 @@ CALCULATOR = accept_legacy_model(
             unit_field(),
         ),
         compute=_compute,
+        python=_python,
     )
 )
 """The serving-memory calculator."""

@@ -10,6 +10,7 @@ from calc.parallel.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule
 from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import call, snippet
 from calc.widgets._fields import one_of, select
 from calc.widgets._html import out, verdict
 from calc.widgets._parts import kv_notes
@@ -149,6 +150,20 @@ def _figure(p: int, m: int, schedule: str, chunks: int, units: dict[str, int]) -
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`bubble_fraction`][calc.parallel.pipeline.bubble_fraction] both ways and the in-flight micro-batches."""
+    p, m, schedule, chunks, units = _read(v)
+    kw = dict(schedule=schedule, v=chunks, **units)
+    live = call("schedule_in_flight", schedule, p, m, fn=schedule_in_flight, v=chunks)
+    body = [
+        "ideal = " + call("bubble_fraction", p, m, fn=bubble_fraction, **kw),
+        "total = " + call("bubble_fraction", p, m, fn=bubble_fraction, **kw, convention="total"),
+        f"in_flight = {live}" + (f" / {chunks}" if chunks > 1 else ""),
+    ]
+    prints = [("bubble_ideal", "float(ideal)"), ("bubble_total", "float(total)"), ("slowdown", "float(1 + ideal)")]
+    return snippet(body, [*prints, ("in_flight", "in_flight")])
+
+
 CALCULATOR = Calculator(
     name="pipeline-bubble",
     title="Pipeline bubble",
@@ -186,5 +201,6 @@ CALCULATOR = Calculator(
         ),
     ),
     compute=_compute,
+    python=_python,
 )
 """The pipeline-bubble calculator."""

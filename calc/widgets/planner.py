@@ -14,6 +14,7 @@ from calc.memory.model_state import CONVENTIONS
 from calc.parallel.interconnects import INTERCONNECTS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import convention_field, one_of, select, seq_len_field
 from calc.widgets._html import out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
@@ -63,6 +64,12 @@ def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
     """
     from calc.timing.planner import plan_from_fields  # imported here: the planner pulls in the whole engine
 
+    choice, fields = _plan_fields(v)
+    return choice, plan_from_fields(choice.arch, fields)
+
+
+def _plan_fields(v: dict[str, str]) -> tuple[Any, dict[str, str]]:
+    """The model and the planner's ``field=value`` strings, checked (blank: searched)."""
     choice = read_model(v)
     fields = {k: str(parse_positive_int(v[k], k, maximum=m)) for k, m in _MAXIMA.items()}
     selects = (
@@ -82,7 +89,7 @@ def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
     fields["matmul_efficiency"] = _share(v, "matmul_efficiency", 0.05, 1)
     fields["zero_stage"] = "" if v["zero_stage"] == _ANY else v["zero_stage"]
     fields["recompute"] = "" if v["recompute"] == _ANY else v["recompute"]
-    return choice, plan_from_fields(choice.arch, fields)
+    return choice, fields
 
 
 def _verdict_line(label: str, r: dict[str, Any]) -> str:
@@ -171,6 +178,26 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`plan`][calc.timing.planner.plan] with the pinned fields (a searched one is left out) and the best layout."""
+    from calc.timing.planner import plan  # imported here: the planner pulls in the whole engine
+
+    _, fields = _plan_fields(v)
+    kw: dict[str, object] = {}
+    for key, text in fields.items():
+        if text != "":
+            kw[key] = (
+                float(text) if key in ("safety_margin", "matmul_efficiency") else int(text) if text.isdigit() else text
+            )
+    body = [
+        f"arch = {model_code(v)}",
+        "result = " + call("plan", Code("arch"), fn=plan, **kw),
+        'best = result["layouts"][0]',
+    ]
+    prints = [("step_time", 'best["step_time_s"]'), ("memory-1", 'best["memory_bytes"]'), ("mfu-1", 'best["mfu"]')]
+    return snippet(body, prints)
+
+
 CALCULATOR = accept_legacy_model(
     Calculator(
         name="plan",
@@ -217,6 +244,7 @@ CALCULATOR = accept_legacy_model(
             ),
         ),
         compute=_compute,
+        python=_python,
     )
 )
 """The planner calculator."""

@@ -12,6 +12,7 @@ from calc.memory.overheads import PeakMemory, peak_memory, stage_peaks
 from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
+from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import (
     checkbox,
     convention_field,
@@ -51,6 +52,11 @@ _FLAGS = _ACTIVATION_FLAGS + _STATE_FLAGS
 
 
 def _layout(v: dict[str, str]) -> Layout:
+    return Layout(**_layout_kwargs(v))
+
+
+def _layout_kwargs(v: dict[str, str]) -> dict[str, object]:
+    """The [`Layout`][calc.memory.layout.Layout] the fields describe, as its keyword arguments."""
     ints = whole_numbers(
         v,
         (
@@ -67,7 +73,7 @@ def _layout(v: dict[str, str]) -> Layout:
     ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     text = v["global_batch"].strip()
     global_batch = parse_positive_int(text, "global_batch", maximum=1 << 30) if text else None
-    return Layout(
+    return dict(
         **ints,
         global_batch=global_batch,
         recompute=one_of(v, "recompute", RECOMPUTE_MODES),
@@ -158,14 +164,19 @@ def _formulas(p: PeakMemory, layout: Layout, fmt, in_flight: float) -> str:
     )
 
 
-def _peak(arch, layout: Layout, v: dict[str, str]) -> tuple[PeakMemory, tuple[PeakMemory, ...]]:
-    """The busiest GPU's peak and, for a pipeline of up to ``_STAGE_ROWS`` stages, every stage's."""
-    options = dict(
+def _options(v: dict[str, str]) -> dict[str, object]:
+    """The options of [`peak_memory`][calc.memory.overheads.peak_memory] the fields set."""
+    return dict(
         optimizer=one_of(v, "optimizer", _OPTIMIZERS),
         expandable_segments=checked(v["expandable_segments"]),
         low_precision=None if v["low_precision"] == "none" else v["low_precision"],
         moe_routing=v["moe_routing"],
     )
+
+
+def _peak(arch, layout: Layout, v: dict[str, str]) -> tuple[PeakMemory, tuple[PeakMemory, ...]]:
+    """The busiest GPU's peak and, for a pipeline of up to ``_STAGE_ROWS`` stages, every stage's."""
+    options = _options(v)
     per_stage = stage_peaks(arch, layout, **options) if 1 < layout.pp <= _STAGE_ROWS else ()
     p = max(per_stage, key=lambda q: q.nvidia_smi_bytes) if per_stage else peak_memory(arch, layout, **options)
     return p, per_stage
@@ -310,6 +321,20 @@ def _compute(v: dict[str, str]) -> str:
     )
 
 
+def _python(v: dict[str, str]) -> str:
+    """[`peak_memory`][calc.memory.overheads.peak_memory] of the model on the [`Layout`][calc.memory.layout.Layout]."""
+    read_model(v)
+    layout = call("Layout", fn=Layout, **_layout_kwargs(v))
+    peak = call("peak_memory", Code("arch"), Code("layout"), fn=peak_memory, **_options(v))
+    prints = [
+        ("total", "peak.memory.total"),
+        ("allocated_bytes", "peak.allocated_bytes"),
+        ("reserved_bytes", "peak.reserved_bytes"),
+        ("nvidia_smi_bytes", "peak.nvidia_smi_bytes"),
+    ]
+    return snippet([f"arch = {model_code(v)}", f"layout = {layout}", f"peak = {peak}"], prints)
+
+
 CALCULATOR = Calculator(
     name="training-memory",
     title="Training memory per GPU",
@@ -391,5 +416,6 @@ CALCULATOR = Calculator(
         unit_field(),
     ),
     compute=_compute,
+    python=_python,
 )
 """The training-memory calculator."""
