@@ -487,25 +487,25 @@ def test_widget_garbage_is_a_calc_error_or_a_result(garbage):
 # --- Hardware presets (calc.hardware) -----------------------------------------------------------
 
 # Reference notes Sec. 7 (secondary sources quoting the datasheets): dense BF16 TFLOP/s, dense FP8 TFLOP/s (0 = none),
-# memory GB, HBM GB/s, scale-up GB/s, GPUs per scale-up domain.
+# memory MiB as nvidia-smi totals it (calc.hardware cites each), HBM GB/s, scale-up GB/s, GPUs per scale-up domain.
 HARDWARE_TABLE = [
-    ("a100-40", 312, 0, 40, 1555, 600, 8),
-    ("a100-80", 312, 0, 80, 2039, 600, 8),
-    ("h100-sxm", 989.4, 1978.9, 80, 3350, 900, 8),
-    ("h100-pcie", 756.5, 1513, 80, 2000, 600, 2),  # NVLink bridge joins pairs of PCIe cards
-    ("h200", 989.4, 1978.9, 141, 4800, 900, 8),
-    ("b200", 2250, 4500, 180, 8000, 1800, 8),  # HGX B200 at 1000 W; 180 GB usable of 192 GB physical
-    ("mi300x", 1307.4, 2614.9, 192, 5300, 896, 8),
+    ("a100-40", 312, 0, 40_960, 1555, 600, 8),
+    ("a100-80", 312, 0, 81_920, 2039, 600, 8),
+    ("h100-sxm", 989.4, 1978.9, 81_559, 3350, 900, 8),
+    ("h100-pcie", 756.5, 1513, 81_559, 2000, 600, 2),  # NVLink bridge joins pairs of PCIe cards
+    ("h200", 989.4, 1978.9, 143_771, 4800, 900, 8),
+    ("b200", 2250, 4500, 183_359, 8000, 1800, 8),  # HGX B200 at 1000 W; 180 GB usable of 192 GB physical
+    ("mi300x", 1307.4, 2614.9, 196_592, 5300, 896, 8),
 ]
 
 
-@pytest.mark.parametrize(("name", "bf16", "fp8", "memory_gb", "hbm_gbs", "scaleup_gbs", "domain"), HARDWARE_TABLE)
-def test_hardware_presets(name, bf16, fp8, memory_gb, hbm_gbs, scaleup_gbs, domain):
+@pytest.mark.parametrize(("name", "bf16", "fp8", "memory_mib", "hbm_gbs", "scaleup_gbs", "domain"), HARDWARE_TABLE)
+def test_hardware_presets(name, bf16, fp8, memory_mib, hbm_gbs, scaleup_gbs, domain):
     g = gpu(name)
     assert g.bf16_flops == round(bf16 * 1e12)
     assert g.peak_flops("bf16") == g.peak_flops("fp16") == g.bf16_flops
     assert g.fp8_flops == round(fp8 * 1e12)
-    assert g.memory_bytes == memory_gb * 10**9
+    assert g.memory_bytes == memory_mib * 2**20
     assert g.hbm_bytes_per_s == hbm_gbs * 10**9
     assert g.scaleup_bytes_per_s == scaleup_gbs * 10**9
     assert g.scaleup_gpus == domain and g.gpus_per_node == 8

@@ -227,36 +227,38 @@ def test_kv_per_gpu_under_tp(arch, tp, per_token_gpu, replicas):
 
 
 def test_llama2_70b_on_h100s():
-    # Llama-2-70B bf16 does not fit one 80 GB H100 (138 GB of weights) but fits a TP-4 group.
+    # Llama-2-70B bf16 does not fit one 80 GB H100 (138 GB of weights) but fits a TP-4 group. An H100 exposes
+    # 81,559 MiB = 85,520,809,984 B (calc.hardware).
     one = inference_memory(LLAMA2_70B, seq_len=4096, gpu="h100-sxm")
     assert not one.fits and one.max_concurrent_sequences == 0
     four = inference_memory(LLAMA2_70B, seq_len=4096, gpu="h100-sxm", tp=4, batch=8)
     assert four.fits
     assert four.weights_per_gpu_bytes == 34_488_324_096
     assert four.kv_per_sequence_per_gpu_bytes == 5 * GiB // 16
-    # (80e9 - 8e9 reserved - 34.49e9) // 335.5 MB = 111 sequences of 4096 tokens
-    assert four.max_concurrent_sequences == 111
-    assert four.total_per_gpu_bytes == 34_488_324_096 + 8 * (5 * GiB // 16) + 8_000_000_000
+    # (85.52e9 - 8.55e9 reserved - 34.49e9) // 335.5 MB = 126 sequences of 4096 tokens
+    assert four.max_concurrent_sequences == 126
+    assert four.total_per_gpu_bytes == 34_488_324_096 + 8 * (5 * GiB // 16) + 8_552_080_999
 
 
 def test_deepseek_v3_fp8_on_h200_node():
     # 671B parameters in fp8 over 8 H200s: 83.9 GB of weights per GPU; each GPU keeps the whole latent cache.
     m = inference_memory(DEEPSEEK_V3, seq_len=32768, precision="fp8", tp=8, gpu="h200")
     assert m.weights_per_gpu_bytes == 83_878_302_400
-    free = 141 * 10**9 - 14_100_000_000 - 83_878_302_400
+    h200 = 143_771 * 2**20  # as nvidia-smi shows it
+    free = h200 - 15_075_482_010 - 83_878_302_400  # the reserve is ceil(10%)
     assert m.max_concurrent_sequences == free // (70_272 * 32768)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "reserved"),
     [
-        ({}, 8_000_000_000),  # default 10% of 80 GB
+        ({}, 8_552_080_999),  # default 10% of the 81,559 MiB an H100 exposes, ceil
         ({"reserved_fraction": 0}, 0),
-        ({"reserved_fraction": "0.05"}, 4_000_000_000),
-        ({"reserved_fraction": 0.1}, 8_000_000_000),  # float read through its decimal text
-        ({"reserved_fraction": Fraction(1, 3)}, 26_666_666_667),  # ceil
+        ({"reserved_fraction": "0.05"}, 4_276_040_500),
+        ({"reserved_fraction": 0.1}, 8_552_080_999),  # float read through its decimal text
+        ({"reserved_fraction": Fraction(1, 3)}, 28_506_936_662),  # ceil
         ({"reserved_fraction": 0, "reserved_bytes": 2 * GiB}, 2 * GiB),
-        ({"reserved_bytes": 10**9}, 9_000_000_000),
+        ({"reserved_bytes": 10**9}, 9_552_080_999),
         ({"memory_bytes": 24 * GiB, "reserved_fraction": "0.1"}, 2_576_980_378),  # custom memory, ceil(0.1 x 24 GiB)
     ],
 )
@@ -268,11 +270,11 @@ def test_reserve(kwargs, reserved):
 
 def test_gpu_object_and_as_dict():
     m = inference_memory(LLAMA3_8B, seq_len=8192, gpu=gpu("a100-40"))
-    assert m.gpu_memory_bytes == 40 * 10**9
+    assert m.gpu_memory_bytes == 40_960 * 2**20
     d = m.as_dict()
     assert d["fits"] is True and d["kv_per_sequence_bytes"] == GiB
     assert isinstance(m, InferenceMemory)
-    assert m.free_per_gpu_bytes == 40 * 10**9 - m.total_per_gpu_bytes
+    assert m.free_per_gpu_bytes == 40_960 * 2**20 - m.total_per_gpu_bytes
 
 
 @pytest.mark.parametrize(

@@ -71,8 +71,9 @@ def test_will_it_fit_total(inputs: dict, total: int) -> None:
     [
         ({"params": "7B"}, "no", "ZeRO-1 with dp ≥ 2"),
         ({"params": "1B"}, "yes", "ZeRO-0 with any dp"),
-        ({"params": "70B"}, "no", "ZeRO-3 with dp ≥ 15"),  # dp 14 is exactly 80 GB: 0 B left for activations
-        ({"params": "70B", "gpu": "mi300x"}, "no", "ZeRO-2 with dp ≥ 19"),  # 140 GB + 980 GB / 19 <= 192 GB
+        # 1,120 GB / 14 = 80 GB of the 85.5 GB (81,559 MiB) an H100 exposes
+        ({"params": "70B"}, "no", "ZeRO-3 with dp ≥ 14"),
+        ({"params": "70B", "gpu": "mi300x"}, "no", "ZeRO-2 with dp ≥ 15"),  # 140 GB + 980 GB / 15 <= 206.1 GB
     ],
 )
 def test_will_it_fit_verdict(inputs: dict, ok: str, suggestion: str) -> None:

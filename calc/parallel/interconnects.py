@@ -191,6 +191,7 @@ SCALE_UP_FOR_GPU: dict[str, str] = {
     "h100-pcie": "pcie5-x16",
     "h200": "nvlink4",
     "b200": "nvlink5",
+    "gb200": "nvlink5",
     "mi300x": "infinity-fabric-mi300x",
 }
 """The scale-up link of each [`calc.hardware`][calc.hardware] preset (H100 PCIe: PCIe 5.0, no NVLink bridge assumed)."""

@@ -192,9 +192,12 @@ NUMBERS.update(
 # --------------------------------------------------------------------------- hidden memory (docs/memory/hidden.md)
 
 HIDDEN_ARCH = "llama3-8b"
-"""The hidden-memory example: Llama 3 8B, 8 GPUs of data parallelism with ZeRO-1, 6,144 tokens, selective recompute."""
+"""The hidden-memory example: Llama 3 8B, 8 GPUs of data parallelism with ZeRO-1, 7,168 tokens, selective recompute.
 
-HIDDEN_LAYOUT = Layout(dp=8, zero_stage=1, seq_len=6144, flash_attention=True, dropout=False, recompute="selective")
+The sequence is the one at which the tensors fit an H100 SXM as it is exposed (81,559 MiB) and ``nvidia-smi`` does not.
+"""
+
+HIDDEN_LAYOUT = Layout(dp=8, zero_stage=1, seq_len=7168, flash_attention=True, dropout=False, recompute="selective")
 
 
 @cache
@@ -235,6 +238,8 @@ NUMBERS.update(
         "g2-hid-frag-exp": lambda: _pct(Fraction(*ALLOCATOR_FRAGMENTATION[True]), 0),
         "g2-hid-optstep": lambda: format_bytes(_item("optimizer_step")),
         "g2-hid-loss": lambda: format_bytes(_item("loss_logits")),
+        "g2-hid-capacity": lambda: format_bytes(_CAPACITY),
+        "g2-hid-capacity-mib": lambda: f"{_CAPACITY >> 20:,} MiB",
         "g2-hid-gap": lambda: format_bytes(_peak().nvidia_smi_bytes - _peak().memory.total),
         "g2-hid-3d-comms": lambda: str(len(communicators(TP_LAYOUT))),
         "g2-hid-3d-nccl": lambda: format_bytes(_nccl_total(_peak_3d())),
