@@ -210,3 +210,41 @@ def test_conventions_figure_is_drawn_from_the_conventions(site_pages: dict[str, 
     for c in CONVENTIONS.values():
         assert f">{c.name}<" in figure and f">{c.bytes_per_param} B<" in figure.split(f">{c.name}<", 1)[1]
     assert "bf16-adam-fused-10" not in figure and "predates" not in page and "mem-conventions.svg" not in page
+
+
+def test_no_table_mixes_gb_and_gib(site_pages: dict[str, str]) -> None:
+    """A table's byte counts that follow the GB / GiB switch are printed in one system (fixed-unit ones aside)."""
+    mixed = []
+    for path, html in site_pages.items():
+        for table in re.findall(r"<table>.*?</table>", html, re.DOTALL):
+            texts = re.findall(r'<span class="lc-num" data-bytes="\d+"[^>]*>([^<]+)<', table)
+            binary = {t.endswith("iB") for t in texts}
+            if len(binary) > 1:
+                mixed.append((path, texts))
+    assert mixed == []
+
+
+def test_zero1_with_hidden_gather_is_no_slower_than_zero3() -> None:
+    """overlap.md: ZeRO-3 beats ZeRO-1 only while ZeRO-1's parameter all-gather is counted exposed."""
+    from prose_numbers import guide2
+
+    z1, z3 = guide2._ov(1), guide2._ov(3)
+    assert z1.step_time_s - z1.exposed_s["dp-param-all-gather"] <= z3.step_time_s
+
+
+def test_data_parallel_trap_names_the_micro_batch(site_pages: dict[str, str]) -> None:
+    text = re.sub(r"<[^>]+>|\s+", " ", site_pages["parallelism/data/"])
+    assert "At a fixed global batch, more replicas only let you pick a smaller micro-batch" in text
+
+
+def test_small_slips_stay_fixed(site_pages: dict[str, str]) -> None:
+    def text(page: str) -> str:
+        return re.sub(r"<[^>]+>|\s+", " ", site_pages[page])
+
+    assert "161B" not in text("parallelism/3d/") and "162.2B" in text("parallelism/3d/")
+    assert "| the computation |" not in text("parallelism/3d/") and "Replicated" in text("parallelism/3d/")
+    assert "FlashAttention-1 keeps two per row" in text("memory/activations/")
+    assert "$m$ model chunks" not in text("memory/activations/")
+    assert "2 + 2 per layer per micro-batch, forward and backward" not in text("parallelism/sequence-context/")
+    assert "Eq. 2.1" not in text("exercises/")
+    assert "a test holds them" not in text("plan/")

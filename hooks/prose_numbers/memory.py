@@ -280,13 +280,9 @@ _KV_PRESETS = (
 )
 
 for _slug in _KV_PRESETS:
-    NUMBERS[f"mem-kv-{_slug}-token"] = lambda s=_slug: format_bytes(model_kv_bytes_per_token(preset(s)), binary=True)
-    NUMBERS[f"mem-kv-{_slug}-8k"] = lambda s=_slug: format_bytes(
-        model_kv_bytes_per_token(preset(s)) * 8192, binary=True
-    )
-    NUMBERS[f"mem-kv-{_slug}-128k"] = lambda s=_slug: format_bytes(
-        model_kv_bytes_per_token(preset(s)) * 131072, binary=True
-    )
+    NUMBERS[f"mem-kv-{_slug}-token"] = lambda s=_slug: format_bytes(model_kv_bytes_per_token(preset(s)))
+    NUMBERS[f"mem-kv-{_slug}-8k"] = lambda s=_slug: format_bytes(model_kv_bytes_per_token(preset(s)) * 8192)
+    NUMBERS[f"mem-kv-{_slug}-128k"] = lambda s=_slug: format_bytes(model_kv_bytes_per_token(preset(s)) * 131072)
     NUMBERS[f"mem-kv-{_slug}-weights"] = lambda s=_slug: format_bytes(weight_bytes(preset(s).param_count))
 
 NUMBERS.update(
@@ -300,7 +296,7 @@ NUMBERS.update(
         "mem-kv-opt13b-token-bytes": lambda: _exact(kv_cache_bytes_per_token(40, 40, 128, 2)),
         "mem-kv-deepseek-v3-token-bytes": lambda: _exact(model_kv_bytes_per_token(preset("deepseek-v3"))),
         "mem-kv-deepseek-v3-mha-token": lambda: format_bytes(
-            model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3"))), binary=True
+            model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3")))
         ),
         "mem-kv-deepseek-v3-mla-ratio": lambda: _times(
             Fraction(
@@ -310,7 +306,7 @@ NUMBERS.update(
             0,
         ),
         "mem-kv-llama2-70b-mha-token": lambda: format_bytes(
-            model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))), binary=True
+            model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b")))
         ),
         "mem-kv-llama2-70b-gqa-ratio": lambda: _times(
             Fraction(
@@ -320,26 +316,22 @@ NUMBERS.update(
             0,
         ),
         "mem-kv-llama3-8b-128k-gb": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b")) * 131072),
-        "mem-kv-llama2-7b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-7b")) * 4096, binary=True),
+        "mem-kv-llama2-7b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-7b")) * 4096),
         "mem-kv-l2-7b-over-l3-8b": lambda: _times(
             Fraction(model_kv_bytes_per_token(preset("llama2-7b")), model_kv_bytes_per_token(preset("llama3-8b"))), 0
         ),
-        "mem-kv-llama2-70b-4k": lambda: format_bytes(
-            model_kv_bytes_per_token(preset("llama2-70b")) * 4096, binary=True
-        ),
-        "mem-kv-llama3-8b-fp8-token": lambda: format_bytes(
-            model_kv_bytes_per_token(preset("llama3-8b"), "fp8"), binary=True
-        ),
+        "mem-kv-llama2-70b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-70b")) * 4096),
+        "mem-kv-llama3-8b-fp8-token": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b"), "fp8")),
         "mem-kv-mistral-32k-cached": lambda: _exact(cached_tokens(32768, sliding_window=4096)),
         "mem-kv-mistral-32k-ratio": lambda: _times(Fraction(32768, cached_tokens(32768, sliding_window=4096)), 0),
         "mem-kv-llama2-70b-batch": lambda: format_bytes(
-            inference_memory(preset("llama2-70b"), seq_len=4096, batch=8, tp=4).kv_batch_bytes, binary=True
+            inference_memory(preset("llama2-70b"), seq_len=4096, batch=8, tp=4).kv_batch_bytes
         ),
         "mem-serve-70b-tp4-weights": lambda: format_bytes(
             inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).weights_per_gpu_bytes
         ),
         "mem-serve-70b-tp4-kv-seq": lambda: format_bytes(
-            inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).kv_per_sequence_per_gpu_bytes, binary=True
+            inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).kv_per_sequence_per_gpu_bytes
         ),
         "mem-serve-70b-tp4-reserve": lambda: format_bytes(
             inference_memory(preset("llama2-70b"), seq_len=4096, tp=4).reserved_per_gpu_bytes

@@ -1,0 +1,228 @@
+"""Answers: the [`Case`][calc.guide.exercises.Case] and [`Exercise`][calc.guide.exercises.Exercise] types, and
+reading and printing an answer in its unit (bytes, seconds, GPUs, a ratio, a count).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from calc.errors import CalcError
+from calc.units import BYTE_UNITS, MAX_TEXT_CHARS, format_bytes, format_count, parse_decimal
+
+MAX_SEED = 10**9
+"""The largest seed accepted: a seed is a case number in a link, nothing more."""
+
+ANSWER_UNITS: dict[str, str] = {
+    "B": "bytes: type a byte unit (1.1 TB, 1120 GB, 1.04 TiB); a bare number is read in the unit the question names",
+    "gpus": "a whole number (16, 16 GPUs)",
+    "ratio": "a fraction or a percentage (0.375, 37.5%)",
+    "s": "seconds: type a time unit (3.9 ms, 0.2 s, 19 days); a bare number is read in the unit the question names",
+    "count": "a count (4.2e22, 42e21, 1.5B)",
+}
+"""The kinds of answer an exercise asks for, and what the reader may type for each."""
+
+_TIME_UNITS: dict[str, Fraction] = {
+    "us": Fraction(1, 10**6),
+    "µs": Fraction(1, 10**6),
+    "ms": Fraction(1, 1000),
+    "s": Fraction(1),
+    "min": Fraction(60),
+    "h": Fraction(3600),
+    "hours": Fraction(3600),
+    "day": Fraction(86400),
+    "days": Fraction(86400),
+}
+_COUNT_SUFFIX: dict[str, int] = {"": 1, "k": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+_ANSWER = re.compile(r"^\s*(?P<num>[-+]?[0-9][0-9_,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9]+)\s*(?P<unit>\S*)\s*$")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One drawn case of an exercise: everything a page shows, with the engine's numbers in it.
+
+    Attributes:
+        exercise: The exercise's id (also its anchor on the exercises page).
+        seed: The case number (0: the default numbers).
+        params: The drawn parameters, as readable strings.
+        question: The question, with the numbers.
+        answer: The exact answer, in ``unit``'s base (bytes, seconds, GPUs, a fraction, a count).
+        unit: One of [`ANSWER_UNITS`][calc.guide.exercises.ANSWER_UNITS].
+        display_unit: The unit a bare number is read in and the answer is shown in (``GB``, ``ms``, ``%``).
+        tolerance: Relative tolerance of the check (0: exact).
+        hint: A hint that names the formula, not the number.
+        steps: The worked solution, one step a line, with the numbers substituted.
+    """
+
+    exercise: str
+    seed: int
+    params: dict[str, str]
+    question: str
+    answer: Fraction
+    unit: str
+    display_unit: str
+    tolerance: Fraction
+    hint: str
+    steps: tuple[str, ...]
+
+    @property
+    def answer_text(self) -> str:
+        """The answer as the solution prints it."""
+        return format_answer(self.answer, self.unit, self.display_unit)
+
+    @property
+    def tolerance_text(self) -> str:
+        """The tolerance in words."""
+        if not self.tolerance:
+            return "exactly"
+        return f"within {_pct(self.tolerance)}"
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain data for the browser (numbers as strings, so nothing is rounded by JavaScript)."""
+        return {
+            "exercise": self.exercise,
+            "seed": self.seed,
+            "params": dict(self.params),
+            "question": self.question,
+            "answer": self.answer_text,
+            "answer_value": str(float(self.answer)),
+            "unit": self.unit,
+            "display_unit": self.display_unit,
+            "tolerance": self.tolerance_text,
+            "hint": self.hint,
+            "steps": list(self.steps),
+        }
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise: named parameter choices and a solver from drawn parameters to a [`Case`][calc.guide.exercises.Case].
+
+    Attributes:
+        id: Stable id, the anchor on the exercises page.
+        title: A short title.
+        topic: The topic it practises (memory, ZeRO, activations, parallelism, communication, ...).
+        choices: For each parameter, the values it may take; the first is the default.
+        solve: Parameters to ``(question, answer, unit, display_unit, tolerance, hint, steps)``.
+    """
+
+    id: str
+    title: str
+    topic: str
+    choices: tuple[tuple[str, tuple[object, ...]], ...]
+    solve: Callable[[dict[str, object]], tuple]
+
+    def params(self, seed: int) -> dict[str, object]:
+        """The parameters of case ``seed``: the defaults for 0, else a reproducible draw."""
+        if seed == 0:
+            return {name: values[0] for name, values in self.choices}
+        rng = random.Random(f"{self.id}:{seed}")
+        return {name: rng.choice(values) for name, values in self.choices}
+
+
+def _pct(x: Fraction) -> str:
+    return f"{float(x) * 100:g} %"
+
+
+def _b(n: int | Fraction) -> str:
+    return format_bytes(int(n))
+
+
+def _n(n: int | float) -> str:
+    return format_count(int(n))
+
+
+def format_answer(value: Fraction, unit: str, display_unit: str) -> str:
+    """Format an answer in its display unit.
+
+    Examples:
+        >>> format_answer(Fraction(1120 * 10**9), "B", "GB")
+        '1120 GB (1.12 TB)'
+        >>> format_answer(Fraction(3, 8), "ratio", "%")
+        '37.5 %'
+        >>> format_answer(Fraction(14), "gpus", "GPUs")
+        '14 GPUs'
+    """
+    if unit == "B":
+        shown = f"{float(value / BYTE_UNITS[display_unit]):.4g} {display_unit}"
+        other = format_bytes(int(value))
+        return shown if other.split()[-1] == display_unit else f"{shown} ({other})"
+    if unit == "ratio":
+        return f"{float(value) * 100:.4g} %"
+    if unit == "s":
+        return f"{float(value / _TIME_UNITS[display_unit]):.4g} {display_unit}"
+    if unit == "gpus":
+        return f"{int(value)} {display_unit}"
+    return f"{float(value):.4g}"
+
+
+def parse_answer(text: object, unit: str, display_unit: str) -> Fraction:
+    """Read what the reader typed as an answer of kind ``unit``, exactly.
+
+    Args:
+        text: What was typed.
+        unit: One of [`ANSWER_UNITS`][calc.guide.exercises.ANSWER_UNITS].
+        display_unit: The unit a bare number is in (``GB``, ``ms``, ``%``, ``GPUs``).
+
+    Returns:
+        The value in the kind's base unit (bytes, seconds, a fraction, GPUs, a count).
+
+    Raises:
+        CalcError: For empty text, a number that cannot be read or a unit of the wrong kind.
+
+    Examples:
+        >>> parse_answer("1.1 TB", "B", "GB") == 1_100 * 10**9
+        True
+        >>> parse_answer("1120", "B", "GB") == 1_120 * 10**9
+        True
+        >>> parse_answer("37.5%", "ratio", "%"), parse_answer("0.375", "ratio", "%")
+        (Fraction(3, 8), Fraction(3, 8))
+        >>> parse_answer("3.9 ms", "s", "ms")
+        Fraction(39, 10000)
+        >>> parse_answer("16 GPUs", "gpus", "GPUs")
+        Fraction(16, 1)
+        >>> try:
+        ...     parse_answer("12 parsecs", "B", "GB")
+        ... except CalcError as err:
+        ...     print(err.field, err.value)
+        answer 12 parsecs
+    """
+    if unit not in ANSWER_UNITS:
+        raise CalcError("unit", f"must be one of {', '.join(ANSWER_UNITS)}", unit, code="unknown-name")
+    raw = str(text)
+    if len(raw) > MAX_TEXT_CHARS:
+        raise CalcError("answer", f"must be at most {MAX_TEXT_CHARS} characters", raw)
+    if not raw.strip():
+        raise CalcError("answer", f"must be {ANSWER_UNITS[unit]}: type a number", raw)
+    match = _ANSWER.match(raw.replace("\u202f", " "))
+    wrong = CalcError("answer", f"must be {ANSWER_UNITS[unit]}", raw.strip())
+    if not match:
+        raise wrong
+    number = parse_decimal(match["num"].replace(",", "").replace("_", ""), "answer", "be a number", minimum=0)
+    suffix = match["unit"]
+    scale: Fraction | int | None
+    if unit == "B":
+        scale = BYTE_UNITS.get(suffix or display_unit) or BYTE_UNITS.get(suffix.upper().replace("I", "i"))
+    elif unit == "s":
+        scale = _TIME_UNITS.get(suffix or display_unit)
+    elif unit == "ratio":
+        scale = Fraction(1, 100) if suffix == "%" else (1 if not suffix else None)
+    elif unit == "gpus":
+        scale = 1 if suffix.lower() in ("", "gpu", "gpus", display_unit.lower()) else None
+    else:
+        scale = _COUNT_SUFFIX.get(suffix.removesuffix("FLOPs").removesuffix("FLOP").removesuffix("×").removesuffix("x"))
+    if scale is None:
+        raise wrong
+    return number * scale
+
+
+_TOL = Fraction(2, 100)
+"""The relative tolerance of every non-exact answer: 2 %, room for rounding, not for a wrong formula."""
+
+_MODELS = ((7, "7B"), (13, "13B"), (34, "34B"), (70, "70B"), (175, "175B"), (405, "405B"))
+"""The model sizes exercises draw from: (billions, name); the first is the default."""
+_GPUS = ("h100-sxm", "a100-80", "h200", "b200", "a100-40")
+"""The GPU presets exercises draw from."""

@@ -1,0 +1,278 @@
+"""The registry of exercises, in page order, and the three entry points: draw a case, check an answer, and
+``live`` for the browser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from calc.errors import CalcError
+from calc.guide.exercises._answers import _GPUS, _MODELS, MAX_SEED, Case, Exercise, parse_answer
+from calc.guide.exercises._memory import (
+    _KV_MODELS,
+    _SEQS,
+    _SHAPES,
+    _act,
+    _act_cp,
+    _act_dp,
+    _act_tp,
+    _expert_weights,
+    _inference_weights,
+    _kv_batch,
+    _kv_token,
+    _oom_13b,
+    _state_total,
+    _weights_only,
+    _zero3_gpus,
+    _zero_per_gpu,
+)
+from calc.guide.exercises._systems import (
+    _allreduce_bytes,
+    _allreduce_time,
+    _bubble,
+    _days,
+    _flops,
+    _mfu,
+    _microbatches,
+)
+
+_REGISTRY: tuple[Exercise, ...] = (
+    Exercise(
+        "zero3-gpus",
+        "GPUs for model state under ZeRO-3",
+        "ZeRO",
+        (("model", _MODELS[3:] + _MODELS[:3]), ("gpu", _GPUS)),
+        _zero3_gpus,
+    ),
+    Exercise(
+        "model-state-total",
+        "Model state of a training run",
+        "memory",
+        (("model", _MODELS), ("convention", ("mixed-adam-16", "mixed-adam-18", "bf16-adam-12", "mixed-adam8bit-10"))),
+        _state_total,
+    ),
+    Exercise("weights-only-factor", "Counting only the weights", "memory", (("model", _MODELS),), _weights_only),
+    Exercise("zero1-per-gpu", "ZeRO-1 per GPU", "ZeRO", (("model", _MODELS), ("dp", (8, 16, 64, 4))), _zero_per_gpu(1)),
+    Exercise("zero2-per-gpu", "ZeRO-2 per GPU", "ZeRO", (("model", _MODELS), ("dp", (8, 16, 64, 4))), _zero_per_gpu(2)),
+    Exercise(
+        "zero3-per-gpu",
+        "ZeRO-3 per GPU",
+        "ZeRO",
+        (("model", _MODELS[3:] + _MODELS[:3]), ("dp", (64, 8, 16, 128))),
+        _zero_per_gpu(3),
+    ),
+    Exercise(
+        "activations-none",
+        "Activations without recomputation",
+        "activations",
+        (("shape", _SHAPES), ("seq", _SEQS), ("micro_batch", (1, 2, 4))),
+        _act("none"),
+    ),
+    Exercise(
+        "activations-selective",
+        "Activations with selective recomputation",
+        "activations",
+        (("shape", _SHAPES), ("seq", _SEQS), ("micro_batch", (1, 2, 4))),
+        _act("selective"),
+    ),
+    Exercise(
+        "activations-full",
+        "Activations with full recomputation",
+        "activations",
+        (("shape", _SHAPES), ("seq", _SEQS), ("micro_batch", (1, 2, 4))),
+        _act("full"),
+    ),
+    Exercise(
+        "activations-tp-sp",
+        "Activations under TP with sequence parallelism",
+        "TP",
+        (("shape", _SHAPES), ("seq", _SEQS), ("tp", (4, 2, 8))),
+        _act_tp,
+    ),
+    Exercise(
+        "activations-dp",
+        "The data-parallel trap",
+        "activations",
+        (("shape", _SHAPES), ("seq", _SEQS), ("dp", (8, 16, 32, 64))),
+        _act_dp,
+    ),
+    Exercise(
+        "activations-cp",
+        "Activations under context parallelism",
+        "CP",
+        (("shape", _SHAPES), ("seq", _SEQS), ("cp", (2, 4, 8))),
+        _act_cp,
+    ),
+    Exercise(
+        "oom-13b-8k",
+        "The 13B run that OOMs at 8k",
+        "activations",
+        (("seq", (8192, 16384, 4096)), ("tp", (2, 4, 8))),
+        _oom_13b,
+    ),
+    Exercise("kv-per-token", "KV cache per token", "inference", (("model", _KV_MODELS),), _kv_token),
+    Exercise(
+        "kv-batch",
+        "KV cache of a batch",
+        "inference",
+        (("model", _KV_MODELS), ("seq", (4096, 8192, 2048, 32768)), ("batch", (32, 8, 16, 64))),
+        _kv_batch,
+    ),
+    Exercise(
+        "inference-weights",
+        "Weights for serving",
+        "inference",
+        (("model", _MODELS[3:] + _MODELS[:3]), ("precision", ("bf16", "fp8", "int4"))),
+        _inference_weights,
+    ),
+    Exercise(
+        "expert-weights",
+        "Expert weights per GPU under EP",
+        "EP",
+        (("experts", (64, 8, 16, 128, 256)), ("ep", (8, 2, 4)), ("expert_params", (176, 44, 88, 352))),
+        _expert_weights,
+    ),
+    Exercise(
+        "bubble-1f1b", "The 1F1B bubble", "PP", (("pp", (4, 2, 8, 16)), ("m", (8, 4, 16, 32, 64))), _bubble("1f1b")
+    ),
+    Exercise(
+        "bubble-interleaved",
+        "The interleaved bubble",
+        "PP",
+        (("pp", (4, 2, 8, 16)), ("rounds", (2, 1, 4, 8)), ("v", (2, 4))),
+        _bubble("interleaved"),
+    ),
+    Exercise(
+        "microbatches-for-bubble",
+        "Micro-batches for a small bubble",
+        "PP",
+        (("pp", (8, 4, 16, 32)), ("target", (Fraction(1, 10), Fraction(1, 20), Fraction(1, 4)))),
+        _microbatches,
+    ),
+    Exercise(
+        "allreduce-bytes",
+        "Bytes a ring all-reduce sends",
+        "communication",
+        (("n", (8, 16, 64, 4, 256)), ("grad_billions", (7, 1, 13, 70))),
+        _allreduce_bytes,
+    ),
+    Exercise(
+        "allreduce-time",
+        "Time of an all-reduce",
+        "communication",
+        (("n", (8, 16, 64, 4)), ("grad_billions", (7, 1, 13)), ("bus_gbps", (400, 50, 100, 200))),
+        _allreduce_time,
+    ),
+    Exercise("flops-6nd", "Training FLOPs", "MFU", (("model", _MODELS), ("tokens", (1, 2, 15))), _flops),
+    Exercise(
+        "training-days",
+        "Training time",
+        "MFU",
+        (
+            ("model", _MODELS[3:] + _MODELS[:3]),
+            ("tokens", (2, 1, 15)),
+            ("gpus", (2048, 1024, 4096, 16384)),
+            ("mfu", (0.4, 0.3, 0.5)),
+        ),
+        _days,
+    ),
+    Exercise(
+        "mfu-from-throughput",
+        "MFU from throughput",
+        "MFU",
+        (("model", _MODELS), ("gpus", (64, 256, 1024)), ("mfu", (0.4, 0.3, 0.45, 0.55))),
+        _mfu,
+    ),
+)
+
+
+def exercises() -> dict[str, Exercise]:
+    """Every exercise by id, in page order.
+
+    Examples:
+        >>> len(exercises()) >= 20
+        True
+    """
+    return {ex.id: ex for ex in _REGISTRY}
+
+
+def _seed(seed: object) -> int:
+    text = str(seed).strip()
+    if not text.isdigit() or int(text) > MAX_SEED:
+        raise CalcError("seed", f"must be a whole number from 0 to {MAX_SEED}", seed)
+    return int(text)
+
+
+def draw(exercise: str, seed: object = 0) -> Case:
+    """Case ``seed`` of ``exercise``, solved by the engine.
+
+    Raises:
+        CalcError: For an unknown exercise or a bad seed.
+
+    Examples:
+        >>> draw("bubble-1f1b").answer
+        Fraction(3, 8)
+        >>> draw("bubble-1f1b", 7) == draw("bubble-1f1b", 7)
+        True
+    """
+    ex = exercises().get(str(exercise))
+    if ex is None:
+        raise CalcError(
+            "exercise", "must be one of the ids in calc.guide.exercises.exercises()", exercise, code="unknown-name"
+        )
+    n = _seed(seed)
+    params = ex.params(n)
+    question, answer, unit, display, tol, hint, steps = ex.solve(params)
+    shown = {k: (v[-1] if isinstance(v, tuple) else str(v)) for k, v in params.items()}
+    return Case(ex.id, n, shown, question, Fraction(answer), unit, display, Fraction(tol), hint, tuple(steps))
+
+
+def check(exercise: str, seed: object, answer: object) -> dict[str, object]:
+    """Check a typed answer against case ``seed`` of ``exercise``.
+
+    Returns:
+        ``correct`` (bool), ``message`` (what to tell the reader) and the case's data.
+
+    Raises:
+        CalcError: For an unreadable answer, an unknown exercise or a bad seed.
+
+    Examples:
+        >>> check("model-state-total", 0, "112 GB")["correct"], check("model-state-total", 0, "0.112 TB")["correct"]
+        (True, True)
+        >>> check("model-state-total", 0, "14 GB")["message"]
+        'Not quite: 14 GB is not within 2 % of the answer. Try the hint.'
+    """
+    case = draw(exercise, seed)
+    value = parse_answer(answer, case.unit, case.display_unit)
+    err = abs(value - case.answer)
+    ok = err == 0 if not case.tolerance else err <= case.tolerance * abs(case.answer)
+    typed = str(answer).strip()
+    if ok:
+        message = f"Right: {case.answer_text} ({case.tolerance_text})."
+    else:
+        message = f"Not quite: {typed} is not {case.tolerance_text} of the answer. Try the hint."
+    return {"correct": ok, "message": message, **case.as_dict()}
+
+
+def live(request: Mapping[str, object]) -> dict[str, object]:
+    """The browser's entry point: ``{op: "case"|"check", exercise, seed, answer}`` to plain data, never raising.
+
+    Examples:
+        >>> live({"op": "case", "exercise": "bubble-1f1b", "seed": "0"})["case"]["answer"]
+        '37.5 %'
+        >>> live({"op": "check", "exercise": "bubble-1f1b", "seed": "0", "answer": "lots"})["error"]["field"]
+        'answer'
+    """
+    try:
+        op = request.get("op")
+        if op == "case":
+            return {"ok": True, "case": draw(request.get("exercise"), request.get("seed", 0)).as_dict()}
+        if op == "check":
+            return {
+                "ok": True,
+                "case": check(request.get("exercise"), request.get("seed", 0), request.get("answer", "")),
+            }
+        raise CalcError("op", "must be case or check", op, code="unknown-name")
+    except CalcError as err:
+        return {"ok": False, "error": {"field": err.field, "code": err.code, "message": str(err)}}
