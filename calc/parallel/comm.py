@@ -231,7 +231,8 @@ def step_communication(
     moe_tokens: int | None = None, kv_dims: int | None = None, bytes_per_element: int = 2,
     grad_bytes_per_element: int | None = None, gpus_per_node: int = 8, intra: str | Interconnect = "nvlink4",
     inter: str | Interconnect = "ib-ndr", intra_efficiency: float | None = None, inter_efficiency: float | None = None,
-    nics_per_node: int | None = None, latency: bool = True,
+    nics_per_node: int | None = None, latency: bool = True, reshard_after_forward: bool = True,
+    pod_gpus: int | None = None, oversubscription: float = 1.0,
 ) -> StepComm:  # fmt: skip
     """Bytes each GPU sends per optimizer step, for every collective a layout implies.
 
@@ -272,6 +273,10 @@ def step_communication(
         inter_efficiency: Achieved fraction of the network peak (default likewise).
         nics_per_node: NICs per node (default one per GPU).
         latency: Add NCCL's per-call and per-hop latency ([`LATENCY`][calc.parallel.comm.LATENCY]).
+        reshard_after_forward: ZeRO-3 only: ``False`` keeps the gathered parameters from forward to backward
+            (FSDP's ``reshard_after_forward=False``, as Llama 3 trains), so each micro-batch gathers once, not twice.
+        pod_gpus: GPUs per non-blocking pod, ``oversubscription`` the spine's ratio above it
+            ([`Network`][calc.parallel.comm.Network]).
 
     Returns:
         A [`StepComm`][calc.parallel.comm.StepComm].

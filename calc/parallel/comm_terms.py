@@ -63,6 +63,7 @@ class _Step:
     sp: bool
     v: int
     recompute: bool
+    reshard: bool
     scatter: bool
     k: int  # top-k
     e: int  # bytes per element
@@ -161,6 +162,7 @@ def _parse_step(a: dict[str, Any]) -> _Step:
         sp=sp,
         v=v,
         recompute=_flag(a["recompute"], "recompute"),
+        reshard=_flag(a["reshard_after_forward"], "reshard_after_forward"),
         scatter=_flag(a["pp_scatter_gather"], "pp_scatter_gather"),
         k=parse_positive_int(a["top_k"], "top_k"),
         e=e,
@@ -174,6 +176,8 @@ def _parse_step(a: dict[str, Any]) -> _Step:
             intra_efficiency=a["intra_efficiency"],
             inter_efficiency=a["inter_efficiency"],
             latency=_flag(a["latency"], "latency"),
+            pod_gpus=a["pod_gpus"],
+            oversubscription=a["oversubscription"],
         ),
         st_params=st_params,
         x_params=x_params,
@@ -256,9 +260,10 @@ def _dp_terms(x: _Step, terms: _Terms) -> None:
                 size, "all-gather", weights, 1, _ZERO_SRC + ".2.1: Ψ of 2Ψ",
             )  # fmt: skip
         else:
+            passes = " and backward" if x.reshard else ""
             terms.add(
-                f"{prefix}-param-all-gather", f"{what}parameter all-gather, forward and backward of every micro-batch",
-                group, stride, size, "all-gather", weights, 2 * x.m, _ZERO_SRC + ".2.2: 2Ψ of 3Ψ",
+                f"{prefix}-param-all-gather", f"{what}parameter all-gather, forward{passes} of every micro-batch",
+                group, stride, size, "all-gather", weights, (2 if x.reshard else 1) * x.m, _ZERO_SRC + ".2.2: 2Ψ of 3Ψ",
             )  # fmt: skip
 
 

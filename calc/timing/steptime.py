@@ -44,6 +44,14 @@ from calc.parallel.comm import StepComm, step_communication
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_bubble
+from calc.timing.efficiency import (
+    STRAGGLER_FROM_GPUS,
+    STRAGGLER_PER_DOUBLING,
+    matmul_efficiency_for,
+    straggler_allowance,
+)
+from calc.timing.efficiency import attention_efficiency as attention_efficiency_for
+from calc.timing.overlap import PREFETCH_INTERFERENCE, TP_OVERLAP, exposed_communication
 
 __all__ = [
     "DP_BUCKET_PARAMS",
@@ -188,12 +196,19 @@ def step_time(
     *,
     gpu: GPU | str = "h100-sxm",
     network: Network | None = None,
-    matmul_efficiency: float = MATMUL_EFFICIENCY,
+    matmul_efficiency: float | None = None,
+    attention_efficiency: float | None = None,
     memory_passes: float = MEMORY_PASSES,
     dp_bucket_params: int = DP_BUCKET_PARAMS,
     dtype: str = "bf16",
     schedule: str | None = None,
     check: bool = True,
+    tp_overlap: float = TP_OVERLAP,
+    overlap_param_gather: bool = False,
+    p2p_overlap: bool | None = None,
+    prefetch_interference: float = PREFETCH_INTERFERENCE,
+    reshard_after_forward: bool = True,
+    straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
 ) -> StepTime:
     """Predict one optimizer step of ``layout`` training ``arch`` (see the module docstring for the model).
 
@@ -202,12 +217,24 @@ def step_time(
         layout: The layout; ``global_batch`` must be set (it fixes the micro-batches per step).
         gpu: A [`GPU`][calc.hardware.GPU] or preset name.
         network: The cluster's links (default: the GPU's scale-up link and InfiniBand NDR, 8 per node).
-        matmul_efficiency: Achieved share of the dense peak in matmuls (``dtype``'s peak: bf16, fp16, fp8).
+        matmul_efficiency: Achieved share of the ``dtype`` peak in matmuls (default: the GPU generation's,
+            [`matmul_efficiency_for`][calc.timing.efficiency.matmul_efficiency_for]).
+        attention_efficiency: Achieved share of the peak in the FlashAttention core (default: by sequence length,
+            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without FlashAttention the
+            matmul efficiency).
         memory_passes: HBM passes over the stored activations for element-wise work.
         dp_bucket_params: Parameters per gradient bucket (the last one is exposed).
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
             ``interleaved``, ``zb-h1``, ``dualpipe``); default interleaved when ``interleave > 1``, else 1F1B.
         check: Run [`check_layout`][calc.memory.layout.check_layout] first (the planner has already).
+        tp_overlap: Share of TP communication hidden ([`calc.timing.overlap`][calc.timing.overlap] for this and
+            the next four).
+        overlap_param_gather: Overlap ZeRO-1/2's parameter all-gather with the next forward.
+        p2p_overlap: Overlap pipeline sends (default: with the interleaved schedule).
+        prefetch_interference: Share of a prefetched ZeRO-3 gather that still costs time.
+        reshard_after_forward: ZeRO-3: ``False`` gathers once per micro-batch (no re-gather in backward).
+        straggler_per_doubling: Straggler and congestion allowance per doubling above 256 GPUs
+            ([`straggler_allowance`][calc.timing.efficiency.straggler_allowance]).
 
     Returns:
         A [`StepTime`][calc.timing.steptime.StepTime]; raises `CalcError` on a layout that cannot run the model.
@@ -225,58 +252,131 @@ def step_time(
         raise CalcError("global_batch", "must be given to time a step (it fixes the micro-batches)", None)
     g = gpu if isinstance(gpu, GPU) else gpu_preset(gpu)
     net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
-    eff = _fraction(matmul_efficiency, "matmul_efficiency")
-    c = _stage_compute(arch, layout, g.peak_flops(dtype) * eff, g.hbm_bytes_per_s, memory_passes)
+    eff = matmul_efficiency_for(g) if matmul_efficiency is None else _fraction(matmul_efficiency, "matmul_efficiency")
+    if attention_efficiency is not None:
+        attn_eff = _fraction(attention_efficiency, "attention_efficiency")
+    else:
+        attn_eff = attention_efficiency_for(g, layout.seq_len) if layout.flash_attention else eff
+    peak = g.peak_flops(dtype)
+    c = _stage_compute(arch, layout, (peak * eff, peak * attn_eff), g.hbm_bytes_per_s, memory_passes)
     m = layout.num_microbatches or 1
     compute = m * c.t_mb
-    step = _communication(arch, layout, net, m)
-    exposed = _exposed(step, layout, c.t_mb, m, arch.num_layers // layout.pp, dp_bucket_params)
+    step = _communication(arch, layout, net, m, reshard_after_forward)
+    knobs = {"tp_overlap": tp_overlap, "overlap_param_gather": overlap_param_gather, "p2p_overlap": p2p_overlap}
+    exposed = exposed_communication(step, layout, c.t_mb, c.layers, bucket_params=dp_bucket_params,
+                                    prefetch_interference=prefetch_interference, **knobs)  # fmt: skip
     p, v = layout.pp, layout.interleave
-    bubble_frac = _bubble(p, m, v, schedule)
-    bubble = float(bubble_frac) * (compute + sum(exposed[k] for k in exposed if k.split("-")[0] in ("tp", "cp", "ep")))
-    total = compute + bubble + sum(exposed.values())
-    peak = g.peak_flops(dtype)
+    critical = sum(
+        s for (s, _), term in zip(exposed.values(), step.terms, strict=True) if term.group in ("tp", "cp", "ep")
+    )
+    bubble = _bubble(p, m, v, schedule) * (compute + critical)
+    busy = compute + bubble + sum(s for s, _ in exposed.values())
+    allowance = straggler_allowance(layout.gpus or 1, _fraction_or_zero(straggler_per_doubling))
+    total = busy * (1 + allowance)
+    rows = _rows(c, (m, p, v, schedule), (eff, attn_eff, peak), compute, bubble, step, exposed)
+    if allowance:
+        rows.append(("straggler and congestion", busy * allowance, _straggler_why(layout.gpus or 1, allowance)))
+    flat = {k: s for k, (s, _) in exposed.items()}
+    return _result(
+        layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, flat, peak, rows
+    )
+
+
+def _rows(
+    c: _Compute,
+    sched: tuple[int, int, int, str | None],
+    rates: tuple[float, float, float],
+    compute: float,
+    bubble: float,
+    step: StepComm,
+    exposed: dict[str, tuple[float, str]],
+) -> list[tuple[str, float, str]]:
+    """The breakdown: compute, bubble and one row per collective, each with its seconds and why."""
+    m, p, v, schedule = sched
+    eff, attn_eff, peak = rates
     why = (
-        f"{m} micro-batches × {c.t_mb * 1e3:.3g} ms on the slowest stage: matmuls at {eff:.0%} of "
-        f"{peak / 1e12:.0f} TFLOP/s ({c.t_flops * 1e3:.3g} ms) plus element-wise work at HBM speed "
-        f"({c.t_mem * 1e3:.3g} ms)"
+        f"{m} micro-batches × {c.t_mb * 1e3:.3g} ms on the busiest stage ({c.layers} layers): matmuls at {eff:.0%} "
+        f"of {peak / 1e12:.0f} TFLOP/s ({c.t_flops * 1e3:.3g} ms), attention core at {attn_eff:.0%} "
+        f"({c.t_attn * 1e3:.3g} ms), element-wise work at HBM speed ({c.t_mem * 1e3:.3g} ms)"
     )
     rows: list[tuple[str, float, str]] = [("compute", compute, why)]
     if bubble:
-        rows.append(
-            ("pipeline bubble", bubble, f"(p-1)/(v·m) = {p - 1}/({v}·{m}) of the busy time, idle on every stage")
-        )
-    rows += _comm_rows(step, exposed)
-    return _result(
-        layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, exposed, peak, rows
+        rows.append(("pipeline bubble", bubble, _bubble_why(p, m, v, schedule)))
+    for term in step.terms:
+        where = "inside the node" if term.intra_node else "across nodes"
+        rows.append((term.name, exposed[term.name][0], f"{term.label}; {where}; {exposed[term.name][1]}"))
+    return rows
+
+
+def _fraction_or_zero(value: object) -> float:
+    if value == 0:
+        return 0.0
+    return _fraction(value, "straggler_per_doubling")
+
+
+def _bubble_why(p: int, m: int, v: int, schedule: str | None) -> str:
+    name = schedule or ("interleaved" if v > 1 and m % p == 0 else "1f1b")
+    shown = v if name == "interleaved" else 1
+    return f"{name}: (p-1)/(v·m) = {p - 1}/({shown}·{m}) of the busy time of the busiest stage, idle on every stage"
+
+
+def _straggler_why(gpus: int, allowance: float) -> str:
+    return (
+        f"{allowance:.1%} of the step for {gpus:,} GPUs: {STRAGGLER_PER_DOUBLING:.1%} per doubling above "
+        f"{STRAGGLER_FROM_GPUS} GPUs (calc.timing.efficiency, fitted)"
     )
 
 
 @dataclass(frozen=True)
 class _Compute:
-    """One micro-batch on the slowest stage: FLOPs per micro-batch (model and hardware, whole model) and the
-    seconds of matmuls (``t_flops``) and element-wise work (``t_mem``) on one GPU of that stage."""
+    """One micro-batch on the busiest stage: FLOPs per micro-batch (model and hardware, whole model), the
+    busiest stage's layers, and its seconds of matmuls, attention core and element-wise work on one GPU."""
 
     model_mb: int
     hw_mb: int
+    layers: int
     t_flops: float
+    t_attn: float
     t_mem: float
 
     @property
     def t_mb(self) -> float:
-        """Seconds per micro-batch on the slowest stage."""
-        return self.t_flops + self.t_mem
+        """Seconds per micro-batch on the busiest stage."""
+        return self.t_flops + self.t_attn + self.t_mem
 
 
-def _stage_compute(arch: Architecture, layout: Layout, rate: float, hbm: float, memory_passes: float) -> _Compute:
-    """FLOPs per micro-batch and the slowest stage's seconds per micro-batch (module docstring: Narayanan et al.
+def _stage_layers(arch: Architecture, layout: Layout) -> tuple[int, ...]:
+    """Layers per pipeline stage: the layout's split, or, for an interleaved layout whose ``pp × interleave`` does
+    not divide the layers, the layers as evenly as they go with the remainder on the middle stages (Llama 3's
+    126 layers on 16 stages: one fewer on the first and last, Dubey et al. 2024 Sec. 3.3.2).
+
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> max(_stage_layers(preset("llama3.1-405b"), Layout(pp=16, interleave=4)))
+        8
+    """
+    n, p = arch.num_layers, layout.pp
+    counts = layout.stage_layer_counts(n)
+    if sum(counts) == n:
+        return counts
+    base, extra = divmod(n, p)
+    short = p - extra  # stages with one layer fewer: the first and last ones first
+    order = sorted(range(p), key=lambda i: (min(i, p - 1 - i), i))
+    fewer = set(order[:short])
+    return tuple(base if i in fewer else base + 1 for i in range(p))
+
+
+def _stage_compute(
+    arch: Architecture, layout: Layout, rates: tuple[float, float], hbm: float, memory_passes: float
+) -> _Compute:
+    """FLOPs per micro-batch and the busiest stage's seconds per micro-batch (module docstring: Narayanan et al.
     2021 Appendix for the FLOPs, Korthikanti et al. 2022 Table 2 for the element-wise bytes)."""
-    t, p, c = layout.tp, layout.pp, layout.cp
+    t, c = layout.tp, layout.cp
     b, s = layout.micro_batch, layout.seq_len
     moe_layers = arch.num_moe_layers
     kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
     recompute = layout.recompute
-    model_fwd = hw_fwd = 0
+    model_fwd = hw_mm = hw_attn = 0
     mem_bytes = 0
     for moe, count in kinds:
         if not count:
@@ -285,24 +385,34 @@ def _stage_compute(arch: Architecture, layout: Layout, rate: float, hbm: float, 
         if layout.flash_attention:
             attn //= 2  # FlashAttention skips the masked half of a causal score matrix
         model_fwd += count * (mm + attn)
-        extra = mm + attn if recompute == "full" else (3 * attn if recompute == "selective" else 0)
-        hw_fwd += count * (mm + attn) * 3 + count * extra
+        # Full recomputation re-runs every forward; selective, the attention core's forward once.
+        hw_mm += count * mm * (4 if recompute == "full" else 3)
+        hw_attn += count * attn * (4 if recompute in ("full", "selective") else 3)
         per = _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c, layout.sequence_parallel,
                                  layout.flash_attention)  # fmt: skip
         mem_bytes += count * per
     logits = 2 * b * s * arch.hidden_size * arch.vocab_size
-    # Slowest stage: an even share of the layers, plus the logit layer on the last stage.
-    stage_hw = Fraction(hw_fwd, p) + 3 * logits
-    stage_mem = Fraction(mem_bytes, p)
+    counts = _stage_layers(arch, layout)
+    n = arch.num_layers
+    # Busiest stage: the most layers, or the last stage's layers plus the logit layer, whichever is slower.
+    busiest = max(
+        range(len(counts)),
+        key=lambda i: counts[i] * (hw_mm + hw_attn) / n + (3 * logits if i == len(counts) - 1 else 0),
+    )
+    share = Fraction(counts[busiest], n)
+    head = 3 * logits if busiest == len(counts) - 1 else 0
+    mm_rate, attn_rate = rates
     return _Compute(
         model_mb=3 * (model_fwd + logits),  # forward + backward (twice the forward)
-        hw_mb=hw_fwd + 3 * logits,
-        t_flops=float(stage_hw / (t * c)) / rate,
-        t_mem=float(stage_mem) * memory_passes / hbm,
+        hw_mb=hw_mm + hw_attn + 3 * logits,
+        layers=counts[busiest],
+        t_flops=float((hw_mm * share + head) / (t * c)) / mm_rate,
+        t_attn=float(hw_attn * share / (t * c)) / attn_rate,
+        t_mem=float(mem_bytes * share) * memory_passes / hbm,
     )
 
 
-def _communication(arch: Architecture, layout: Layout, net: Network, m: int) -> StepComm:
+def _communication(arch: Architecture, layout: Layout, net: Network, m: int, reshard: bool) -> StepComm:
     """Every collective of the step ([`step_communication`][calc.parallel.comm.step_communication])."""
     return step_communication(
         params=arch.param_count,
@@ -331,47 +441,10 @@ def _communication(arch: Architecture, layout: Layout, net: Network, m: int) -> 
         inter_efficiency=net.inter_efficiency,
         nics_per_node=net.nics_per_node,
         latency=net.latency,
+        reshard_after_forward=reshard,
+        pod_gpus=net.pod_gpus,
+        oversubscription=net.oversubscription,
     )
-
-
-def _exposed(
-    step: StepComm, layout: Layout, t_mb: float, m: int, layers_ps: int, bucket_params: int
-) -> dict[str, float]:
-    """Seconds of each collective left on the critical path after the overlap the module docstring describes."""
-    exposed: dict[str, float] = {}
-    backward_last = t_mb * 2 / 3
-    for term in step.terms:
-        if term.group in ("tp", "cp", "ep", "pp"):
-            exposed[term.name] = term.time_s
-        elif term.name.endswith("grad-all-reduce") or term.name.endswith("grad-reduce-scatter"):
-            one = term.time_s / term.calls
-            params = max(1, term.message_bytes // 2)
-            bucket = min(1.0, max(bucket_params, 1_000_000 * layout.dp) / params)
-            # Each call overlaps the backward it follows (the last micro-batch's, or, under ZeRO-2, its own
-            # micro-batch's) except its last bucket.
-            exposed[term.name] = term.calls * (one * bucket + max(0.0, one * (1 - bucket) - backward_last))
-        elif term.name.endswith("param-all-gather") and layout.effective_zero_stage == 3:
-            per_layer = term.time_s / max(1, term.calls * layers_ps)
-            layer_compute = t_mb / (3 * max(1, layers_ps))
-            exposed[term.name] = term.calls * (per_layer + max(0.0, per_layer - layer_compute) * (layers_ps - 1))
-        else:
-            exposed[term.name] = term.time_s
-    return exposed
-
-
-def _comm_rows(step: StepComm, exposed: dict[str, float]) -> list[tuple[str, float, str]]:
-    """One breakdown row per collective: its exposed seconds and where and why."""
-    rows = []
-    for term in step.terms:
-        why = {
-            "tp": "on the critical path of every layer",
-            "cp": "on the critical path of every attention layer",
-            "ep": "on the critical path of every MoE layer",
-            "pp": "point-to-point sends between stages, exposed",
-        }.get(term.group, "after overlap with the backward pass / next layer's compute")
-        where = "inside the node" if term.intra_node else "across nodes"
-        rows.append((term.name, exposed[term.name], f"{term.label}; {where}; {why}"))
-    return rows
 
 
 def _result(

@@ -1,0 +1,131 @@
+"""What a step's communication leaves on the critical path: each collective's exposed seconds after the overlap
+the frameworks do, each rule a named knob with its default and source.
+
+* **TP** (``tp_overlap``, default 0): the share of the tensor-parallel all-gathers and reduce-scatters hidden
+  behind the GEMMs they feed. Megatron-LM's ``--tp-comm-overlap`` (Transformer Engine's userbuffers, off by
+  default) and torchtitan's AsyncTP split each GEMM to overlap its collective; Wang et al. 2023
+  ("Overlap communication with dependent computation via decomposition", ASPLOS) hide most of it. Pass the
+  share you measured.
+* **CP and EP**: on the critical path (no overlap modelled; DualPipe's all-to-all overlap is a schedule).
+* **Pipeline p2p** (``p2p_overlap``): Megatron-LM overlaps the interleaved schedule's sends with compute
+  (``--overlap-p2p-communication``, on by default with interleaving; Llama 3 runs its sends asynchronously,
+  Dubey et al. 2024 Sec. 3.3.2): one send per step shows. Plain 1F1B's sends are exposed.
+* **Data-parallel gradients**: the reduce-scatter (or all-reduce) overlaps the backward it follows except its
+  last bucket (``dp_bucket_params``, Megatron-LM's ``max(40M, 1M × dp)``).
+* **ZeRO-1/2 parameter all-gather** (``overlap_param_gather``, default off): Megatron-LM's
+  ``--overlap-param-gather`` starts each bucket's gather in the next forward, so only the first bucket shows;
+  off, the whole gather after the optimizer step is exposed.
+* **ZeRO-3 / FSDP parameter all-gathers**: each layer's gather is prefetched during the previous layer's
+  forward (or backward) compute (PyTorch FSDP's forward and backward prefetch, Zhao et al. 2023,
+  arXiv:2304.11277, Sec. 3.3). What a gather takes beyond that compute shows, plus the first layer's, plus a
+  share ``prefetch_interference`` of the hidden part (default
+  [`PREFETCH_INTERFERENCE`][calc.timing.overlap.PREFETCH_INTERFERENCE]): the overlap is partial, not all or
+  nothing.
+"""
+
+from __future__ import annotations
+
+from calc.errors import CalcError
+from calc.memory.layout import Layout
+from calc.parallel.comm import StepComm
+
+__all__ = ["PREFETCH_INTERFERENCE", "TP_OVERLAP", "exposed_communication"]
+
+TP_OVERLAP: float = 0.0
+"""Default share of TP communication hidden behind compute: 0, as Megatron-LM's ``--tp-comm-overlap`` is off
+unless asked for."""
+
+PREFETCH_INTERFERENCE: float = 0.2
+"""Share of a prefetched ZeRO-3 / FSDP all-gather that still costs time although it runs under compute.
+
+NCCL's kernels take SMs and HBM bandwidth from the matmuls they overlap (Zhao et al. 2023, PyTorch FSDP,
+arXiv:2304.11277, Sec. 3.3 and 7.2: overlapped communication slows the concurrent computation); 0.2 is assumed.
+0 is a perfect overlap, 1 none."""
+
+
+def share(value: object, field: str) -> float:
+    """A share from 0 to 1, or a [`CalcError`][calc.errors.CalcError] naming ``field``.
+
+    Examples:
+        >>> share(0.5, "tp_overlap")
+        0.5
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise CalcError(field, "must be a number from 0 to 1", value)
+    return float(value)
+
+
+def exposed_communication(
+    step: StepComm,
+    layout: Layout,
+    t_mb: float,
+    layers_ps: int,
+    *,
+    bucket_params: int,
+    tp_overlap: float = TP_OVERLAP,
+    overlap_param_gather: bool = False,
+    p2p_overlap: bool | None = None,
+    prefetch_interference: float = PREFETCH_INTERFERENCE,
+) -> dict[str, tuple[float, str]]:
+    """Exposed seconds of each collective of ``step`` and why (the rules in the module docstring).
+
+    ``t_mb`` is the busiest stage's compute per micro-batch (forward and backward) and ``layers_ps`` its layers.
+
+    Examples:
+        >>> from calc.parallel.comm import step_communication
+        >>> lay = Layout(dp=8, tp=8, zero_stage=1, global_batch=64, seq_len=4096, sequence_parallel=True)
+        >>> st = step_communication(params="8B", layers=32, hidden=4096, seq=4096, dp=8, tp=8, zero_stage=1,
+        ...                         sequence_parallel=True, num_microbatches=8)
+        >>> full = exposed_communication(st, lay, 0.1, 32, bucket_params=40_000_000)
+        >>> half = exposed_communication(st, lay, 0.1, 32, bucket_params=40_000_000, tp_overlap=0.5)
+        >>> round(half["tp-all-gather"][0] / full["tp-all-gather"][0], 6)
+        0.5
+    """
+    tp_hidden = share(tp_overlap, "tp_overlap")
+    kappa = share(prefetch_interference, "prefetch_interference")
+    p2p = layout.interleave > 1 if p2p_overlap is None else bool(p2p_overlap)
+    out: dict[str, tuple[float, str]] = {}
+    backward_last = t_mb * 2 / 3
+    for term in step.terms:
+        name, t = term.name, term.time_s
+        one = t / max(1, term.calls)
+        if term.group == "tp":
+            why = f"on the critical path of every layer, {tp_hidden:.0%} hidden (tp_overlap)"
+            out[name] = (t * (1 - tp_hidden), why)
+        elif term.group == "cp":
+            out[name] = (t, "on the critical path of every attention layer")
+        elif term.group == "ep":
+            out[name] = (t, "on the critical path of every MoE layer")
+        elif term.group == "pp":
+            out[name] = (one, "overlapped with compute except one send (p2p_overlap)") if p2p else (t, "exposed")
+        elif name.endswith(("grad-all-reduce", "grad-reduce-scatter")):
+            params = max(1, term.message_bytes // 2)
+            bucket = min(1.0, max(bucket_params, 1_000_000 * layout.dp) / params)
+            # Each call overlaps the backward it follows (the last micro-batch's, or, under ZeRO-2, its own
+            # micro-batch's) except its last bucket.
+            exposed = term.calls * (one * bucket + max(0.0, one * (1 - bucket) - backward_last))
+            out[name] = (exposed, "overlapped with the backward pass except the last bucket")
+        elif name.endswith("param-all-gather") and layout.effective_zero_stage == 3:
+            m = layout.num_microbatches or 1
+            fwd, bwd = min(m, term.calls), max(0, term.calls - m)
+            out[name] = (_prefetched(fwd, bwd, one, t_mb, layers_ps, kappa), "prefetched a layer ahead, partly hidden")
+        elif name.endswith("param-all-gather") and overlap_param_gather:
+            params = max(1, term.message_bytes // 2)
+            bucket = min(1.0, max(bucket_params, 1_000_000 * layout.dp) / params)
+            out[name] = (t * bucket, "overlapped with the next forward except the first bucket (overlap_param_gather)")
+        else:
+            out[name] = (t, "after the optimizer step, exposed")
+    return out
+
+
+def _prefetched(fwd: int, bwd: int, one: float, t_mb: float, layers_ps: int, kappa: float) -> float:
+    """ZeRO-3 gathers of one stage: ``fwd`` forward and ``bwd`` backward passes (none when parameters are not
+    resharded after forward), each of ``layers_ps`` per-layer gathers of ``one / layers_ps`` seconds, prefetched
+    under the previous layer's compute (a forward layer ``t_mb / 3 / layers``, a backward layer twice that)."""
+    layers = max(1, layers_ps)
+    gather = one / layers
+    total = 0.0
+    for calls, compute in ((fwd, t_mb / (3 * layers)), (bwd, 2 * t_mb / (3 * layers))):
+        hidden = min(gather, compute)
+        total += calls * (gather + (layers - 1) * (gather - hidden + kappa * hidden))
+    return total
