@@ -126,7 +126,7 @@ def gpu_memory(values: dict[str, str]) -> tuple[int, str]:
 
     Examples:
         >>> gpu_memory({"gpu": "h200", "gpu_memory": "", "unit": "GB"})
-        (141000000000, 'H200 SXM 141 GB')
+        (150754820096, 'H200 SXM 141 GB')
         >>> gpu_memory({"gpu": "custom", "gpu_memory": "24", "unit": "GiB"})
         (25769803776, '24.0 GiB GPU')
         >>> gpu_memory({"gpu": "custom", "gpu_memory": "1e-30", "unit": "GB"})  # doctest: +ELLIPSIS

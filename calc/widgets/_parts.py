@@ -12,7 +12,7 @@ from html import escape
 
 from calc.widgets._html import out
 
-__all__ = ["NOT_COUNTED", "gpu_memory_line", "headroom", "kv", "kv_notes", "notes"]
+__all__ = ["NOT_COUNTED", "duration", "gpu_memory_line", "gpu_named", "headroom", "kv", "kv_notes", "notes", "plural"]
 
 NOT_COUNTED = '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">{}</a>'
 """A link to the accuracy page's list of what is not modelled (the build and calc.mjs set its ``href``)."""
@@ -66,3 +66,42 @@ def headroom(memory: int, used: int, fmt: Callable[[int], str]) -> str:
     """
     room = fmt(memory - used) if used <= memory else f"none (short by {fmt(used - memory)})"
     return out("headroom", room, value=memory - used, unit="B")
+
+
+def plural(n: int, word: str, many: str = "") -> str:
+    """``n`` and the word, singular for one: ``1 GPU``, ``8 GPUs``, ``1 micro-batch``.
+
+    Examples:
+        >>> plural(1, "GPU"), plural(1024, "GPU"), plural(1, "micro-batch"), plural(2, "batch", "batches")
+        ('1 GPU', '1,024 GPUs', '1 micro-batch', '2 batches')
+    """
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def duration(seconds: float) -> str:
+    """Seconds in the unit that reads best, three significant figures, never in exponent notation.
+
+    Examples:
+        >>> duration(0), duration(2.5e-6), duration(0.0421), duration(3.14159), duration(11770.0)
+        ('0 s', '2.5 µs', '42.1 ms', '3.14 s', '11,770 s')
+    """
+    if seconds == 0:
+        return "0 s"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:,.0f} s"
+
+
+def gpu_named(label: str, memory: int, fmt: Callable[[int], str]) -> str:
+    """The GPU as a verdict names it: ``the H100 SXM 80 GB (85.5 GB)``, but ``the 96.0 GB GPU`` for a custom one
+    (whose label already is its memory).
+
+    Examples:
+        >>> from calc.widgets._html import byte_formatter
+        >>> fmt = byte_formatter("GB")
+        >>> gpu_named("96.0 GB GPU", 96 * 10**9, fmt), gpu_named("B200", 180 * 10**9, fmt)
+        ('the 96.0 GB GPU', 'the B200 (180 GB)')
+    """
+    return f"the {label}" if label == f"{fmt(memory)} GPU" else f"the {label} ({fmt(memory)})"

@@ -24,7 +24,7 @@ from calc.widgets._fields import (
 )
 from calc.widgets._html import byte_formatter, checked, out, table, verdict
 from calc.widgets._model import CUSTOM, ModelChoice, model_fields, read_model
-from calc.widgets._parts import kv
+from calc.widgets._parts import duration, kv, plural
 
 __all__ = ["CALCULATOR"]
 
@@ -72,16 +72,6 @@ def _percent(text: str, field: str) -> Fraction:
     return (
         parse_decimal(text.strip().rstrip("%") if len(text) <= 64 else text, field, rule, minimum=1, maximum=100) / 100
     )
-
-
-def _seconds(s: float) -> str:
-    if s == 0:
-        return "0 s"
-    if s < 1e-3:
-        return f"{s * 1e6:.3g} µs"
-    if s < 1:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s:.3g} s"
 
 
 def _rate(bytes_per_s: int) -> str:
@@ -206,7 +196,7 @@ def _rows(step, v: dict[str, str], fmt) -> list[tuple[str, ...]]:
                 ),
                 out(f"{t.name}-bytes", fmt(t.bytes_sent)),
                 f"{escape(where)}<br><small>{escape(_rate(t.bus_bytes_per_s))} bus bandwidth</small>",
-                out(f"{t.name}-time", _seconds(t.time_s), value=t.time_s, unit="s"),
+                out(f"{t.name}-time", duration(t.time_s), value=t.time_s, unit="s"),
             )
         )
     rows.append(
@@ -215,7 +205,7 @@ def _rows(step, v: dict[str, str], fmt) -> list[tuple[str, ...]]:
             "",
             out("total_bytes", fmt(step.total_bytes), "strong"),
             "",
-            out("total_time", _seconds(step.total_time_s), "strong", value=step.total_time_s, unit="s"),
+            out("total_time", duration(step.total_time_s), "strong", value=step.total_time_s, unit="s"),
         )
     )
     return rows
@@ -247,8 +237,8 @@ def _compute(v: dict[str, str]) -> str:
         )
     biggest = max(step.terms, key=lambda t: t.time_s)
     line = (
-        f"{step.gpus:,} GPUs ({step.gpus_per_node} per node), {format_count(params)} parameters: "
-        f"each GPU sends {fmt(step.total_bytes)} per step, {_seconds(step.total_time_s)} if nothing overlaps; "
+        f"{plural(step.gpus, 'GPU')} ({step.gpus_per_node} per node), {format_count(params)} parameters: "
+        f"each GPU sends {fmt(step.total_bytes)} per step, {duration(step.total_time_s)} if nothing overlaps; "
         f"the largest share is {_GROUPS[biggest.group].lower()} ({biggest.collective})."
     )
     head = ("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time")

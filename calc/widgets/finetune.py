@@ -41,7 +41,7 @@ from calc.widgets._fields import (
 )
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import model_fields, read_model
-from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, headroom, kv
+from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, gpu_named, headroom, kv
 
 __all__ = ["CALCULATOR"]
 
@@ -114,7 +114,9 @@ def _parts(arch, state, lay, seq: int, micro: int) -> list[tuple[str, str, int, 
 def _verdict_line(head: str, total: int, memory: int, gpu_label: str, fmt) -> str:
     if total <= memory:
         return f"Fits: {fmt(total)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - total)} left."
-    return f"Does not fit: {head} needs {fmt(total)}, over the {gpu_label} ({fmt(memory)}) by {fmt(total - memory)}."
+    return (
+        f"Does not fit: {head} needs {fmt(total)}, over {gpu_named(gpu_label, memory, fmt)} by {fmt(total - memory)}."
+    )
 
 
 def _compute(v: dict[str, str]) -> str:

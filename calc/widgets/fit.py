@@ -26,7 +26,7 @@ from calc.widgets._fields import (
     zero_field,
 )
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
-from calc.widgets._parts import gpu_memory_line, headroom, kv
+from calc.widgets._parts import gpu_memory_line, gpu_named, headroom, kv
 
 __all__ = ["CALCULATOR"]
 
@@ -145,7 +145,7 @@ def _verdict_line(used: int, memory: int, gpu_label: str, head: str, what: str, 
     if used <= memory:
         line = f"Fits: {fmt(used)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - used)} left"
         return line + ("." if counted else " for activations and buffers.")
-    return f"Does not fit: {head}: {what} exceeds the {gpu_label} ({fmt(memory)}) by {fmt(used - memory)}."
+    return f"Does not fit: {head}: {what} exceeds {gpu_named(gpu_label, memory, fmt)} by {fmt(used - memory)}."
 
 
 def _hint(arch, params: int, memory: int, v: dict[str, str], seq: int, micro: int, fmt) -> str:

@@ -18,7 +18,7 @@ from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import convention_field, one_of, select, seq_len_field
 from calc.widgets._html import out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
-from calc.widgets._parts import kv
+from calc.widgets._parts import duration, kv
 
 __all__ = ["CALCULATOR", "plan_result"]
 
@@ -96,10 +96,25 @@ def _verdict_line(label: str, r: dict[str, Any]) -> str:
     best = r["layouts"][0]
     return (
         f"{label}: best of {r['searched']:,} layouts searched: dp={best['dp']} tp={best['tp']} pp={best['pp']} "
-        f"cp={best['cp']} ep={best['ep']}, ZeRO-{best['zero_stage']}, {best['recompute']} recomputation, "
+        f"cp={best['cp']} ep={best['ep']}, ZeRO-{best['zero_stage']}, {_RECOMPUTATION[best['recompute']]}, "
         f"micro-batch {best['micro_batch']}, interleave {best['interleave']}: {best['step_time_s']:.3g} s per step, "
         f"MFU {best['mfu']:.1%}."
     )
+
+
+_RECOMPUTATION = {"none": "no recomputation", "selective": "selective recomputation", "full": "full recomputation"}
+
+
+def _flip(layouts: list[dict[str, Any]], i: int) -> str:
+    """The "could flip" note of layout ``i`` (from 1) in words: how close the next one is, never "0.0%"."""
+    x = layouts[i - 1]
+    if not x.get("flip") or i >= len(layouts):
+        return ""
+    gap = layouts[i]["step_time_s"] / x["step_time_s"] - 1
+    close = (
+        "the same step time as" if gap <= 0 else "under 0.1% faster than" if gap < 0.001 else f"{gap:.1%} faster than"
+    )
+    return f"could flip: {close} #{i + 1}"
 
 
 def _ranking(layouts: list[dict[str, Any]]) -> str:
@@ -111,7 +126,7 @@ def _ranking(layouts: list[dict[str, Any]]) -> str:
             out(f"memory-{i}", f"{x['memory_bytes'] / 1e9:.1f} GB", value=x["memory_bytes"], unit="B"),
             out(f"step-{i}", f"{x['step_time_s']:.3g} s", value=x["step_time_s"], unit="s"),
             out(f"mfu-{i}", f"{x['mfu']:.1%}", value=x["mfu"]),
-            escape(x.get("flip", "")),
+            escape(_flip(layouts, i)),
         )
         for i, x in enumerate(layouts, 1)
     ]
@@ -123,7 +138,7 @@ def _where_time_goes(best: dict[str, Any]) -> str:
     parts = [
         (
             escape(p["part"]),
-            out(f"time-{i}", f"{p['seconds'] * 1e3:,.4g} ms", value=p["seconds"], unit="s"),
+            out(f"time-{i}", duration(p["seconds"]), value=p["seconds"], unit="s"),
             escape(p["why"]),
         )
         for i, p in enumerate(best["time"])

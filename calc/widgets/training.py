@@ -29,7 +29,7 @@ from calc.widgets._fields import (
 )
 from calc.widgets._html import byte_formatter, checked, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import model_fields, read_model
-from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes
+from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, gpu_named, kv, notes, plural
 
 __all__ = ["CALCULATOR"]
 
@@ -134,7 +134,8 @@ def _formulas(p: PeakMemory, layout: Layout, fmt, in_flight: float) -> str:
         (
             _LABELS["activations"],
             (
-                f"{m.layers} layers × {in_flight:.3g} micro-batches in flight × {layout.micro_batch} × "
+                f"{m.layers} layers × {in_flight:.3g} micro-batch{'' if in_flight == 1 else 'es'} in flight × "
+                f"{layout.micro_batch} × "
                 f"{layout.seq_len:,} tokens, tensor by tensor = {fmt(m.activations)}"
             ),
         )
@@ -186,13 +187,13 @@ def _verdict_line(p: PeakMemory, layout: Layout, label: str, memory: int, gpu_la
     shown = p.nvidia_smi_bytes
     degrees = f"dp {layout.dp} × tp {layout.tp} × pp {layout.pp}" + (f" × cp {layout.cp}" if layout.cp > 1 else "")
     where = f"pipeline stage {p.memory.stage}" if layout.pp > 1 else "each GPU"
-    head = f"{label} on {layout.gpus:,} GPUs, {degrees}, as nvidia-smi would show it"
+    head = f"{label} on {plural(layout.gpus, 'GPU')}, {degrees}, as nvidia-smi would show it"
     if shown <= memory:
         return (
             f"Fits: {fmt(shown)} of {fmt(memory)} on {where} of the {gpu_label} ({head}), {fmt(memory - shown)} left."
         )
     return (
-        f"Does not fit: {fmt(shown)} on {where} ({head}) is over the {gpu_label} ({fmt(memory)}) by "
+        f"Does not fit: {fmt(shown)} on {where} ({head}) is over {gpu_named(gpu_label, memory, fmt)} by "
         f"{fmt(shown - memory)}."
     )
 
