@@ -6,9 +6,10 @@ source measured (``allocated``, ``reserved`` or ``nvidia_smi``); throughput rows
 published figure (tokens/s, TFLOP/s per GPU of the FLOP kind the source names, or seconds per step).
 
 Each row's ``knobs`` (``stack``, ``recompute="op"``, ``loss``, ``compile``, ``reshard_after_forward``...) are
-passed to [`Layout`][calc.memory.layout.Layout] only where ``dataclasses.fields(Layout)`` has them and the
-value is accepted, so the rows pick up the stack knobs as the engine gains them; the result lists the knobs
-that were not applied. A row marked ``not_modelled`` (with its reason) is reported but does not fail.
+passed to [`Layout`][calc.memory.layout.Layout] where ``dataclasses.fields(Layout)`` has them and the value is
+accepted, else to ``peak_memory`` / ``step_time`` where their signature has the name, so the rows pick up the
+stack knobs as the engine gains them; the result lists the knobs that were applied nowhere. A row marked
+``not_modelled`` (with its reason) is reported but does not fail.
 
 ``python -m validation.published.predict`` prints the table.
 """
@@ -16,6 +17,7 @@ that were not applied. A row marked ``not_modelled`` (with its reason) is report
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,14 @@ def measured_step_s(row: dict[str, Any], predicted: Any) -> float:
     raise ValueError(msg)
 
 
+def _knob_kwargs(fn: Any, row: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """The knobs ``layout_for`` could not place that ``fn`` takes as keywords; they leave ``knobs_missing``."""
+    params = inspect.signature(fn).parameters
+    taken = {k: row["knobs"][k] for k in out["knobs_missing"] if k in params}
+    out["knobs_missing"] = tuple(k for k in out["knobs_missing"] if k not in taken)
+    return taken
+
+
 def _tolerance(row: dict[str, Any]) -> float:
     if row["kind"] == "throughput":
         return TOLERANCE["throughput"]
@@ -128,6 +138,7 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
         if row["kind"] == "memory":
             m = row["measured"]
             kwargs = {k: extra[k] for k in _MEMORY_KWARGS if k in extra}
+            kwargs.update(_knob_kwargs(peak_memory, row, out))
             peak = peak_memory(arch, layout, **kwargs)
             out["measured"] = round(m["value"] * _UNITS[m["unit"]])
             out["predicted"] = getattr(peak, _MEMORY_METRICS[m["metric"]])
@@ -135,6 +146,7 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
             kwargs = {k: extra[k] for k in _STEP_KWARGS if k in extra}
             if "network" in extra:
                 kwargs["network"] = Network(*extra["network"])
+            kwargs.update(_knob_kwargs(step_time, row, out))
             t = step_time(arch, layout, gpu=row["gpu"], **kwargs)
             out["measured"] = measured_step_s(row, t)
             out["predicted"] = t.step_time_s
