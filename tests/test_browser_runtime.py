@@ -87,7 +87,8 @@ root => {
 def values_of(root) -> dict[str, str]:
     return root.evaluate(
         "el => Object.fromEntries([...el.querySelectorAll('form [name]')].map(c => "
-        "[c.name, c.type === 'checkbox' ? (c.checked ? '1' : '0') : c.value]))"
+        "[c.name, c.type === 'checkbox' ? (c.checked ? '1' : '0')"
+        " : c.value === 'lc-from-config' ? c.dataset.lcPreset : c.value]))"
     )
 
 
@@ -508,8 +509,10 @@ async ([root, values]) => {
     });
     obs.observe(root, {attributes: true, attributeFilter: ['data-state', 'data-answered', 'data-seq']});
   });
+  // a pasted config makes the Model select read "From config.json"; the value sent is the preset it replaced
   const read = () => Object.fromEntries([...root.querySelectorAll('form [name]')].map(c =>
-    [c.name, c.type === 'checkbox' ? (c.checked ? '1' : '0') : c.value]));
+    [c.name, c.type === 'checkbox' ? (c.checked ? '1' : '0')
+      : c.value === 'lc-from-config' ? c.dataset.lcPreset : c.value]));
   const results = root.querySelector('[data-results]');
   const alert = root.querySelector('[role=alert]');
   const snapshot = () => ({

@@ -59,7 +59,7 @@ def test_unit_switch_carries_across_pages(browser, site_url) -> None:
     root = _root(page, "will-it-fit")
     assert root.locator('[name="unit"]').input_value() == "GiB"
     assert root.locator('[data-output="total"]').inner_text() == "104 GiB"
-    assert "will-it-fit.unit=GiB" in page.url  # the link to these numbers says so
+    assert "unit=" not in page.url  # the site's switch is not a calculator input: the address does not carry it
     _prose_follows(page, "GiB")
 
     # Another page, by instant navigation: its calculator and prose are in GiB before anything is touched.
@@ -79,10 +79,13 @@ def test_unit_switch_carries_across_pages(browser, site_url) -> None:
     assert page.locator(SWITCH).input_value() == "GiB"
     assert _root(page, "communication").locator('[name="unit"]').input_value() == "GiB"
 
-    # A link that names its unit wins for its calculator (the shared numbers are reproduced as sent).
+    # A link that names its unit wins for the page it opens (the shared numbers are reproduced as sent): the
+    # header switch and the calculator agree, and the reader's own choice stays stored.
     page.goto(f"{site_url}/?will-it-fit.unit=GB")
     wait_settled(page, "will-it-fit")
     assert _root(page, "will-it-fit").locator('[data-output="total"]').inner_text() == "112 GB"
+    assert page.locator(SWITCH).input_value() == "GB"
+    assert page.evaluate("() => localStorage.getItem('lc-unit')") == "GiB"
 
     # A calculator's own unit field is the same switch: it moves the header and the prose.
     page.goto(f"{site_url}/memory/inference/")
@@ -185,23 +188,24 @@ def test_copy_as_command_reproduces_the_live_numbers(browser, site_url) -> None:
     context.close()
 
 
-def test_form_beside_the_answer_when_wide_one_column_on_a_phone(browser, site_url) -> None:
+def test_the_answer_takes_the_full_width_under_the_form(browser, site_url) -> None:
+    """Issue 19: beside the form the answer was a 371 px column; it now takes the card's width under the form,
+    whose groups sit side by side when the card is wide."""
     boxes = """root => { const r = el => el.getBoundingClientRect();
       const f = r(root.querySelector('form')), a = r(root.querySelector('.lc-calc__answer'));
-      return {formRight: f.right, answerLeft: a.left, formTop: f.top, answerTop: a.top, formBottom: f.bottom}; }"""
-    wide = browser.new_context(viewport={"width": 1600, "height": 1000})
-    page = wide.new_page()
-    page.goto(f"{site_url}/memory/activations/")
-    box = _root(page, "training-memory").evaluate(boxes)
-    assert box["formRight"] <= box["answerLeft"] and abs(box["formTop"] - box["answerTop"]) < 40, box
-    wide.close()
-    phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=3, is_mobile=True)
-    page = phone.new_page()
-    page.goto(f"{site_url}/memory/activations/")
-    box = _root(page, "training-memory").evaluate(boxes)
-    assert box["answerTop"] >= box["formBottom"], box  # stacked
-    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
-    phone.close()
+      const groups = [...root.querySelectorAll('form > fieldset')].map(g => Math.round(r(g).left));
+      return {formBottom: f.bottom, answerTop: a.top, answerWidth: a.width, formWidth: f.width,
+              columns: new Set(groups).size}; }"""
+    for viewport, columns in (({"width": 1366, "height": 900}, 2), ({"width": 390, "height": 844}, 1)):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(f"{site_url}/memory/activations/")
+        box = _root(page, "training-memory").evaluate(boxes)
+        assert box["answerTop"] >= box["formBottom"], box  # stacked: the answer under the form
+        assert box["answerWidth"] >= box["formWidth"] - 1, box  # as wide as the card's content
+        assert box["columns"] >= columns, box
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"]
+        context.close()
 
 
 def test_numbers_in_tables_do_not_wrap(browser, site_url) -> None:

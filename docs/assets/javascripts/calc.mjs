@@ -219,12 +219,20 @@ function controls(root) {
   return [...root.querySelectorAll("form [name]")];
 }
 
+// A pasted config.json wins over the preset (calc.widgets._model), so while one is pasted the Model select reads
+// "From config.json" (an option added here, value FROM_CONFIG); the value sent and linked is still the preset
+// it replaced (data-lc-preset), which the engine ignores while the config is there.
+const FROM_CONFIG = "lc-from-config";
+
 function valueOf(control) {
-  return control.type === "checkbox" ? (control.checked ? "1" : "0") : control.value;
+  if (control.type === "checkbox") return control.checked ? "1" : "0";
+  if (control.tagName === "SELECT" && control.value === FROM_CONFIG) return control.dataset.lcPreset || "";
+  return control.value;
 }
 
 function setValue(control, value) {
   if (control.type === "checkbox") control.checked = ["1", "true", "on"].includes(value);
+  else if (control.tagName === "SELECT" && control.value === FROM_CONFIG) control.dataset.lcPreset = value;
   else control.value = value;
 }
 
@@ -243,7 +251,7 @@ function syncEnabled(root) {
 /** Why a value from a link cannot be put into a control, or "" if it can (the engine judges the rest). */
 function unusable(control, value, limit = control.tagName === "TEXTAREA" ? 8000 : 200) {
   if (control.tagName === "SELECT") {
-    return [...control.options].some((o) => o.value === value) ? "" : "it is not one of the choices";
+    return [...control.options].some((o) => o.value === value && o.value !== FROM_CONFIG) ? "" : "it is not one of the choices";
   }
   if (control.type === "checkbox") {
     return ["1", "0", "true", "false", "on", "off"].includes(value) ? "" : "it must be 1 or 0";
@@ -332,6 +340,13 @@ function unfold(control) {
 const UNIT_KEY = "lc-unit";
 const UNIT_CHOICES = { GB: "GB (10⁹ bytes)", GiB: "GiB (2³⁰ bytes)" };
 
+let linkUnit = null; // the unit a link on this page set (?ID.unit=GiB): the whole page shows it, nothing is stored
+
+/** The unit the page shows: a link's, else the reader's choice, else null (the calculators' default, GB). */
+function pageUnit() {
+  return linkUnit || storedUnit();
+}
+
 function storedUnit() {
   try {
     const unit = localStorage.getItem(UNIT_KEY);
@@ -350,12 +365,17 @@ function showProseUnits(unit) {
   }
 }
 
-function chooseUnit(unit, origin) {
+function chooseUnit(unit, origin, remember = true) {
   if (!Object.hasOwn(UNIT_CHOICES, unit)) return;
-  try {
-    localStorage.setItem(UNIT_KEY, unit);
-  } catch {
-    // not remembered; this page still follows
+  if (remember) {
+    linkUnit = null;
+    try {
+      localStorage.setItem(UNIT_KEY, unit);
+    } catch {
+      // not remembered; this page still follows
+    }
+  } else {
+    linkUnit = unit;
   }
   document.documentElement.dataset.lcUnit = unit;
   for (const select of document.querySelectorAll("[data-unit-switch]")) if (select.value !== unit) select.value = unit;
@@ -385,9 +405,164 @@ function unitSwitch() {
     if (before) before.before(label);
     else header.append(label);
   }
-  select.value = unit || "GB";
+  select.value = pageUnit() || "GB";
   document.documentElement.dataset.lcUnit = select.value;
   showProseUnits(select.value);
+}
+
+/** A pasted config.json in a few words: type · layers · GQA · vocabulary (read here, for the chip only). */
+function configSummary(text) {
+  let config;
+  try {
+    config = JSON.parse(text);
+  } catch {
+    return "not JSON yet";
+  }
+  if (!config || typeof config !== "object" || Array.isArray(config)) return "not a JSON object";
+  const t = config.text_config && typeof config.text_config === "object" ? { ...config, ...config.text_config } : config;
+  const count = (v) => (Number.isSafeInteger(v) && v > 0 ? v.toLocaleString("en") : "");
+  const parts = [];
+  if (typeof t.model_type === "string") parts.push(quote(t.model_type));
+  if (count(t.num_hidden_layers)) parts.push(`${count(t.num_hidden_layers)} layers`);
+  const heads = count(t.num_attention_heads);
+  const kv = count(t.num_key_value_heads);
+  if (heads && kv && t.num_key_value_heads < t.num_attention_heads) parts.push(`GQA ${heads}/${kv} heads`);
+  else if (heads) parts.push(`${heads} heads`);
+  if (count(t.vocab_size)) parts.push(`vocabulary ${count(t.vocab_size)}`);
+  return parts.join(" · ") || "no model keys found";
+}
+
+/**
+ * One source of truth for the model: while a config.json is pasted, the Model select reads "From config.json"
+ * with a chip that sums the config up and a button that clears it; choosing a preset clears the config.
+ * Returns `sync()`, to call before the inputs are read.
+ */
+function configChoice(byName) {
+  const select = byName.get("preset");
+  const area = byName.get("config");
+  if (!select || !area || select.tagName !== "SELECT" || area.tagName !== "TEXTAREA") return () => {};
+  const option = new Option("From config.json", FROM_CONFIG);
+  const chip = document.createElement("div");
+  chip.className = "lc-config-chip";
+  chip.setAttribute("data-config-chip", "");
+  chip.hidden = true;
+  const text = document.createElement("span");
+  const clear = document.createElement("button");
+  clear.type = "button";
+  clear.className = "lc-config-chip__clear";
+  clear.textContent = "Clear";
+  clear.setAttribute("aria-label", "Clear the pasted config.json and use the preset");
+  chip.append(text, clear);
+  select.after(chip);
+  const chosePreset = () => {
+    if (select.value !== FROM_CONFIG && area.value.trim() !== "") area.value = ""; // before the form hears it
+  };
+  select.addEventListener("input", chosePreset);
+  select.addEventListener("change", chosePreset);
+  clear.addEventListener("click", () => {
+    area.value = "";
+    area.dispatchEvent(new Event("input", { bubbles: true }));
+    select.focus();
+  });
+  return function sync() {
+    const pasted = area.value.trim() !== "";
+    if (pasted && select.value !== FROM_CONFIG) {
+      select.dataset.lcPreset = select.value;
+      if (!option.parentNode) select.prepend(option);
+      select.value = FROM_CONFIG;
+    } else if (!pasted && select.value === FROM_CONFIG) {
+      select.value = select.dataset.lcPreset || "";
+    }
+    if (!pasted && option.parentNode) option.remove();
+    chip.hidden = !pasted;
+    const summary = pasted ? `From config.json: ${configSummary(area.value)}` : "";
+    if (text.textContent !== summary) text.textContent = summary;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The answer's first line. While the inputs differ from the pre-rendered ones and no live answer has come (a
+// shared link, a unit restated, an edit before the engine is up), the build's results answer other inputs: they
+// are hidden and the answer's top reads "Computing 70B · ZeRO-3 · dp 64…". On phones a sticky one-line copy of
+// the verdict sits at the bottom of the screen while the form is in view, and jumps to the answer.
+
+const SUMMARY_PARTS = 5;
+
+/** The label text of a control, or its name. */
+function labelOf(root, control) {
+  const label = control.id ? root.querySelector(`label[for="${CSS.escape(control.id)}"]`) : null;
+  return label ? label.textContent.trim() : control.name;
+}
+
+/** The inputs that differ from `defaults`, in a few words: "70B · ZeRO-3 · dp 64". */
+function inputSummary(root, defaults) {
+  const parts = [];
+  for (const control of controls(root)) {
+    const value = valueOf(control);
+    if (control.disabled || !Object.hasOwn(defaults, control.name) || value === defaults[control.name]) continue;
+    const name = control.name;
+    let text;
+    if (control.tagName === "TEXTAREA") text = "your config.json";
+    else if (name === "zero_stage" && /^[0-3]$/.test(value)) text = `ZeRO-${value}`;
+    else if (name === "unit") text = `in ${value}`;
+    else if (control.type === "checkbox") text = `${labelOf(root, control)} ${value === "1" ? "on" : "off"}`;
+    else if (control.tagName === "SELECT") {
+      const option = [...control.options].find((o) => o.value === value);
+      text = (option ? option.textContent : value).replace(/\s*\(.*$/, "");
+    } else if (name === "params") text = quote(value);
+    else text = `${name.length <= 4 ? name : labelOf(root, control).toLowerCase()} ${quote(value)}`;
+    parts.push(text.length > 32 ? `${text.slice(0, 32)}…` : text);
+  }
+  if (parts.length > SUMMARY_PARTS) parts.splice(SUMMARY_PARTS, parts.length, "…");
+  return parts.join(" · ");
+}
+
+/** The pending line at the top of the answer and the sticky verdict; `update()` after every change shown. */
+function answerLine(root, form, results, alert, status) {
+  const answer = results.closest(".lc-calc__answer") || results.parentElement;
+  const pending = document.createElement("p");
+  pending.className = "lc-calc__pending";
+  pending.setAttribute("data-pending", "");
+  pending.hidden = true;
+  answer.prepend(pending);
+  const jump = document.createElement("button");
+  jump.type = "button";
+  jump.className = "lc-calc__jump";
+  jump.setAttribute("data-jump", "");
+  jump.hidden = true;
+  form.after(jump);
+  jump.addEventListener("click", () => answer.scrollIntoView({ block: "start" }));
+  if (typeof IntersectionObserver === "function") {
+    new IntersectionObserver((entries) => {
+      for (const entry of entries) root.toggleAttribute("data-answer-in-view", entry.isIntersecting);
+    }).observe(answer);
+  }
+  const line = {
+    pending,
+    pend(text) {
+      if (pending.textContent !== text) pending.textContent = text;
+      pending.hidden = !text;
+      line.update();
+    },
+    update() {
+      let text = "";
+      let ok = "";
+      if (!pending.hidden) text = pending.textContent;
+      else if (results.hidden) text = alert.textContent || status.textContent;
+      else if (results.dataset.stale) text = status.textContent;
+      else {
+        const verdict = results.querySelector("[data-output=verdict], .lc-verdict") || results.querySelector(".lc-kv");
+        text = verdict ? verdict.textContent.replace(/\s+/g, " ").trim() : "";
+        ok = (verdict && verdict.dataset.ok) || "";
+      }
+      const label = text ? `${text} ↓` : "";
+      if (jump.textContent !== label) jump.textContent = label;
+      if (ok) jump.dataset.ok = ok;
+      else delete jump.dataset.ok;
+      jump.hidden = !text;
+    },
+  };
+  return line;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,6 +603,7 @@ function mount(root) {
   };
   const setStatus = (text) => {
     if (status.textContent !== text) status.textContent = text;
+    line.update();
   };
   const setAlert = (text) => {
     if (alert.textContent !== text) alert.textContent = text;
@@ -437,6 +613,8 @@ function mount(root) {
     setStatus(text);
   };
   root.dataset.seq = String(seq);
+  const line = answerLine(root, form, results, alert, status);
+  let lastValues = null; // the inputs last acted on (a blur's change event after an input event changes nothing)
 
   // Notices about the link (unknown, repeated or unusable parameters): created here, text only.
   const notice = document.createElement("div");
@@ -512,6 +690,7 @@ function mount(root) {
 
   // A state from the URL (a shared link) replaces the defaults before anything is computed.
   const byName = new Map(controls(root).map((c) => [c.name, c]));
+  const syncConfig = configChoice(byName);
   const params = new URLSearchParams(location.search);
   const problems = [];
   const seen = new Set();
@@ -555,7 +734,12 @@ function mount(root) {
     notice.hidden = false;
   };
   const unitControl = byName.get("unit");
-  const preferred = storedUnit();
+  const linkedUnit = params.get(`${id}.unit`);
+  if (unitControl && linkedUnit && !unusable(unitControl, linkedUnit) && linkedUnit !== pageUnit()) {
+    // A link's unit is the page's: the header switch and every calculator show it (not stored).
+    chooseUnit(linkedUnit, null, false);
+  }
+  const preferred = pageUnit();
   let restated = false; // the site's unit switch, not the link or the defaults, chose this calculator's unit
   if (preferred && unitControl && !params.has(`${id}.unit`) && valueOf(unitControl) !== preferred && !unusable(unitControl, preferred)) {
     setValue(unitControl, preferred);
@@ -571,14 +755,16 @@ function mount(root) {
   const packs = new Map(); // a textarea's text -> its packed form
   const packable = (field, value) => canPack && value !== "" && byName.get(field)?.tagName === "TEXTAREA";
 
-  /** The URL of the current inputs, or null while a textarea's text is not packed yet (then use linkUrl). */
-  function stateUrl() {
+  /** The URL of the current inputs, or null while a textarea's text is not packed yet (then use linkUrl).
+   *  The address bar (`withUnit` false) leaves out the unit, which is the site's switch's (one unit switch
+   *  drives the site: it never writes ?ID.unit= into the address); a copied link keeps it. */
+  function stateUrl(withUnit = false) {
     const url = new URL(location.href);
     for (const param of [...url.searchParams.keys()]) {
       if (param.startsWith(`${id}.`)) url.searchParams.delete(param);
     }
     for (const [field, value] of Object.entries(readValues(root))) {
-      if (value === defaults[field]) continue;
+      if (value === defaults[field] || (field === "unit" && !withUnit)) continue;
       if (packable(field, value) && !packs.has(value)) return null;
       url.searchParams.set(`${id}.${field}`, packable(field, value) ? packs.get(value) : value);
     }
@@ -593,7 +779,7 @@ function mount(root) {
       if (packs.size >= 4) packs.clear();
       packs.set(value, packed);
     }
-    return stateUrl() || linkUrl();
+    return stateUrl(true) || linkUrl();
   }
 
   /** Put the current inputs in the address bar (after packing, for a pasted config; newest inputs only). */
@@ -605,11 +791,25 @@ function mount(root) {
     }
     const mine = seq;
     linkUrl().then(
-      (packed) => {
-        if (mine === seq && owned()) history.replaceState(history.state, "", packed);
+      () => {
+        const packed = stateUrl();
+        if (packed && mine === seq && owned()) history.replaceState(history.state, "", packed);
       },
       () => {},
     );
+  }
+
+  /** Before the first live answer: the build's results answer the defaults, so for other inputs they are hidden
+   *  and the answer's top says what is being computed instead (never a verdict for other inputs). */
+  function holdForFirstAnswer() {
+    if (answered !== -1 || failure) return;
+    if (sameAsDefaults()) {
+      line.pend("");
+      results.hidden = false;
+      return;
+    }
+    results.hidden = true;
+    line.pend(`Computing ${inputSummary(root, defaults)}…`);
   }
 
   /** Live calculation is unavailable: say so and say exactly what the numbers on screen are. */
@@ -626,6 +826,7 @@ function mount(root) {
     }
     if (results.innerHTML !== prerendered) results.innerHTML = prerendered;
     results.hidden = false;
+    line.pend("");
     let what;
     if (sameAsDefaults()) {
       delete results.dataset.stale;
@@ -649,6 +850,7 @@ function mount(root) {
     if (reply.renders !== undefined) root.dataset.workerRenders = String(reply.renders);
     answered = reply.seq;
     answerOk = Boolean(reply.ok);
+    line.pend("");
     root.dataset.answered = String(answered);
     if (reply.ok) {
       clearInvalid();
@@ -703,6 +905,10 @@ function mount(root) {
 
   function changed() {
     if (!owned()) return; // a calculator left behind by navigation never touches another page
+    syncConfig();
+    const now = JSON.stringify(readValues(root));
+    if (now === lastValues) return; // nothing changed (a blur after typing): no recompute, no flicker
+    lastValues = now;
     seq += 1;
     root.dataset.seq = String(seq);
     edited = true;
@@ -720,9 +926,11 @@ function mount(root) {
     }
     if (state !== "ready") {
       markStale("Your numbers will be computed as soon as the engine has loaded…");
+      holdForFirstAnswer();
       return;
     }
     markStale("Updating…");
+    holdForFirstAnswer();
     compute(); // no debounce: the worker computes only the newest request and answers older ones "superseded"
   }
 
@@ -812,6 +1020,9 @@ function mount(root) {
   const begin = () => {
     showProblems();
     syncEnabled(root);
+    syncConfig();
+    lastValues = JSON.stringify(readValues(root));
+    holdForFirstAnswer();
     if (fromUrl) markStale("Computing the numbers from the link…");
     else if (restated) markStale("Computing the numbers in your units…");
     else setStatus("Pre-rendered at build time; loading the live engine…");
@@ -827,6 +1038,7 @@ function mount(root) {
 
 document$.subscribe(() => {
   for (const controller of [...controllers]) if (!controller.root.isConnected) controllers.delete(controller);
+  linkUnit = null; // a link's unit holds for its page only
   unitSwitch();
   for (const root of document.querySelectorAll("[data-calc]")) mount(root);
 });

@@ -37,6 +37,66 @@ function loadRuntime() {
 
 const scheme = () => (document.body.getAttribute("data-md-color-scheme") === "slate" ? "slate" : "default");
 
+// Sized to the container: a chart is drawn as wide as its view (not drawn at the spec's 560 px plotting width and
+// scaled down, which took its 12 px labels to 5-8 px in a calculator column or on a phone), so its text stays at
+// the theme's size. The width is in the rendering's key (a resize redraws it, in steps of WIDTH_STEP px); side by
+// side panels (hconcat) are stacked (vconcat) below NARROW px. What a view needs besides its plotting area (axes,
+// labels, legend) is learnt from the first rendering of each chart and used from then on (one rendering a change).
+const WIDTH_STEP = 16;
+const NARROW = 480;
+const MIN_PLOT = 120;
+const LEGEND_COLUMN = 180; // px a legend column takes with a label of about 20 characters at 12 px
+const overheads = new Map(); // chart name + layout -> px of the drawing that is not plotting area
+
+const viewWidth = (figure) => {
+  const view = figure.querySelector(".lc-chart__view");
+  const width = view ? view.clientWidth : 0;
+  return width > 0 ? Math.floor(width / WIDTH_STEP) * WIDTH_STEP : 0;
+};
+
+/** The panels whose numeric `width` sets the drawing's width, and whether the spec was stacked for `width`. */
+function fitted(spec, width) {
+  if (!width) return { spec, panels: [], stacked: false };
+  let out = structuredClone(spec);
+  let stacked = false;
+  if (Array.isArray(out.hconcat) && width < NARROW) {
+    out = { ...out, vconcat: out.hconcat };
+    delete out.hconcat;
+    stacked = true;
+  }
+  narrowLegends(out, width);
+  let panels;
+  if (Array.isArray(out.hconcat)) panels = out.hconcat;
+  else if (Array.isArray(out.vconcat)) panels = out.vconcat;
+  else panels = [out];
+  panels = panels.filter((panel) => panel && typeof panel === "object" && typeof panel.width === "number");
+  return { spec: out, panels, stacked, across: Array.isArray(out.hconcat) ? panels.length : 1 };
+}
+
+/** Legends laid out in columns get as many as `width` holds (a 3-column legend set a phone chart's width). */
+function narrowLegends(node, width) {
+  if (!node || typeof node !== "object") return;
+  if (Array.isArray(node)) {
+    for (const item of node) narrowLegends(item, width);
+    return;
+  }
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "data") continue;
+    if (key === "legend" && value && typeof value.columns === "number") {
+      value.columns = Math.max(1, Math.min(value.columns, Math.floor(width / LEGEND_COLUMN)));
+    } else {
+      narrowLegends(value, width);
+    }
+  }
+}
+
+/** Set the panels' widths so that the drawing is `width` px wide, given `overhead` px that are not plotting area. */
+function size(fit, width, overhead) {
+  const plot = Math.max(MIN_PLOT, Math.floor((width - overhead) / Math.max(1, fit.across)));
+  for (const panel of fit.panels) panel.width = plot;
+  return plot;
+}
+
 /** A short fingerprint of a palette + spec (FNV-1a, 32 bits): what a live rendering shows. */
 function fingerprint(text) {
   let h = 0x811c9dc5;
@@ -44,7 +104,7 @@ function fingerprint(text) {
   return (h >>> 0).toString(36);
 }
 
-const keyOf = (figure) => `${scheme()} ${figure.dataset.chartSpec || ""}`; // palette + spec: what a rendering shows
+const keyOf = (figure) => `${scheme()} ${viewWidth(figure)} ${figure.dataset.chartSpec || ""}`; // what a rendering shows
 const inFlight = new WeakMap(); // figure -> key of the rendering on its way
 const views = new WeakMap(); // figure -> the vega-embed result shown
 const shown = new WeakMap(); // figure -> the .lc-chart__live it shows (or last showed)
@@ -96,11 +156,10 @@ async function render(figure) {
     figure.dataset.chartState = "pending";
   }
   try {
-    const spec = JSON.parse(figure.dataset.chartSpec);
+    const width = viewWidth(figure);
+    const fit = fitted(JSON.parse(figure.dataset.chartSpec), width);
     const { embed, expr, themes } = await loadRuntime();
-    const holder = document.createElement("div");
-    holder.className = "lc-chart__live";
-    const result = await embed(holder, spec, {
+    const options = {
       mode: "vega-lite",
       renderer: "svg",
       actions: false,
@@ -110,7 +169,23 @@ async function render(figure) {
       defaultStyle: false,
       tooltip: false,
       logLevel: 0,
-    });
+    };
+    const learnt = `${figure.dataset.chart} ${fit.stacked ? "v" : "h"}`;
+    let holder = null;
+    let result = null;
+    for (let pass = 0; pass < 2; pass++) {
+      const guess = overheads.has(learnt) ? overheads.get(learnt) : 140 * (fit.across || 1);
+      const plot = fit.panels.length ? size(fit, width, guess) : 0;
+      if (result) result.finalize();
+      holder = document.createElement("div");
+      holder.className = "lc-chart__live";
+      result = await embed(holder, fit.spec, options);
+      const drawn = Number(holder.querySelector("svg")?.getAttribute("width")) || 0;
+      if (!plot || !drawn) break;
+      const overhead = drawn - plot * fit.across;
+      overheads.set(learnt, overhead);
+      if (overhead === guess || Math.abs(drawn - width) <= 4 || plot === MIN_PLOT) break;
+    }
     const svg = holder.querySelector("svg");
     if (svg) {
       svg.setAttribute("aria-hidden", "true");
@@ -155,6 +230,9 @@ const observer = new MutationObserver((records) => {
   let all = false;
   for (const record of records) {
     if (record.target === document.body && record.attributeName === "data-md-color-scheme") all = true;
+    if (record.attributeName === "hidden" && record.target.querySelectorAll) {
+      for (const figure of record.target.querySelectorAll("[data-chart]")) touched.add(figure); // shown: sized now
+    }
     const owner = record.target.closest ? record.target.closest("[data-chart]") : null;
     if (owner) touched.add(owner);
     for (const node of record.addedNodes) {
@@ -172,9 +250,19 @@ function start() {
     childList: true,
     subtree: true,
     attributes: true,
-    attributeFilter: ["data-md-color-scheme", "data-chart-spec", "data-chart-state", "data-chart-rendered"],
+    attributeFilter: ["data-md-color-scheme", "data-chart-spec", "data-chart-state", "data-chart-rendered", "hidden"],
   });
   renderAll();
+  // A new width (a phone turned, a window resized) redraws the charts whose width step changed, once a frame.
+  let queued = false;
+  addEventListener("resize", () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => {
+      queued = false;
+      renderAll();
+    });
+  });
 }
 
 if (document.body) start();
