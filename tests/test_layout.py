@@ -19,10 +19,11 @@ from calc.memory.layout import (
     layout_stages,
     stage_layers,
     stage_memory,
+    stage_plan,
 )
 from calc.memory.model_state import CONVENTIONS, model_state_bytes
 from calc.models.architecture import Architecture
-from calc.models.presets import preset
+from calc.models.presets import PRESETS, preset
 from calc.widgets import render
 
 MiB = 2**20
@@ -57,11 +58,8 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
         (ODD_MLP, dict(tp=16), "tp must divide the MLP width (intermediate_size=1000) (got 16)"),
         (
             "gpt2",
-            dict(pp=5),
-            (
-                "pp must divide the layers, or the layers + 2 with the first and last stages one layer "
-                "short (layers=12) (got 5)"
-            ),
+            dict(pp=13),  # any split runs, but each stage needs a layer
+            "pp must leave at least one layer per stage: pp must be at most the layers (layers=12) (got 13)",
         ),
         (
             "gpt2",
@@ -84,7 +82,14 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
                 "of the 0 other stages (layers=12, left=2) (got 5)"
             ),
         ),
-        ("gpt2", dict(pp=2, interleave=4), "pp × interleave must divide the layers (layers=12, interleave=4) (got 2)"),
+        (
+            "gpt2",
+            dict(pp=4, interleave=4),
+            (
+                "pp must leave at least one layer per stage: pp × interleave must be at most the layers (layers=12) "
+                "(got 4)"
+            ),
+        ),
         (
             "gpt2",
             dict(interleave=2),
@@ -160,7 +165,10 @@ def test_layout_rules(arch, kw: dict, message: str) -> None:
         ),
         (
             dict(pp=2, interleave=2, decoder_first_pipeline_num_layers=2),
-            "interleave must be 1 with uneven pipeline stages (only plain 1F1B is modelled with them) (got 2)",
+            (
+                "decoder_first_pipeline_num_layers cannot be given with interleave (give pipeline_layers per virtual "
+                "stage) (got 2)"
+            ),
         ),
     ],
 )
@@ -589,7 +597,7 @@ def test_widget_cases(inputs: dict, ok: str, phrase: str) -> None:
         ("preset", "gpt-9"),
         ("dp", "0"),
         ("tp", "3"),
-        ("pp", "5"),
+        ("pp", "999"),  # any split runs; more stages than layers does not
         ("ep", "2"),
         ("zero_stage", "4"),
         ("global_batch", "7"),
@@ -620,26 +628,26 @@ def _canonical(calculator: str, text: str) -> str:
     return text
 
 
-_PP = "pp must divide the layers, or the layers + 2 with the first and last stages one layer short (layers=80) (got 3)"
+_PP = "pp must leave at least one layer per stage: pp must be at most the layers (layers=80) (got 81)"
 _HIDDEN = "tp must divide the hidden size (hidden=8191) (got 8)"
-_PPV = "pp × virtual_stages must divide the layers (layers=80, virtual_stages=3) (got 4)"
+_PPV = "pp must leave at least one layer per stage: pp × virtual_stages must be at most the layers (layers=80) (got 32)"
 _MB = "num_microbatches must be a multiple of pp (pp=4) for the interleaved schedule (got 3)"
 _V = "virtual_stages needs pp of at least 2 (it splits each pipeline stage into chunks) (got 2)"
 _CP = "cp must divide seq_len (seq_len=4096) (got 3)"
 _CP2 = "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=4094) (got 2)"
 _SP = "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"
 _EP = "ep must divide dp × cp (=8); expert parallelism reuses the data- and context-parallel ranks (got 16)"
-_NOT, _UNS = "not-divisible", "unsupported"
+_NOT, _UNS, _INV = "not-divisible", "unsupported", "invalid-value"
 _IL = {"schedule": "interleaved"}
 
 # (calculator, inputs, field as check_parallelism names it, code, message in those names)
 SHARED_LAYOUT_CASES = [
-    ("communication", {"pp": "3", "layers": "80"}, "pp", _NOT, _PP),
-    ("training-memory", {"preset": "llama3-70b", "pp": "3"}, "pp", _NOT, _PP),
+    ("communication", {"pp": "81", "layers": "80"}, "pp", _INV, _PP),
+    ("training-memory", {"preset": "llama3-70b", "pp": "81"}, "pp", _INV, _PP),
     ("communication", {"tp": "8", "hidden": "8191"}, "tp", _NOT, _HIDDEN),
     ("activations", {"tp": "8", "hidden": "8191", "heads": "1"}, "tp", _NOT, _HIDDEN),
-    ("communication", {"pp": "4", "virtual_stages": "3", "layers": "80"}, "pp", _NOT, _PPV),
-    ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "3"}, "pp", _NOT, _PPV),
+    ("communication", {"pp": "32", "virtual_stages": "3", "layers": "80"}, "pp", _INV, _PPV),
+    ("training-memory", {"preset": "llama3-70b", "pp": "32", "interleave": "3"}, "pp", _INV, _PPV),
     ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", _NOT, _MB),
     (
         "pipeline-bubble",
@@ -732,8 +740,8 @@ def test_shard_modes_bound_the_busiest_rank_from_below(model: str, kw: dict) -> 
 
 def test_fsdp2_padding_of_gpt2_over_7_ranks() -> None:
     """GPT-2's 50,257-row embedding over 7 ranks: rank 0 holds ceil(50257 / 7) = 7,180 rows, 3 more than even."""
-    from calc.memory.stage_plan import _stage_tensors
     from calc.memory.model_state import busiest_shard
+    from calc.memory.stage_plan import _stage_tensors
 
     arch = preset("gpt2")
     layout = Layout(dp=7, zero_stage=3, shard="fsdp2", seq_len=1024)
@@ -859,3 +867,73 @@ def test_llama3_405b_per_stage_parameters() -> None:
         Layout(tp=8, pp=16, seq_len=8192, decoder_first_pipeline_num_layers=7, decoder_last_pipeline_num_layers=7),
     )
     assert stages == explicit == megatron
+
+
+# ---------------------------------------------------------------- any pipeline split (issue 17)
+
+
+@pytest.mark.parametrize(
+    ("layers", "kw", "virtual", "placement"),
+    [
+        (32, dict(pp=4), (8, 8, 8, 8), "even: 8×4"),
+        # Llama 3 405B on 16 stages, Dubey et al. 2024 Sec. 3.3.2; torchtitan's weighted split gives the same
+        (126, dict(pp=16), (7,) + (8,) * 14 + (7,), "uneven (torchtitan weighted): 7 + 8×14 + 7"),
+        # torchtitan's 405B run: pp=8, two virtual stages each (benchmarks/llama3_h100_202412_torchtitan.md)
+        (126, dict(pp=8, interleave=2), (7,) + (8,) * 14 + (7,), "uneven (torchtitan weighted): 7 + 8×14 + 7"),
+        # DeepSeek-V3's 61 layers on PP16: 63 effective layers, 3 each + 1 on the first 15, less the ends
+        (61, dict(pp=16), (3,) + (4,) * 14 + (2,), "uneven (torchtitan weighted): 3 + 4×14 + 2"),
+        (80, dict(pp=3), (27, 27, 26), "uneven (torchtitan weighted): 27×2 + 26"),
+        (5, dict(pp=2), (3, 2), "uneven (torchtitan weighted): 3 + 2"),
+        # pp = layers: weighting would leave the last stage empty, so one layer each
+        (12, dict(pp=12), (1,) * 12, "even: 1×12"),
+        # 13 layers on 12 stages: weighted leaves an empty stage; the extra layer goes after the first stage
+        (13, dict(pp=12), (1, 2) + (1,) * 10, "uneven (as even as it goes, the extra layers after the first stage)"),
+        (32, dict(pp=4, first_stage_layers=5), (5, 9, 9, 9), "first_stage_layers=5, the rest even: 5 + 9×3"),
+        (32, dict(pp=4, decoder_last_pipeline_num_layers=5), (9, 9, 9, 5), "decoder_last_pipeline_num_layers=5"),
+        (10, dict(pp=2, interleave=2, pipeline_layers=(2, 3, 3, 2)), (2, 3, 3, 2), "pipeline_layers as given"),
+    ],
+)
+def test_any_pipeline_split(layers, kw, virtual, placement):
+    layout = Layout(**kw)
+    assert layout.virtual_stage_layer_counts(layers) == virtual
+    assert layout.placement(layers).startswith(placement)
+    p = layout.pp
+    assert layout.stage_layer_counts(layers) == tuple(sum(virtual[k::p]) for k in range(p))
+    assert sum(layout.stage_layer_counts(layers)) == layers
+
+
+def test_first_stage_layers_is_megatrons_field():
+    a = Layout(pp=4, first_stage_layers=5)
+    b = Layout(pp=4, decoder_first_pipeline_num_layers=5)
+    assert a.stage_layer_counts(32) == b.stage_layer_counts(32) == (5, 9, 9, 9)
+    with pytest.raises(CalcError, match="first_stage_layers must equal decoder_first_pipeline_num_layers"):
+        Layout(pp=4, first_stage_layers=5, decoder_first_pipeline_num_layers=6)
+
+
+def test_pipeline_layers_per_virtual_stage_when_interleaved():
+    with pytest.raises(CalcError, match=r"per virtual stage \(pp × interleave = 4\)"):
+        Layout(pp=2, interleave=2, pipeline_layers=(5, 5))
+
+
+def test_torchtitan_405b_interleaved_stages():
+    """Stage k holds virtual stages k and k + 8: 7 + 8 layers on the first, 8 + 7 on the last."""
+    arch = preset("llama3.1-405b")
+    layout = Layout(tp=8, pp=8, interleave=2, seq_len=8192, global_batch=32)
+    plan = stage_plan(arch, layout)
+    assert plan.layer_counts == (15,) + (16,) * 6 + (15,)
+    assert plan.layers[0] == tuple(range(7)) + tuple(range(63, 71))
+    assert plan.layers[7] == tuple(range(55, 63)) + tuple(range(119, 126))
+    stages = layout_stages(arch, layout)
+    assert [m.layers for m in stages] == list(plan.layer_counts)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_runs_on_any_pp(name):
+    arch = preset(name)
+    n = arch.num_layers
+    for pp in sorted({2, 3, 5, 7, n - 1, n} - {0, 1}):
+        if pp > n:
+            continue
+        stages = layout_stages(arch, Layout(pp=pp, seq_len=256))
+        assert sum(m.layers for m in stages) == n
+        assert min(m.layers for m in stages) >= 1

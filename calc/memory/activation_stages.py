@@ -244,9 +244,26 @@ def stage_activations(
     k = _stage(stage, p)
     _check_pipeline(n_layers, p, v)
     stage_layers = _stage_layer_bytes(layer_bytes, n_layers // p)
+    return _stage_extras(stage_layers, p, v, num_microbatches, k, Fraction(s * b, c), h, vocab, t, sp, drop)
+
+
+def _stage_extras(
+    stage_layers: int,
+    p: int,
+    v: int,
+    num_microbatches: int | None,
+    k: int,
+    tokens: Fraction,
+    h: int,
+    vocab: int,
+    t: int,
+    sp: bool,
+    drop: bool,
+) -> StageActivations:
+    """[`stage_activations`][calc.memory.activations.stage_activations] for checked arguments: ``stage_layers``
+    is the bytes of the stage's layers for one micro-batch (any split), ``tokens`` per context-parallel rank."""
     chunks = in_flight_chunks(p, interleave=v, num_microbatches=num_microbatches, stage=k)
     microbatches = Fraction(chunks, v)  # micro-batches' worth of the whole stage in flight
-    tokens = Fraction(s * b, c)
     rep = t if sp else 1
     first, last = k == 0, k == p - 1
     return StageActivations(

@@ -48,6 +48,7 @@ from __future__ import annotations
 from calc.memory.layout_rules import check_parallelism
 from calc.memory.layout_spec import Layout, check_layout
 from calc.memory.per_gpu import LayoutMemory, layout_memory, layout_stages, stage_memory
+from calc.memory.pipeline_split import split_layers
 from calc.memory.stage_plan import StagePlan, stage_layers, stage_plan
 
 __all__ = [
@@ -60,5 +61,6 @@ __all__ = [
     "layout_stages",
     "stage_layers",
     "stage_memory",
+    "split_layers",
     "stage_plan",
 ]

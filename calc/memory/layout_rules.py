@@ -6,10 +6,10 @@ argument checks; Narayanan et al. 2021, arXiv:2104.04473, Sec. 2.2.2 for interle
 
 1. ``virtual_stages`` above 1 needs ``pp`` of at least 2 (``unsupported``);
 2. ``global_batch`` is a multiple of ``dp × micro_batch``;
-3. ``pp`` divides ``layers``, and ``pp × virtual_stages`` does when interleaved; without
-   interleaving ``pp`` may instead divide ``layers + 2``, the first and last stages holding one
-   layer fewer to make room for the embedding and the loss, as Llama 3 405B trains (126 layers on
-   16 stages, Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2);
+3. ``pp × virtual_stages`` is at most ``layers`` (one layer per stage at least): any split runs, as
+   Megatron-Core's uneven stages and pipeline layouts and torchtitan's weighted split do; how the layers
+   are placed is [`split_layers`][calc.memory.layout.split_layers]'s (Llama 3 405B's 126 layers on 16
+   stages: 7 + 8×14 + 7, Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2);
 4. interleaved, the micro-batches per pipeline (``num_microbatches``, or
    ``global_batch / (dp × micro_batch)``) are a multiple of ``pp``;
 5. ``tp`` divides ``hidden`` (the heads are split over ``tp`` and ``hidden = heads × head_dim``);
@@ -77,11 +77,12 @@ def check_parallelism(
 
     Examples:
         >>> check_parallelism(tp=8, pp=4, layers=80, hidden=8192, virtual_stages=2, num_microbatches=16)
-        >>> check_parallelism(pp=3, layers=80)  # doctest: +ELLIPSIS
+        >>> check_parallelism(pp=3, layers=80)  # 27 + 27 + 26: any split runs
+        >>> check_parallelism(pp=16, layers=126)  # Llama 3 405B: 7 + 8 × 14 + 7 layers
+        >>> check_parallelism(pp=8, virtual_stages=2, layers=12)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: pp must divide the layers, or the layers + 2 with the first and last ... (got 3)
-        >>> check_parallelism(pp=16, layers=126)  # Llama 3 405B: 7 + 14 × 8 + 7 layers
+        calc.errors.CalcError: pp must leave at least one layer per stage: pp × virtual_stages must be at most ...
         >>> check_parallelism(pp=4, virtual_stages=2, num_microbatches=3, names={"virtual_stages": "interleave"})
         Traceback (most recent call last):
         ...
@@ -132,22 +133,13 @@ def _check_pipeline(
             global_batch,
             code="not-divisible",
         )
-    if layers is not None:
-        if v > 1 and layers % (pp * v):
-            raise CalcError(
-                n("pp"),
-                f"× {n('virtual_stages')} must divide the layers (layers={layers}, {n('virtual_stages')}={v})",
-                pp,
-                code="not-divisible",
-            )
-        if layers % pp and not (v == 1 and pp >= 3 and (layers + 2) % pp == 0):
-            raise CalcError(
-                n("pp"),
-                f"must divide the layers, or the layers + 2 with the first and last stages one "
-                f"layer short (layers={layers})",
-                pp,
-                code="not-divisible",
-            )
+    if layers is not None and pp * v > layers:
+        what = f"{n('pp')} × {n('virtual_stages')}" if v > 1 else n("pp")
+        raise CalcError(
+            n("pp"),
+            f"must leave at least one layer per stage: {what} must be at most the layers (layers={layers})",
+            pp,
+        )
     if v > 1:
         _check_interleaved_microbatches(n, pp, dp, micro_batch, global_batch, num_microbatches)
 

@@ -17,6 +17,7 @@ from calc.memory._activation_args import RECOMPUTE_MODES
 from calc.memory.activations import IMPLEMENTATIONS
 from calc.memory.layout_rules import _LAYOUT_NAMES, _bool, check_parallelism
 from calc.memory.model_state import SHARD_MODES, resolve_convention
+from calc.memory.pipeline_split import _FIRST_ALIAS, _LAST_ALIAS, check_stage_fields, split_layers
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 
@@ -66,13 +67,11 @@ class Layout:
             Megatron-LM / Transformer Engine do), which needs ``2 × cp`` to divide the sequence.
         gpus: The total GPU count, if given: it must equal ``dp × tp × pp × cp``. After construction
             it always holds that product.
-        pipeline_layers: Transformer layers on each pipeline stage, first to last (``pp`` entries that
-            add up to the model's layers), for uneven stages; ``None`` splits evenly.
-        decoder_first_pipeline_num_layers: Layers on the first stage, as Megatron-LM's flag of that
-            name; the stages not given share the rest evenly.
-        decoder_last_pipeline_num_layers: Layers on the last stage, likewise. With none of the three,
-            a ``pp`` that divides the layers + 2 (not the layers) puts one layer fewer on the first and
-            last stages, as Llama 3 405B trains (126 layers on 16 stages: 7 + 14 × 8 + 7).
+        pipeline_layers: Transformer layers on each stage, first to last (``pp`` entries, or ``pp × interleave``,
+            one per virtual stage, when interleaved) adding up to the model's layers; ``None``: the default split
+            ([`split_layers`][calc.memory.layout.split_layers]: even where it divides, else torchtitan's).
+        decoder_first_pipeline_num_layers: Megatron-LM's name of ``first_stage_layers`` (either may be given).
+        decoder_last_pipeline_num_layers: Megatron-LM's name of ``last_stage_layers``.
         shard: How ZeRO-sharded states split over the ranks, for the busiest rank
             ([`busiest_shard`][calc.memory.model_state.busiest_shard]): ``"even"`` (``ceil(Ψ/N)``, the ZeRO
             paper's lower bound, the default), ``"fsdp2"`` (every tensor chunked on dim 0 and padded) or
@@ -80,6 +79,9 @@ class Layout:
         implementation: Whose kernels save the activations, a key of
             [`IMPLEMENTATIONS`][calc.memory.activations.IMPLEMENTATIONS]: ``"megatron"`` (the paper's fused
             accounting, the default), ``"hf-eager"`` or ``"hf-sdpa"`` (stock Hugging Face transformers).
+        first_stage_layers: Layers on the first stage (Megatron-LM's ``decoder_first_pipeline_num_layers``);
+            the stages not given share the rest evenly.
+        last_stage_layers: Layers on the last stage (``decoder_last_pipeline_num_layers``), likewise.
 
     Examples:
         >>> Layout(tp=8, pp=8, gpus=512).dp
@@ -116,6 +118,8 @@ class Layout:
     decoder_last_pipeline_num_layers: int | None = None
     implementation: str = "megatron"
     shard: str = "even"
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -198,50 +202,50 @@ class Layout:
 
     def _check_stage_fields(self) -> None:
         """Validate the uneven-stage fields on their own (the layer total is checked with the model)."""
-        put = object.__setattr__
-        explicit = self.pipeline_layers
-        ends = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")
-        pp = parse_positive_int(self.pp, "pp")
-        if explicit is not None:
-            if isinstance(explicit, str) or not isinstance(explicit, (tuple, list)):
-                raise CalcError("pipeline_layers", "must be a list of layer counts, one per stage", explicit)
-            counts = tuple(parse_positive_int(n, "pipeline_layers") for n in explicit)
-            if len(counts) != pp:
-                raise CalcError(
-                    "pipeline_layers",
-                    f"must give one layer count per stage (pp={pp})",
-                    len(counts),
-                    code="not-divisible",
-                )
-            put(self, "pipeline_layers", counts)
-            for name in ends:
-                if getattr(self, name) is not None:
-                    raise CalcError(
-                        name, "cannot be given with pipeline_layers (which sets every stage)", getattr(self, name)
-                    )
-        for name in ends:
-            if getattr(self, name) is not None:
-                put(self, name, parse_positive_int(getattr(self, name), name))
-                if pp < 2:
-                    raise CalcError(name, "needs pp of at least 2", getattr(self, name), code="unsupported")
-        uneven = explicit is not None or any(getattr(self, n) is not None for n in ends)
-        if uneven and parse_positive_int(self.interleave, "interleave") > 1:
-            raise CalcError(
-                "interleave",
-                "must be 1 with uneven pipeline stages (only plain 1F1B is modelled with them)",
-                self.interleave,
-                code="unsupported",
-            )
+        check_stage_fields(self)
+
+    def virtual_stage_layer_counts(self, num_layers: int) -> tuple[int, ...]:
+        """Transformer layers on each virtual stage (``pp × interleave`` of them; ``pp`` when not interleaved).
+
+        The rules are [`split_layers`][calc.memory.layout.split_layers]'s: ``pipeline_layers`` as given, the
+        first/last stage fixed (Megatron-LM), an even split where it divides, else torchtitan's weighted split.
+
+        Raises:
+            CalcError: Naming the field whose counts do not add up or do not split evenly.
+
+        Examples:
+            >>> Layout(pp=8, interleave=2).virtual_stage_layer_counts(126)  # torchtitan's 405B run
+            (7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7)
+        """
+        return self._split(num_layers)[0]
+
+    def placement(self, num_layers: int) -> str:
+        """How the layers were placed on the stages, in words (the rule and the counts).
+
+        Examples:
+            >>> Layout(pp=16).placement(61)
+            'uneven (torchtitan weighted): 3 + 4×14 + 2'
+        """
+        return self._split(num_layers)[1]
+
+    def _split(self, num_layers: int) -> tuple[tuple[int, ...], str]:
+        first_name = "first_stage_layers" if self.decoder_first_pipeline_num_layers is None else _FIRST_ALIAS
+        last_name = "last_stage_layers" if self.decoder_last_pipeline_num_layers is None else _LAST_ALIAS
+        return split_layers(
+            num_layers,
+            self.pp * self.interleave,
+            first=self.first_stage_layers or self.decoder_first_pipeline_num_layers,
+            last=self.last_stage_layers or self.decoder_last_pipeline_num_layers,
+            explicit=self.pipeline_layers,
+            names=(first_name, last_name),
+        )
 
     def stage_layer_counts(self, num_layers: int) -> tuple[int, ...]:
         """Transformer layers on each pipeline stage, first to last, for a model of ``num_layers`` layers.
 
-        Explicit ``pipeline_layers`` are used as given; Megatron-LM's
-        ``decoder_first_pipeline_num_layers`` / ``decoder_last_pipeline_num_layers`` fix the first
-        and last stages and share the rest evenly over the stages between (Megatron-LM
-        ``TransformerConfig``, which requires that remainder to divide evenly); with neither, an even
-        split, or, when ``pp`` divides ``num_layers + 2`` instead, one layer fewer on the first and
-        last stages (Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2).
+        Any ``pp`` from 1 to the layer count: the sum over each stage's virtual stages
+        ([`virtual_stage_layer_counts`][calc.memory.layout.Layout.virtual_stage_layer_counts]; stage ``k``
+        holds virtual stages ``k, k + pp, ...``), as [`placement`][calc.memory.layout.Layout.placement] says.
 
         Raises:
             CalcError: Naming the field whose counts do not add up or do not split evenly.
@@ -249,50 +253,20 @@ class Layout:
         Examples:
             >>> Layout(pp=16).stage_layer_counts(126)[:3], Layout(pp=16).stage_layer_counts(126)[-1]
             ((7, 8, 8), 7)
-            >>> Layout(pp=4, decoder_first_pipeline_num_layers=5).stage_layer_counts(32)
+            >>> Layout(pp=4, first_stage_layers=5).stage_layer_counts(32)
             (5, 9, 9, 9)
             >>> Layout(pp=3, pipeline_layers=(10, 12, 10)).stage_layer_counts(32)
             (10, 12, 10)
+            >>> Layout(pp=16).stage_layer_counts(61)  # DeepSeek-V3's 61 layers on 16 stages
+            (3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2)
             >>> Layout(pp=3, pipeline_layers=(10, 12, 11)).stage_layer_counts(32)  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
             calc.errors.CalcError: pipeline_layers must add up to the model's layers (layers=32, sum=33) ...
         """
+        virtual = self.virtual_stage_layer_counts(num_layers)
         p = self.pp
-        if self.pipeline_layers is not None:
-            total = sum(self.pipeline_layers)
-            if total != num_layers:
-                raise CalcError(
-                    "pipeline_layers",
-                    f"must add up to the model's layers (layers={num_layers}, sum={total})",
-                    self.pipeline_layers,
-                    code="not-divisible",
-                )
-            return self.pipeline_layers
-        first, last = self.decoder_first_pipeline_num_layers, self.decoder_last_pipeline_num_layers
-        if first is None and last is None:
-            if num_layers % p == 0 or self.interleave > 1:
-                return (num_layers // p,) * p
-            if p >= 3 and (num_layers + 2) % p == 0:
-                mid = (num_layers + 2) // p
-                return (mid - 1,) + (mid,) * (p - 2) + (mid - 1,)
-            return (num_layers // p,) * p  # check_parallelism reports the layout
-        fixed = [n for n in (first, last) if n is not None]
-        field = "decoder_last_pipeline_num_layers" if first is None else "decoder_first_pipeline_num_layers"
-        rest, middle = num_layers - sum(fixed), p - len(fixed)
-        if rest < middle or (middle == 0 and rest) or (middle and rest % middle):
-            stages = f"{middle} other stage" + ("s" if middle != 1 else "")
-            raise CalcError(
-                field,
-                f"must leave a whole number of layers, at least 1, for each of the {stages} "
-                f"(layers={num_layers}, left={rest})",
-                first if first is not None else last,
-                code="not-divisible",
-            )
-        each = rest // middle if middle else 0
-        head = () if first is None else (first,)
-        tail = () if last is None else (last,)
-        return head + (each,) * middle + tail
+        return tuple(sum(virtual[k::p]) for k in range(p))
 
     @property
     def num_microbatches(self) -> int | None:
@@ -367,16 +341,13 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
             t,
             code="not-divisible",
         )
-    uneven = layout.pipeline_layers is not None or (
-        layout.decoder_first_pipeline_num_layers is not None or layout.decoder_last_pipeline_num_layers is not None
-    )
     check_parallelism(
         tp=layout.tp,
         pp=layout.pp,
         dp=layout.dp,
         cp=layout.cp,
         virtual_stages=layout.interleave,
-        layers=None if uneven else arch.num_layers,
+        layers=arch.num_layers,
         hidden=arch.hidden_size,
         names=_LAYOUT_NAMES,
     )

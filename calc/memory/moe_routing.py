@@ -26,6 +26,7 @@ from calc.errors import CalcError
 from calc.memory.activations import LayerActivations
 from calc.memory.layout import Layout, layout_stages
 from calc.memory.per_gpu import _layer_kinds
+from calc.memory.stage_plan import stage_plan
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 
@@ -230,11 +231,10 @@ def stage_activation_ranges(
     low, high = expert_layer_activation_range(
         moe, r, experts_per_token=per_token, shared_experts=arch.num_shared_experts
     )
-    counts = layout.stage_layer_counts(arch.num_layers)
+    plan = stage_plan(arch, layout)
     out = []
     for m in stages:
-        start = sum(counts[: m.stage])
-        moe_layers = sum(arch.is_moe_layer(i) for i in range(start, start + m.layers))
+        moe_layers = sum(arch.is_moe_layer(i) for i in plan.layers[m.stage])
         extra = Fraction((high - low) * moe_layers * m.in_flight, layout.interleave)
         out.append(ActivationRange(m.stage, m.activations, m.activations + -(-extra.numerator // extra.denominator), r))
     return tuple(out)

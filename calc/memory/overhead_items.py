@@ -12,7 +12,7 @@ from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.memory.layout import Layout, LayoutMemory
 from calc.memory.model_state import CONVENTIONS
 from calc.memory.per_gpu import _layer_kinds
-from calc.memory.stage_plan import _stage_params
+from calc.memory.stage_plan import _stage_params, stage_plan
 from calc.models.architecture import Architecture
 
 __all__ = ["ALLOCATOR_FRAGMENTATION", "CUDA_CONTEXT_BYTES", "ESTIMATED", "MEASURED", "MOE_ROUTINGS", "Overhead"]
@@ -105,9 +105,8 @@ class Overhead:
 
 def _unit_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> int:
     """Parameters of the largest unit (layer, or the embedding / output layer) on the GPU, after TP and EP."""
-    start = sum(layout.stage_layer_counts(arch.num_layers)[: memory.stage])
     per_kind: dict[bool, int] = {}
-    for i in range(start, start + memory.layers):
+    for i in stage_plan(arch, layout).layers[memory.stage]:
         moe = arch.is_moe_layer(i)
         if moe not in per_kind:
             dense, experts = _stage_params(arch, layout, [i], -1)  # -1: neither first nor last stage
@@ -141,8 +140,7 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
         )
     if layout.recompute == "full" and memory.layers:
         full = _layer_kinds(arch, replace(layout, recompute="none"))
-        start = sum(layout.stage_layer_counts(arch.num_layers)[: memory.stage])
-        layer = max(full[arch.is_moe_layer(i)].total for i in range(start, start + memory.layers))
+        layer = max(full[arch.is_moe_layer(i)].total for i in stage_plan(arch, layout).layers[memory.stage])
         items.append(
             Overhead(
                 "recomputed_layer",
@@ -179,8 +177,7 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
 
 def _gemm_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> int:
     """Parameters of the GEMMs (linear layers) of the stage's layers on one GPU: no norms, routers or embeddings."""
-    start = sum(layout.stage_layer_counts(arch.num_layers)[: memory.stage])
-    layers = list(range(start, start + memory.layers))
+    layers = list(stage_plan(arch, layout).layers[memory.stage])
     dense, experts = _stage_params(arch, layout, layers, -1)  # -1: neither first nor last stage
     replicated = sum(
         arch.norm_params_per_layer + (arch.router_params_per_layer if arch.is_moe_layer(i) else 0) for i in layers

@@ -17,7 +17,8 @@ from dataclasses import dataclass, fields
 from fractions import Fraction
 
 from calc.memory.activation_profiles import hf_model_terms
-from calc.memory.activations import LayerActivations, layer_activations, stage_activations
+from calc.memory.activation_stages import _stage_extras
+from calc.memory.activations import LayerActivations, layer_activations
 from calc.memory.layout_spec import Layout, check_layout
 from calc.memory.model_state import COMPONENTS, CONVENTIONS, Convention, busiest_shard
 from calc.memory.stage_plan import StagePlan, _ceil_div, _stage_tensors, stage_plan
@@ -214,21 +215,18 @@ def _stage_memory(
     for name in offloaded:
         gpu[name] = 0
     per_layer = [kinds[arch.is_moe_layer(i)].total for i in layers]
-    acts = stage_activations(
-        per_layer,
-        num_layers=len(layers) * layout.pp,  # only the stage's own layers count; this makes any split even
-        seq_len=layout.seq_len,
-        micro_batch=layout.micro_batch,
-        hidden=arch.hidden_size,
-        vocab_size=arch.vocab_size,
-        pp=layout.pp,
-        interleave=layout.interleave,
-        num_microbatches=layout.num_microbatches,
-        tp=layout.tp,
-        sequence_parallel=layout.sequence_parallel,
-        cp=layout.cp,
-        dropout=layout.dropout,
-        stage=k,
+    acts = _stage_extras(
+        sum(per_layer),
+        layout.pp,
+        layout.interleave,
+        layout.num_microbatches,
+        k,
+        Fraction(layout.seq_len * layout.micro_batch, layout.cp),
+        arch.hidden_size,
+        arch.vocab_size,
+        layout.tp,
+        layout.sequence_parallel,
+        layout.dropout,
     )
     activations = acts.layers + acts.embedding_dropout
     logits = acts.final_norm_input + acts.output_input + acts.logits

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from calc.memory.activations import in_flight_chunks
 from calc.memory.layout_spec import Layout
+from calc.memory.pipeline_split import split_layers
 from calc.models.architecture import Architecture
 
 __all__ = ["StagePlan", "stage_layers", "stage_plan"]
@@ -38,6 +39,10 @@ class StagePlan:
         params: ``(dense, routed experts)`` parameters one GPU of each stage holds after tensor and
             expert parallelism (before ZeRO sharding).
         in_flight: Micro-batch chunks each stage holds at its peak under 1F1B.
+        virtual_layer_counts: Layers on each virtual stage (``pp × interleave``; equal to ``layer_counts``
+            when not interleaved).
+        placement: How the layers were placed, in words
+            ([`Layout.placement`][calc.memory.layout.Layout.placement]).
 
     Examples:
         >>> from calc.models.presets import preset
@@ -50,6 +55,8 @@ class StagePlan:
     layers: tuple[tuple[int, ...], ...]
     params: tuple[tuple[int, int], ...]
     in_flight: tuple[int, ...]
+    virtual_layer_counts: tuple[int, ...] = ()
+    placement: str = ""
 
 
 def stage_plan(arch: Architecture, layout: Layout) -> StagePlan:
@@ -66,17 +73,20 @@ def stage_plan(arch: Architecture, layout: Layout) -> StagePlan:
         >>> from calc.models.presets import preset
         >>> stage_plan(preset("gpt2"), Layout(pp=4)).layer_counts
         (3, 3, 3, 3)
+        >>> plan = stage_plan(preset("llama3.1-405b"), Layout(tp=8, pp=8, interleave=2))  # torchtitan's run
+        >>> plan.layer_counts, plan.placement
+        ((15, 16, 16, 16, 16, 16, 16, 15), 'uneven (torchtitan weighted): 7 + 8×14 + 7')
     """
-    counts = layout.stage_layer_counts(arch.num_layers)
-    layers = tuple(
-        tuple(stage_layers(arch.num_layers, layout.pp, layout.interleave, k, counts)) for k in range(layout.pp)
-    )
+    virtual, placement = layout._split(arch.num_layers)
+    p = layout.pp
+    counts = tuple(sum(virtual[k::p]) for k in range(p))
+    layers = tuple(tuple(stage_layers(arch.num_layers, p, layout.interleave, k, virtual)) for k in range(p))
     params = tuple(_stage_params(arch, layout, list(ks), k) for k, ks in enumerate(layers))
     in_flight = tuple(
         in_flight_chunks(layout.pp, interleave=layout.interleave, num_microbatches=layout.num_microbatches, stage=k)
         for k in range(layout.pp)
     )
-    return StagePlan(counts, layers, params, in_flight)
+    return StagePlan(counts, layers, params, in_flight, virtual, placement)
 
 
 def stage_layers(
@@ -84,22 +94,22 @@ def stage_layers(
 ) -> list[int]:
     """Indices of the transformer layers pipeline stage ``stage`` holds.
 
-    Plain 1F1B gives each stage one contiguous block of ``L/p`` layers (or of ``counts[stage]``
-    layers when the stages are uneven, [`Layout.stage_layer_counts`][calc.memory.layout.Layout.stage_layer_counts]);
-    interleaved, the layers are cut into ``p × v`` chunks and stage ``k`` holds chunks ``k, k + p,
-    k + 2p...`` (Narayanan et al. 2021, Sec. 2.2.2).
+    The layers are cut into ``pp × interleave`` contiguous virtual stages of ``counts`` layers (one count per
+    virtual stage; ``pp`` counts when not interleaved; ``None``: [`split_layers`][calc.memory.layout.split_layers]'s
+    default) and stage ``k`` holds virtual stages ``k, k + p, k + 2p...`` (Narayanan et al. 2021, Sec. 2.2.2).
 
     Examples:
         >>> stage_layers(8, 2, 1, 0), stage_layers(8, 2, 2, 0), stage_layers(8, 2, 2, 1)
         ([0, 1, 2, 3], [0, 1, 4, 5], [2, 3, 6, 7])
         >>> stage_layers(10, 3, 1, 1, counts=(3, 4, 3))
         [3, 4, 5, 6]
+        >>> stage_layers(10, 2, 2, 0, counts=(2, 3, 3, 2))  # uneven virtual stages
+        [0, 1, 5, 6, 7]
     """
-    if counts is not None and interleave == 1:
-        start = sum(counts[:stage])
-        return list(range(start, start + counts[stage]))
-    chunk = num_layers // (pp * interleave)
-    return [(c * pp + stage) * chunk + j for c in range(interleave) for j in range(chunk)]
+    if counts is None:
+        counts = split_layers(num_layers, pp * interleave)[0]
+    starts = [sum(counts[:i]) for i in range(len(counts))]
+    return [starts[i] + j for i in range(stage, len(counts), pp) for j in range(counts[i])]
 
 
 def _stage_params(arch: Architecture, layout: Layout, layers: list[int], stage: int) -> tuple[int, int]:
