@@ -163,3 +163,69 @@ def test_non_text_inputs_are_data_not_exceptions() -> None:
     assert render("will-it-fit", {"params": 10**5000})["error"]["field"] == "params"
     assert render("will-it-fit", {"params": 7 * 10**9})["ok"]
     assert render("will-it-fit", {"params": None})["error"]["field"] == "params"
+
+
+# Issue 19: errors in the reader's words, naming the field they set ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("inputs", "field", "says"),
+    [
+        # Llama 3 70B has 8 KV heads: tp 16 is both past the NVLink domain and not a divisor
+        ({"tp": "16"}, "tp", "tp = 16 is more than the 8 GPUs that share NVLink, and it does not divide"),
+        ({"tp": "16", "gpus_per_node": "16"}, "tp", "tp = 16 does not divide the 64 attention heads and 8 KV heads"),
+        ({"tp": "8", "pp": "4", "gpus": "1000"}, "gpus", "is not a multiple of the pinned tp 8 × pp 4 = 32"),
+        ({"dp": "3", "gpus": "24"}, "dp", "dp = 3 does not divide the global batch of 1,024 sequences"),
+    ],
+)
+def test_plan_without_a_layout_names_the_pinned_field(inputs: dict, field: str, says: str) -> None:
+    err = render("plan", inputs)["error"]
+    assert err["field"] == field and says in err["message"], err
+    assert "admits no layout" not in err["message"]
+
+
+def test_plan_tp_past_the_node_on_a_model_it_divides() -> None:
+    """A model whose heads tp 16 divides, on 8-GPU nodes: tp pinned past NVLink still plans (across nodes)."""
+    from calc.widgets.planner import _no_layout, _plan_fields
+
+    v = {**calculators()["plan"].defaults, "preset": "llama2-7b", "tp": "16"}
+    choice, fields = _plan_fields(v)
+    err = _no_layout(choice, fields)
+    assert err is not None and err.message == (
+        "tp = 16 is more than the 8 GPUs that share NVLink: set GPUs per node to 16, or tp ≤ 8"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs", "wanted", "unwanted"),
+    [
+        ("training-memory", {"dp": "1"}, "on 1 GPU,", "1 GPUs"),
+        ("training-memory", {}, "1 micro-batch in flight", "1 micro-batches"),
+        ("plan", {}, "no recomputation", "none recomputation"),
+        ("will-it-fit", {"gpu": "custom", "gpu_memory": "96"}, "exceeds the 96.0 GB GPU by", "GPU (96.0 GB)"),
+    ],
+)
+def test_machine_wording_reads_as_prose(name: str, inputs: dict, wanted: str, unwanted: str) -> None:
+    fragment = html.unescape(str(render(name, inputs)["html"]))
+    assert wanted in fragment and unwanted not in fragment
+
+
+@pytest.mark.parametrize(
+    ("times", "says"),
+    [
+        ((6.0, 6.0), "could flip: the same step time as #2"),
+        ((6.0, 6.0004), "could flip: under 0.1% faster than #2"),  # the planner's own text read "within 0.0%"
+        ((6.0, 6.15), "could flip: 2.5% faster than #2"),
+    ],
+)
+def test_plan_could_flip_in_words(times: tuple[float, float], says: str) -> None:
+    from calc.widgets.planner import _flip
+
+    layouts = [{"step_time_s": t, "flip": "within 0.0% of the next: the ranking could flip"} for t in times]
+    assert _flip(layouts, 1) == says and _flip(layouts, 2) == ""
+
+
+def test_plan_step_parts_never_in_exponent_notation() -> None:
+    fragment = str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"])
+    times = re.findall(r'data-output="time-\d+">([^<]*)<', fragment)
+    assert times and not [t for t in times if "e+" in t or "e-" in t]

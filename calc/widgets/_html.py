@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from html import escape
 from math import isfinite
@@ -24,6 +24,7 @@ __all__ = [
     "checked",
     "formulas",
     "gpu_memory",
+    "gpu_named",
     "memory_chart",
     "out",
     "table",
@@ -244,6 +245,18 @@ def verdict(ok: bool, text: str, name: str = "verdict") -> str:
     )
 
 
+def gpu_named(label: str, memory: int, fmt: Callable[[int], str]) -> str:
+    """The GPU as a verdict names it: ``the H100 SXM 80 GB (85.5 GB)``, but ``the 96.0 GB GPU`` for a custom one
+    (whose label already is its memory).
+
+    Examples:
+        >>> fmt = byte_formatter("GB")
+        >>> gpu_named("96.0 GB GPU", 96 * 10**9, fmt), gpu_named("B200", 180 * 10**9, fmt)
+        ('the 96.0 GB GPU', 'the B200 (180 GB)')
+    """
+    return f"the {label}" if label == f"{fmt(memory)} GPU" else f"the {label} ({fmt(memory)})"
+
+
 def memory_chart(segments: Sequence[tuple[str, int]], capacity: int, gpu_label: str, unit: str) -> str:
     """The memory-breakdown chart: ``segments`` ``(label, bytes)`` stacked against the GPU's labelled capacity.
 
@@ -260,6 +273,6 @@ def memory_chart(segments: Sequence[tuple[str, int]], capacity: int, gpu_label: 
     fmt = byte_formatter(unit)
     total = sum(n for _, n in segments)
     parts = ", ".join(f"{label} {fmt(n)}" for label, n in segments if n > 0)
-    label = f"Memory per GPU: {fmt(total)} of the {gpu_label} ({fmt(capacity)}): {parts}."
+    label = f"Memory per GPU: {fmt(total)} of {gpu_named(gpu_label, capacity, fmt)}: {parts}."
     spec = memory_breakdown(segments, capacity, gpu_label, unit=unit)
     return chart("memory-breakdown", spec, label)

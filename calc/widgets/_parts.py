@@ -12,7 +12,7 @@ from html import escape
 
 from calc.widgets._html import out
 
-__all__ = ["NOT_COUNTED", "duration", "gpu_memory_line", "gpu_named", "headroom", "kv", "kv_notes", "notes", "plural"]
+__all__ = ["NOT_COUNTED", "duration", "gpu_memory_line", "headroom", "kv", "kv_notes", "notes", "plural"]
 
 NOT_COUNTED = '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">{}</a>'
 """A link to the accuracy page's list of what is not modelled (the build and calc.mjs set its ``href``)."""
@@ -92,16 +92,3 @@ def duration(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:,.0f} s"
-
-
-def gpu_named(label: str, memory: int, fmt: Callable[[int], str]) -> str:
-    """The GPU as a verdict names it: ``the H100 SXM 80 GB (85.5 GB)``, but ``the 96.0 GB GPU`` for a custom one
-    (whose label already is its memory).
-
-    Examples:
-        >>> from calc.widgets._html import byte_formatter
-        >>> fmt = byte_formatter("GB")
-        >>> gpu_named("96.0 GB GPU", 96 * 10**9, fmt), gpu_named("B200", 180 * 10**9, fmt)
-        ('the 96.0 GB GPU', 'the B200 (180 GB)')
-    """
-    return f"the {label}" if label == f"{fmt(memory)} GPU" else f"the {label} ({fmt(memory)})"

@@ -39,9 +39,9 @@ from calc.widgets._fields import (
     seq_len_field,
     unit_field,
 )
-from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
+from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
 from calc.widgets._model import model_fields, read_model
-from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, gpu_named, headroom, kv
+from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, headroom, kv
 
 __all__ = ["CALCULATOR"]
 

@@ -25,8 +25,8 @@ from calc.widgets._fields import (
     unit_field,
     zero_field,
 )
-from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
-from calc.widgets._parts import gpu_memory_line, gpu_named, headroom, kv
+from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
+from calc.widgets._parts import gpu_memory_line, headroom, kv
 
 __all__ = ["CALCULATOR"]
 

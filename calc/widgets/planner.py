@@ -65,7 +65,48 @@ def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
     from calc.timing.planner import plan_from_fields  # imported here: the planner pulls in the whole engine
 
     choice, fields = _plan_fields(v)
-    return choice, plan_from_fields(choice.arch, fields)
+    try:
+        return choice, plan_from_fields(choice.arch, fields)
+    except CalcError as err:
+        if err.field != "gpus" or "no layout" not in err.rule or "fits" in err.rule:
+            raise  # (a search whose layouts all overflow memory says so itself)
+        raise _no_layout(choice, fields) or err from None
+
+
+def _pins(fields: dict[str, str]) -> dict[str, int]:
+    """The degrees the reader pinned (a whole number typed instead of ``any``)."""
+    return {k: int(fields[k]) for k in ("dp", "tp", "pp", "cp") if fields[k].isdigit() and int(fields[k]) > 0}
+
+
+def _no_layout(choice, fields: dict[str, str]) -> CalcError | None:
+    """Why no layout exists, naming the field the reader set, in the reader's words (issue 19); ``None`` leaves the
+    planner's own reason."""
+    arch, label, pins = choice.arch, choice.label, _pins(fields)
+    n, gpn, batch = int(fields["gpus"]), int(fields["gpus_per_node"]), int(fields["global_batch"])
+    tp, pp = pins.get("tp"), pins.get("pp")
+    nvlink = f"the {gpn} GPUs that share NVLink"
+    if tp and (arch.num_heads % tp or (not arch.uses_mla and arch.num_kv_heads % tp)):
+        heads = math.gcd(arch.num_heads, arch.num_heads if arch.uses_mla else arch.num_kv_heads)
+        what = f"{arch.num_heads} attention heads" + ("" if arch.uses_mla else f" and {arch.num_kv_heads} KV heads")
+        fit = [str(t) for t in range(1, min(heads, gpn) + 1) if heads % t == 0]
+        first = f"= {tp} is more than {nvlink}, and it does not divide" if tp > gpn else f"= {tp} does not divide"
+        return CalcError("tp", f"{first} the {what} of {label}: tp ≤ {fit[-1]} ({', '.join(fit)})")
+    if tp and tp > gpn:
+        return CalcError("tp", f"= {tp} is more than {nvlink}: set GPUs per node to {tp}, or tp ≤ {gpn}")
+    if pp and arch.num_layers % pp:
+        fit = [str(q) for q in range(1, arch.num_layers + 1) if arch.num_layers % q == 0 and n % q == 0]
+        return CalcError(
+            "pp", f"= {pp} does not divide the {arch.num_layers} layers of {label}: pp one of {', '.join(fit)}"
+        )
+    split = math.prod(pins.values())
+    if n % split:
+        named = " × ".join(f"{k} {pins[k]}" for k in pins)
+        return CalcError(
+            "gpus", f"= {n:,} is not a multiple of the pinned {named} = {split:,}: use a multiple of {split:,}"
+        )
+    if pins.get("dp") and batch % pins["dp"]:
+        return CalcError("dp", f"= {pins['dp']} does not divide the global batch of {batch:,} sequences")
+    return None
 
 
 def _plan_fields(v: dict[str, str]) -> tuple[Any, dict[str, str]]:

@@ -27,9 +27,19 @@ from calc.widgets._fields import (
     whole_numbers,
     zero_field,
 )
-from calc.widgets._html import byte_formatter, checked, formulas, gpu_memory, memory_chart, out, table, verdict
+from calc.widgets._html import (
+    byte_formatter,
+    checked,
+    formulas,
+    gpu_memory,
+    gpu_named,
+    memory_chart,
+    out,
+    table,
+    verdict,
+)
 from calc.widgets._model import model_fields, read_model
-from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, gpu_named, kv, notes, plural
+from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes, plural
 
 __all__ = ["CALCULATOR"]
 
