@@ -7,7 +7,9 @@ Charts are specs made by ``calc.guide.charts`` (plain data, carried in ``data-ch
   shows the one matching ``data-md-color-scheme``, so a chart is there at first paint and with
   JavaScript off, and ``docs/assets/javascripts/charts.mjs`` later replaces it with a live rendering of
   the same spec;
-* a spec that fails to render fails the build (``PluginError``), naming the page and the chart.
+* a spec that fails to render fails the build (``PluginError``), naming the page and the chart;
+* each SVG is kept in ``.cache/lc_charts/`` by the hash of its spec, theme and renderer versions, so a
+  rebuild renders only the charts that changed.
 
 This runs on the finished page (``on_post_page``), so a chart any hook or calculator emitted is filled
 whatever the hook order, and the search index, built from the content before, holds no axis labels.
@@ -21,11 +23,14 @@ the browser gets, so the pre-rendered SVG and the live one come from the same co
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -50,6 +55,8 @@ _CHART = re.compile(
 _SVG_OPEN = re.compile(r"^<svg\b")
 
 _cache: dict[tuple[str, str], str] = {}
+CACHE = ROOT / ".cache" / "lc_charts"
+"""Rendered SVGs by [`cache_key`][]: vl-convert takes most of a build's charts time, and most specs do not change."""
 
 
 def _package(name: str, *, pinned: bool = True) -> Path:
@@ -90,19 +97,56 @@ def on_config(config):
     return config
 
 
-def render_svg(spec_json: str, scheme: str) -> str:
-    """One spec as SVG in one palette, marked for the page (cached: a spec renders once per build)."""
+def cache_key(spec_json: str, scheme: str, renderer: str) -> str:
+    """The file name a rendered chart is kept under in [`CACHE`][]: the SHA-256 of everything the SVG depends on
+    (the spec, the palette's theme config, and ``renderer``: vl-convert's and Vega-Lite's versions).
+
+    Examples:
+        >>> a = cache_key('{"mark": "bar"}', "default", "vl-convert 1 / vega-lite 6.1")
+        >>> a == cache_key('{"mark": "bar"}', "default", "vl-convert 1 / vega-lite 6.1"), len(a)
+        (True, 64)
+        >>> a == cache_key('{"mark": "bar"}', "slate", "vl-convert 1 / vega-lite 6.1")
+        False
+    """
+    theme = json.dumps(THEMES.get(scheme), sort_keys=True)
+    return hashlib.sha256(f"{renderer}\0{scheme}\0{theme}\0{spec_json}".encode()).hexdigest()
+
+
+def _renderer() -> str:
+    import vl_convert
+
+    return f"vl-convert {vl_convert.__version__} vega {vl_convert.get_vega_version()} / vega-lite {vl_version()}"
+
+
+def render_svg(spec_json: str, scheme: str, cache: Path | None = CACHE) -> str:
+    """One spec as SVG in one palette, marked for the page: rendered once per build (memory) and once per
+    input (``cache``, on disk: a rebuild renders only the charts whose spec, theme or renderer changed)."""
     key = (spec_json, scheme)
     if key not in _cache:
-        import vl_convert
+        stored = cache / f"{cache_key(spec_json, scheme, _renderer())}.svg" if cache else None
+        if stored and stored.is_file():
+            svg = stored.read_text(encoding="utf-8")
+        else:
+            import vl_convert
 
-        svg = vl_convert.vegalite_to_svg(json.loads(spec_json), vl_version=vl_version(), config=THEMES[scheme])
+            svg = vl_convert.vegalite_to_svg(json.loads(spec_json), vl_version=vl_version(), config=THEMES[scheme])
+            if stored:
+                _store(stored, svg)
         if "style=" in svg or "<script" in svg:
             raise PluginError("a pre-rendered chart carries style= or <script>, which the policy forbids")
         _cache[key] = _SVG_OPEN.sub(
             f'<svg data-scheme="{scheme}" aria-hidden="true" focusable="false"', svg.strip(), count=1
         )
     return _cache[key]
+
+
+def _store(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: several builds may share the cache, none sees half an entry."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def prerender(content: str, where: str = "page") -> tuple[str, int]:
