@@ -45,6 +45,7 @@ const scheme = () => (document.body.getAttribute("data-md-color-scheme") === "sl
 const WIDTH_STEP = 16;
 const NARROW = 480;
 const MIN_PLOT = 120;
+const TITLE_CHAR = 8; // px a character of a 14 px bold title takes, on average
 const LEGEND_COLUMN = 180; // px a legend column takes with a label of about 20 characters at 12 px
 const overheads = new Map(); // chart name + layout -> px of the drawing that is not plotting area
 
@@ -65,6 +66,7 @@ function fitted(spec, width) {
     stacked = true;
   }
   narrowLegends(out, width);
+  wrapTitles(out, width);
   let panels;
   if (Array.isArray(out.hconcat)) panels = out.hconcat;
   else if (Array.isArray(out.vconcat)) panels = out.vconcat;
@@ -88,6 +90,28 @@ function narrowLegends(node, width) {
       narrowLegends(value, width);
     }
   }
+}
+
+/** Titles longer than `width` wrap onto lines (a title wider than the plot set the drawing's width). */
+function wrapTitles(node, width) {
+  if (!node || typeof node !== "object" || Array.isArray(node)) return;
+  const perLine = Math.max(16, Math.floor(width / TITLE_CHAR));
+  const wrap = (text) => {
+    if (typeof text !== "string" || text.length <= perLine) return text;
+    const lines = [""];
+    for (const word of text.split(" ")) {
+      const last = lines[lines.length - 1];
+      if (last && last.length + 1 + word.length > perLine) lines.push(word);
+      else lines[lines.length - 1] = last ? `${last} ${word}` : word;
+    }
+    return lines;
+  };
+  if (typeof node.title === "string") node.title = wrap(node.title);
+  else if (node.title && typeof node.title === "object") {
+    node.title.text = wrap(node.title.text);
+    if (node.title.subtitle) node.title.subtitle = wrap(node.title.subtitle);
+  }
+  for (const key of ["hconcat", "vconcat", "layer"]) for (const child of node[key] || []) wrapTitles(child, width);
 }
 
 /** Set the panels' widths so that the drawing is `width` px wide, given `overhead` px that are not plotting area. */

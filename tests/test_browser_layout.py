@@ -1,0 +1,172 @@
+"""Issue 19's layout in the browser: at a laptop's and a phone's width every calculator's key outputs are on
+screen, every live chart label is at least 11 px, every tap target at least 24 px; a shared link never shows a
+verdict for other inputs, even with a slow worker; a pasted config.json is the Model select's choice.
+
+Every wait is on an explicit signal (``data-state``, ``data-seq``/``data-answered``, ``data-chart-state``, a
+held worker reply), never on time.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from browser_helpers import wait_calculators
+from conftest import READY_TIMEOUT_MS, Watch, visit, wait_settled
+from test_browser_runtime import INSTRUMENT
+
+pytestmark = pytest.mark.browser
+
+VIEWPORTS = {"laptop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+MIN_LABEL_PX = 11
+MIN_TARGET_PX = 24
+
+# Outputs a reader must see without scrolling sideways: everything outside a breakdown table (the verdict, the
+# key figures), and the planner's ranking (laid out to fit). A breakdown table may scroll inside its own box.
+OFF_SCREEN = """root => {
+  const width = document.documentElement.clientWidth;
+  const seen = el => el.getClientRects().length && !el.closest('details:not([open])');
+  const ranking = el => !!el.closest('table')?.querySelector('td > [data-output^="mfu-"]');
+  return [...root.querySelectorAll('[data-results] [data-output]')].filter(seen)
+    .filter(el => !el.closest('table') || ranking(el))
+    .map(el => { const r = el.getBoundingClientRect();
+      return [el.dataset.output, Math.round(r.left), Math.round(r.right)]; })
+    .filter(([, left, right]) => left < 0 || right > width + 0.5);
+}"""
+# The drawn size of each live chart's text: its font size times the SVG's scale on screen.
+LABEL_SIZES = """() => [...document.querySelectorAll('[data-chart] .lc-chart__live svg')]
+  .filter(s => s.getClientRects().length)
+  .flatMap(svg => { const natural = Number(svg.getAttribute('width')) || svg.viewBox.baseVal.width;
+    const scale = svg.getBoundingClientRect().width / natural;
+    return [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+      .map(t => [svg.closest('[data-chart]').dataset.chart, t.textContent.slice(0, 30),
+                 Math.round(parseFloat(getComputedStyle(t).fontSize) * scale * 10) / 10]); })"""
+ALL_CHARTS_LIVE = """() => [...document.querySelectorAll('[data-chart]')].filter(f => f.getClientRects().length)
+  .every(f => f.dataset.chartState === 'live' || f.dataset.chartState === 'error')"""
+# Buttons, links and controls of the calculators (not links inside running text, which WCAG 2.5.8 exempts).
+SMALL_TARGETS = """min => [...document.querySelectorAll('.lc-calc :is(button, select, summary, .md-button, '
+    + '.lc-calc__accuracy, input:not([type=checkbox]):not([type=file]))')]
+  .filter(el => el.getClientRects().length && getComputedStyle(el).visibility !== 'hidden')
+  .map(el => { const r = el.getBoundingClientRect();
+    return [el.closest('[data-calc]').dataset.calc, el.tagName, (el.textContent || el.name || '').trim().slice(0, 30),
+            Math.round(r.height * 10) / 10]; })
+  .filter(x => x[3] < min)"""
+
+
+def _pages_with_every_calculator(site_pages: dict[str, str]) -> list[str]:
+    from calc.widgets import calculators
+
+    wanted, plan = set(calculators()), []
+    by_page = {p: set(re.findall(r'data-calc="([^"]+)"', h)) for p, h in site_pages.items()}
+    while wanted:
+        path = max(sorted(by_page), key=lambda p: len(by_page[p] & wanted))
+        assert by_page[path] & wanted, f"calculators on no page: {wanted}"
+        plan.append(path)
+        wanted -= by_page[path]
+    return plan
+
+
+@pytest.mark.parametrize("device", sorted(VIEWPORTS))
+def test_key_outputs_charts_and_targets_fit(browser, site_url, site_pages, device: str) -> None:
+    viewport = VIEWPORTS[device]
+    context = browser.new_context(viewport=viewport)
+    watch = Watch(context, site_url)
+    page = context.new_page()
+    watch.attach(page)
+    off_screen, small_labels, small_targets = {}, {}, {}
+    for path in _pages_with_every_calculator(site_pages):
+        visit(page, site_url, path)
+        wait_calculators(page)
+        page.wait_for_function(ALL_CHARTS_LIVE, timeout=READY_TIMEOUT_MS)
+        for root in page.locator("[data-calc]").all():
+            if found := root.evaluate(OFF_SCREEN):
+                off_screen[(path, root.get_attribute("data-calc"))] = found[:5]
+        if small := [x for x in page.evaluate(LABEL_SIZES) if x[2] < MIN_LABEL_PX]:
+            small_labels[path] = small[:5]
+        if small := page.evaluate(SMALL_TARGETS, MIN_TARGET_PX):
+            small_targets[path] = small[:5]
+    context.close()
+    assert off_screen == {}, off_screen
+    assert small_labels == {}, small_labels
+    assert small_targets == {}, small_targets
+    assert watch.errors == [], watch.errors
+
+
+# What the reader sees of the answer, recorded on every change until the live answer for the link has come: the
+# verdict's text if one is visible, and the pending line's.
+SEEN_LOG = """root => {
+  window.__seen = [];
+  const results = root.querySelector('[data-results]');
+  const record = () => {
+    const verdict = results.querySelector('[data-output="verdict"]');
+    const pending = root.querySelector('[data-pending]');
+    window.__seen.push({
+      verdict: verdict && verdict.getClientRects().length ? verdict.textContent : null,
+      pending: pending && !pending.hidden ? pending.textContent : null,
+      answered: root.dataset.answered ?? null, seq: root.dataset.seq,
+    });
+  };
+  record();
+  new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true, attributes: true});
+}"""
+
+
+def test_a_shared_link_never_shows_a_verdict_for_other_inputs(browser, site_url) -> None:
+    """Issue 19: a link's inputs (70B, ZeRO-3, dp 64) stood beside the build's verdict for the defaults ("7B …
+    dp=1") for seconds. With the worker's replies held, the answer reads "Computing 70B · ZeRO-3 · dp 64…" at its
+    top and no verdict is visible until the live one, which is for the link's inputs."""
+    context = browser.new_context()
+    context.add_init_script(INSTRUMENT + "\nwindow.__lc.hold = true;")
+    watch = Watch(context, site_url)
+    page = context.new_page()
+    watch.attach(page)
+    page.goto(f"{site_url}/?will-it-fit.params=70B&will-it-fit.zero_stage=3&will-it-fit.dp=64")
+    root = page.locator('[data-calc="will-it-fit"]').first
+    page.wait_for_function("() => !!document.querySelector('[data-calc=\"will-it-fit\"][data-mounted]')")
+    root.evaluate(SEEN_LOG)
+    pending = root.locator("[data-pending]")
+    assert pending.is_visible()
+    assert pending.inner_text() == "Computing 70B · ZeRO-3 · dp 64…"
+    assert root.locator('[data-output="verdict"]').is_hidden()
+    assert root.locator("[data-chart]").first.is_hidden()  # the build's chart for the defaults too
+    # The engine boots; its reply for the link is held until the checks above are done, then delivered.
+    page.wait_for_function("() => window.__lc.held.length > 0", timeout=READY_TIMEOUT_MS)
+    assert root.locator('[data-output="verdict"]').is_hidden()
+    page.evaluate("() => { window.__lc.hold = false; window.__lc.release(); }")
+    wait_settled(page, root)
+    seen = page.evaluate("() => window.__seen")
+    context.close()
+    shown = [s["verdict"] for s in seen if s["verdict"] is not None]
+    assert shown, seen
+    assert all("70B" in v and "ZeRO-3" in v for v in shown), shown  # only ever the link's verdict
+    assert seen[-1]["pending"] is None
+    assert watch.errors == [], watch.errors
+
+
+def test_a_pasted_config_is_the_model_selects_choice(browser, site_url) -> None:
+    """Issue 19: after a config.json was pasted the Model select still read "Llama 3 8B". It reads "From
+    config.json", with a chip summing the config up and a button that clears it back to the preset."""
+    config = (
+        '{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,'
+        ' "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}'
+    )
+    context = browser.new_context()
+    page = context.new_page()
+    visit(page, site_url, "memory/activations/")
+    root = page.locator('[data-calc="training-memory"]').first
+    wait_settled(page, root)
+    select = root.locator('[name="preset"]')
+    before = select.input_value()
+    root.locator('[name="config"]').fill(config)
+    wait_settled(page, root)
+    assert select.evaluate("el => el.selectedOptions[0].textContent") == "From config.json"
+    chip = root.locator("[data-config-chip]")
+    assert chip.is_visible()
+    assert "llama · 16 layers · GQA 32/8 heads · vocabulary 128,256" in chip.inner_text()
+    assert "preset=" not in page.url or f"preset={before}" in page.url  # the link keeps the preset it replaced
+    chip.get_by_role("button").click()
+    wait_settled(page, root)
+    assert root.locator('[name="config"]').input_value() == ""
+    assert select.input_value() == before and chip.is_hidden()
+    context.close()
