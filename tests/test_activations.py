@@ -587,7 +587,7 @@ def test_bad_input(call, field: str, code: str) -> None:
 
 
 def test_recompute_error_message() -> None:
-    with pytest.raises(CalcError, match=r"^recompute must be one of none, selective, full \(got 'partial'\)$"):
+    with pytest.raises(CalcError, match=r"^recompute must be one of none, selective, op, full \(got 'partial'\)$"):
         activation_bytes_per_layer(2048, 1, 4096, 32, recompute="partial")
 
 

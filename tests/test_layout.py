@@ -130,7 +130,7 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
             dict(offload_optimizer=True),
             "offload_optimizer needs zero_stage of at least 1 (ZeRO-Offload) (got True)",
         ),
-        ("gpt2", dict(recompute="most"), "recompute must be one of none, selective, full (got 'most')"),
+        ("gpt2", dict(recompute="most"), "recompute must be one of none, selective, op, full (got 'most')"),
         (
             "gpt2",
             dict(convention="adam-12"),

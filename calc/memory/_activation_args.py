@@ -15,9 +15,12 @@ from calc.units import parse_positive_int
 
 __all__: list[str] = []
 
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "op", "full")
 """Activation-recomputation modes: ``none`` keeps every activation, ``selective`` recomputes the attention
-core (Korthikanti et al. 2022, Sec. 5), ``full`` keeps only each layer's input (Narayanan et al. 2021, Sec. 3.5)."""
+core (Korthikanti et al. 2022, Sec. 5), ``op`` is torchtitan's per-op selective checkpointing (the outputs of every
+other matmul, of the attention kernel and of reduce-scatters are saved, all else recomputed:
+``torchtitan/distributed/activation_checkpoint.py``, ``_op_sac_save_list`` and its policy), ``full`` keeps only
+each layer's input (Narayanan et al. 2021, Sec. 3.5)."""
 
 ACTIVATION_BYTES: int = 2
 """Bytes per stored activation element: 16-bit (fp16/bf16), as Korthikanti et al. 2022 Sec. 4.1 assume."""

@@ -151,6 +151,10 @@ class LayerActivations:
         rng_state: Flash SDPA's two int64 RNG scalars on CUDA, 16 bytes.
         mlp_intermediates: Unfused activation intermediates: SiLU(gate), ``2sbf``; ``gelu_new``'s three, ``6sbf``.
         router: An MoE router's fp32 probabilities, top-k values and indices, permutation indices.
+        mlp_output: The second MLP projection's output, saved under ``recompute="op"`` (``2sbh``, a partial sum
+            of the full hidden size under tensor parallelism).
+        reduce_scatter_outputs: The outputs of the two reduce-scatters under tensor and sequence parallelism,
+            saved under ``recompute="op"`` (``2 × 2sbh/t``).
     """
 
     norm_inputs: int
@@ -175,6 +179,8 @@ class LayerActivations:
     rng_state: int = 0
     mlp_intermediates: int = 0
     router: int = 0
+    mlp_output: int = 0
+    reduce_scatter_outputs: int = 0
 
     @property
     def total(self) -> int:
@@ -265,7 +271,7 @@ def layer_activations(
         tp: Tensor-parallel degree ``t``.
         sequence_parallel: Sequence parallelism over the tensor-parallel ranks.
         cp: Context-parallel degree.
-        recompute: ``"none"``, ``"selective"`` or ``"full"``.
+        recompute: ``"none"``, ``"selective"``, ``"op"`` (torchtitan's per-op policy) or ``"full"``.
         flash_attention: Fused FlashAttention kernel.
         implementation: A key of [`IMPLEMENTATIONS`][calc.memory.activations.IMPLEMENTATIONS].
         qk_norm: Per-head query/key RMSNorm (Qwen3; Hugging Face profiles only).
@@ -293,7 +299,36 @@ def layer_activations(
         return LayerActivations(**{**zero, "layer_input": _ceil(ACTIVATION_BYTES * x.tokens * x.h / split)})
     if x.impl != "megatron":
         return LayerActivations(**{**zero, **{name: _ceil(value) for name, value in _hf_terms(x).items()}})
+    if x.mode == "op":
+        return LayerActivations(**{**zero, **{name: _ceil(value) for name, value in _op_terms(x).items()}})
     return LayerActivations(**{name: _ceil(value) for name, value in _megatron_terms(x).items()})
+
+
+def _op_terms(x: _Layer) -> dict[str, Fraction | int]:
+    """torchtitan's per-op selective checkpointing of one layer (``recompute="op"``).
+
+    ``torchtitan/distributed/activation_checkpoint.py``: the policy saves the outputs of the ops in
+    ``_op_sac_save_list`` (``aten.mm``, the SDPA kernels, ``reduce_scatter_tensor``, ``max``) except every second
+    ``mm`` of the layer's forward, and recomputes the rest from the layer's input. The layer's matmuls in order are
+    ``wq, wk, wv, wo, w1, w3, w2``: the odd ones (``wq``, ``wv``, ``w1``, ``w2``) are saved. The attention kernel
+    saves its output and fp32 log-sum-exp; under tensor parallelism (with sequence parallelism, as torchtitan runs
+    it) the reduce-scatters after ``wo`` and ``w2`` save their sequence-sharded outputs, and ``w2``'s output is the
+    full partial sum before it. MoE layers are counted as their ``k + shared`` expert MLPs.
+    """
+    tokens, h, a, t = x.tokens, x.h, x.a, x.t
+    act = ACTIVATION_BYTES
+    rep = t if x.sp else 1
+    mlps = (x.k + x.shared) if x.k else 1
+    return {
+        "layer_input": act * tokens * h / rep,  # the checkpointed region's input
+        "query_key": act * tokens * a * x.d / t,  # wq's output (wk's is recomputed)
+        "value": act * tokens * x.g * x.dv / t,  # wv's output
+        "out_proj_input": act * tokens * a * x.dv / t,  # the attention kernel's output
+        "flash_stats": FP32_BYTES * tokens * a / t,  # its log-sum-exp
+        "mlp_hidden": act * tokens * x.f * mlps / t,  # w1's output (w3's is recomputed)
+        "mlp_output": act * tokens * h * mlps,  # w2's output, the partial sum before the reduce-scatter
+        "reduce_scatter_outputs": 2 * act * tokens * h / t if t > 1 else 0,
+    }
 
 
 @dataclass(frozen=True)
@@ -443,10 +478,11 @@ def _check_hf(impl: str, *, t: int, sp: bool, cp: int, mode: str) -> None:
                 value,
                 code="unsupported",
             )
-    if mode == "selective":
+    if mode in ("selective", "op"):
         raise CalcError(
             "recompute",
-            f"must be none or full with implementation {impl} (selective recomputation is Megatron-LM's)",
+            f"must be none or full with implementation {impl} (selective and per-op recomputation are "
+            "Megatron-LM's and torchtitan's)",
             mode,
             code="unsupported",
         )

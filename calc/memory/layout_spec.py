@@ -18,6 +18,7 @@ from calc.memory.activations import IMPLEMENTATIONS
 from calc.memory.layout_rules import _LAYOUT_NAMES, _bool, check_parallelism
 from calc.memory.model_state import SHARD_MODES, resolve_convention
 from calc.memory.pipeline_split import _FIRST_ALIAS, _LAST_ALIAS, check_stage_fields, split_layers
+from calc.memory.stacks import DEFAULT_LOSS_CHUNK_TOKENS, LOSS_KINDS, stack_defaults
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 
@@ -47,7 +48,9 @@ class Layout:
             micro-batches per pipeline (the steady state, the worst case for memory).
         seq_len: Tokens per sequence.
         sequence_parallel: Megatron-LM sequence parallelism over the ``tp`` ranks.
-        recompute: ``"none"``, ``"selective"`` or ``"full"`` activation recomputation.
+        recompute: ``"none"``, ``"selective"`` (Megatron's attention core), ``"op"`` (torchtitan's per-op
+            policy: the outputs of every other matmul, of attention and of reduce-scatters are saved) or
+            ``"full"`` activation recomputation; ``None``: the stack's.
         flash_attention: Fused FlashAttention (no ``s²`` attention scores kept).
         dropout: Dropout in the layers and after the embedding (the Korthikanti et al. accounting
             assumes it; most recent LLMs train without it).
@@ -82,6 +85,16 @@ class Layout:
         first_stage_layers: Layers on the first stage (Megatron-LM's ``decoder_first_pipeline_num_layers``);
             the stages not given share the rest evenly.
         last_stage_layers: Layers on the last stage (``decoder_last_pipeline_num_layers``), likewise.
+        stack: The training stack whose defaults the knobs left ``None`` take, one of
+            [`STACKS`][calc.memory.stacks.STACKS]: ``"megatron"`` (the default) or ``"torchtitan"``
+            ([`calc.memory.stacks`][calc.memory.stacks] lists each default and its source).
+        loss: How the cross-entropy is computed, one of [`LOSS_KINDS`][calc.memory.stacks.LOSS_KINDS]:
+            ``"fused"`` (Megatron's), ``"stock"`` (``F.cross_entropy`` on fp32 logits), ``"chunked"``, ``"compiled"``.
+        loss_chunk_tokens: Tokens per chunk of the ``"chunked"`` loss.
+        reshard_after_forward: FSDP / ZeRO-3 frees each unit's gathered weights after its forward (``True``) or
+            keeps the stage unsharded until the backward (``False``, torchtitan under pipeline parallelism,
+            which also accumulates unsharded fp32 gradients over the micro-batches).
+        compile: ``torch.compile`` on (the loss defaults to ``"compiled"`` under ``"torchtitan"``).
 
     Examples:
         >>> Layout(tp=8, pp=8, gpus=512).dp
@@ -97,14 +110,14 @@ class Layout:
     pp: int = 1
     cp: int = 1
     ep: int = 1
-    zero_stage: int = 0
+    zero_stage: int | None = None
     micro_batch: int = 1
     global_batch: int | None = None
     seq_len: int = 2048
     sequence_parallel: bool = False
-    recompute: str = "none"
-    flash_attention: bool = False
-    dropout: bool = True
+    recompute: str | None = None
+    flash_attention: bool | None = None
+    dropout: bool | None = None
     convention: str = "mixed-adam-16"
     distributed_optimizer: bool = False
     offload_optimizer: bool = False
@@ -117,12 +130,18 @@ class Layout:
     decoder_first_pipeline_num_layers: int | None = None
     decoder_last_pipeline_num_layers: int | None = None
     implementation: str = "megatron"
-    shard: str = "even"
+    shard: str | None = None
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
+    stack: str = "megatron"
+    loss: str | None = None
+    loss_chunk_tokens: int | None = None
+    reshard_after_forward: bool | None = None
+    compile: bool = False
 
     def __post_init__(self) -> None:
         put = object.__setattr__
+        self._apply_stack()
         self._check_stage_fields()
         for name in ("tp", "pp", "cp", "ep", "micro_batch", "seq_len", "interleave"):
             put(self, name, parse_positive_int(getattr(self, name), name))
@@ -136,6 +155,7 @@ class Layout:
             "offload_params",
             "zero_over_cp",
             "cp_load_balance",
+            "reshard_after_forward",
         ):
             _bool(getattr(self, name), name)
         if self.recompute not in RECOMPUTE_MODES:
@@ -199,6 +219,19 @@ class Layout:
                 self.offload_optimizer,
                 code="unsupported",
             )
+
+    def _apply_stack(self) -> None:
+        """Give the knobs left ``None`` the stack's defaults ([`stack_defaults`][calc.memory.stacks.stack_defaults])."""
+        put = object.__setattr__
+        _bool(self.compile, "compile")
+        pp = parse_positive_int(self.pp, "pp")
+        for name, value in stack_defaults(self.stack, pp=pp, compile=self.compile).items():
+            if getattr(self, name) is None:
+                put(self, name, value)
+        if self.loss not in LOSS_KINDS:
+            raise CalcError("loss", f"must be one of {', '.join(LOSS_KINDS)}", self.loss, code="unknown-name")
+        chunk = self.loss_chunk_tokens or DEFAULT_LOSS_CHUNK_TOKENS
+        put(self, "loss_chunk_tokens", parse_positive_int(chunk, "loss_chunk_tokens"))
 
     def _check_stage_fields(self) -> None:
         """Validate the uneven-stage fields on their own (the layer total is checked with the model)."""

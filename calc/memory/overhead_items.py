@@ -12,6 +12,7 @@ from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.memory.layout import Layout, LayoutMemory
 from calc.memory.model_state import CONVENTIONS
 from calc.memory.per_gpu import _layer_kinds
+from calc.memory.stacks import loss_bytes
 from calc.memory.stage_plan import _stage_params, stage_plan
 from calc.models.architecture import Architecture
 
@@ -120,7 +121,9 @@ def _unit_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> in
 def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) -> list[Overhead]:
     conv = CONVENTIONS[layout.convention]
     items = []
-    if layout.effective_zero_stage == 3 and layout.zero_ranks > 1:
+    if layout.effective_zero_stage == 3 and layout.zero_ranks > 1 and not layout.reshard_after_forward:
+        items.extend(_unsharded_items(layout, memory, conv))
+    elif layout.effective_zero_stage == 3 and layout.zero_ranks > 1:
         unit = _unit_params(arch, layout, memory)
         items.append(
             Overhead(
@@ -138,9 +141,13 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
                 "stage3_max_live_parameters (default 1e9) gathered, which can be more",
             )
         )
-    if layout.recompute == "full" and memory.layers:
+    if layout.recompute in ("full", "op") and memory.layers:
         full = _layer_kinds(arch, replace(layout, recompute="none"))
-        layer = max(full[arch.is_moe_layer(i)].total for i in stage_plan(arch, layout).layers[memory.stage])
+        kept = _layer_kinds(arch, layout) if layout.recompute == "op" else {}
+        layer = max(
+            full[moe].total - (kept[moe].total if kept else 0)
+            for moe in {arch.is_moe_layer(i) for i in stage_plan(arch, layout).layers[memory.stage]}
+        )
         items.append(
             Overhead(
                 "recomputed_layer",
@@ -155,24 +162,71 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
             )
         )
     if memory.logits:
-        tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
-        grad = -(-2 * tokens * arch.vocab_size // layout.tp)
-        items.append(
-            Overhead(
-                "loss_logits",
-                "Loss and logits peak (the logits' gradient)",
-                grad,
-                "allocated",
-                "backward",
-                ESTIMATED,
-                "2 B × s/cp × b × vocab / tp: the gradient of the logits in the compute dtype, alive with "
-                "the fp32 logits while the output layer's backward runs",
-                "Megatron-LM vocab_parallel_cross_entropy (softmax saved in place of the fp32 logits, "
-                "gradient computed in place and cast back); Hugging Face upcasts the logits to fp32 "
-                "(counted in the logits term) and returns a logits-sized gradient",
-            )
-        )
+        items.append(_loss_item(arch, layout))
     return items
+
+
+def _loss_item(arch: Architecture, layout: Layout) -> Overhead:
+    """The loss's backward transient on the last stage ([`loss_bytes`][calc.memory.stacks.loss_bytes])."""
+    tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
+    if layout.loss == "fused":
+        grad = -(-2 * tokens * arch.vocab_size // layout.tp)
+        return Overhead(
+            "loss_logits",
+            "Loss and logits peak (the logits' gradient)",
+            grad,
+            "allocated",
+            "backward",
+            ESTIMATED,
+            "2 B × s/cp × b × vocab / tp: the gradient of the logits in the compute dtype, alive with "
+            "the fp32 logits while the output layer's backward runs",
+            "Megatron-LM vocab_parallel_cross_entropy (softmax saved in place of the fp32 logits, "
+            "gradient computed in place and cast back); Hugging Face upcasts the logits to fp32 "
+            "(counted in the logits term) and returns a logits-sized gradient",
+        )
+    _, transient, formula = loss_bytes(layout.loss, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens)
+    return Overhead(
+        "loss_logits",
+        f"Loss and logits peak ({layout.loss} cross-entropy's backward)",
+        transient,
+        "allocated",
+        "backward",
+        ESTIMATED,
+        formula,
+        "calc.memory.stacks: torch.nn.functional.cross_entropy = log_softmax + nll_loss on fp32-upcast logits "
+        "(torchtitan/components/loss.py, transformers' ForCausalLMLoss); LitGPT chunked_cross_entropy; "
+        "torch.compile fuses the three",
+    )
+
+
+def _unsharded_items(layout: Layout, memory: LayoutMemory, conv: object) -> list[Overhead]:
+    """FSDP without resharding after forward: the stage unsharded from forward to backward, and its fp32
+    gradients accumulated unsharded over the micro-batches (reduce-scattered on the last one)."""
+    params = memory.params
+    return [
+        Overhead(
+            "fsdp_unsharded_params",
+            "FSDP parameters kept unsharded (reshard_after_forward=False)",
+            2 * params,
+            "allocated",
+            "backward",
+            ESTIMATED,
+            f"2 B × {params:,} params of the stage: the bf16 all-gathered weights stay from forward to backward",
+            "PyTorch FSDP2 fully_shard(reshard_after_forward=False); torchtitan sets it under pipeline parallelism "
+            "(fsdp_reshard_after_forward='default', torchtitan/models/llama3/infra/parallelize.py)",
+        ),
+        Overhead(
+            "fsdp_unsharded_grads",
+            "FSDP gradients accumulated unsharded across micro-batches",
+            4 * params,
+            "allocated",
+            "backward",
+            ESTIMATED,
+            f"4 B × {params:,} params: fp32 (reduce_dtype) unsharded gradients until the last micro-batch",
+            "torchtitan pipeline schedules run FSDP2 with gradient sync only on the last micro-batch "
+            "(set_requires_gradient_sync / set_reshard_after_backward); MixedPrecisionPolicy(reduce_dtype=float32)",
+        ),
+    ]
 
 
 def _gemm_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> int:

@@ -21,6 +21,7 @@ from calc.memory.activation_stages import _stage_extras
 from calc.memory.activations import LayerActivations, layer_activations
 from calc.memory.layout_spec import Layout, check_layout
 from calc.memory.model_state import COMPONENTS, CONVENTIONS, Convention, busiest_shard
+from calc.memory.stacks import loss_bytes
 from calc.memory.stage_plan import StagePlan, _ceil_div, _stage_tensors, stage_plan
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
@@ -230,6 +231,10 @@ def _stage_memory(
     )
     activations = acts.layers + acts.embedding_dropout
     logits = acts.final_norm_input + acts.output_input + acts.logits
+    if layout.loss != "fused" and acts.logits:
+        tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
+        saved = loss_bytes(layout.loss, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens)[0]
+        logits += saved - acts.logits
     if layout.implementation != "megatron":
         activations, logits = _hf_extras(arch, layout, acts.layers, acts.in_flight, k)
     return LayoutMemory(

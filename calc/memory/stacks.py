@@ -1,0 +1,107 @@
+"""Training stacks: the defaults each framework runs with, and the loss's peak under each implementation.
+
+A [`Layout`][calc.memory.layout.Layout]'s ``stack`` sets the defaults of the knobs below; each knob can also be
+set alone, and a knob given explicitly wins. Two stacks:
+
+* ``"megatron"`` (Megatron-LM / Megatron-Core, the default and the engine's accounting before stacks existed):
+  no recomputation unless asked, dropout on, unfused attention unless ``flash_attention``, plain data
+  parallelism (``zero_stage=0``), the vocabulary-parallel fused cross-entropy (``loss="fused"``);
+* ``"torchtitan"`` (PyTorch-native FSDP2, ``pytorch/torchtitan``): per-op selective checkpointing
+  (``recompute="op"``, torchtitan's ``activation_checkpoint.mode = "selective"`` with
+  ``selective_ac_option = "op"`` as its Llama 3 benchmark configs set it), SDPA flash attention, no dropout, FSDP
+  (``zero_stage=3``, each tensor chunked on dim 0: ``shard="fsdp2"``), the stock
+  ``F.cross_entropy(pred.float(), labels)`` of ``torchtitan/components/loss.py`` (``loss="stock"``, or
+  ``"compiled"`` under ``compile``), and ``reshard_after_forward`` off under pipeline parallelism
+  (torchtitan's ``fsdp_reshard_after_forward = "default"``: resharded, except with PP).
+
+The loss peak per logit (``T`` tokens per context-parallel rank times the vocabulary, per tensor-parallel rank),
+[`loss_bytes`][calc.memory.stacks.loss_bytes]:
+
+* ``"fused"``: Megatron-LM's ``vocab_parallel_cross_entropy`` keeps the fp32 logits (4 B, saved in place as the
+  softmax) and computes the gradient in place, cast back to the compute dtype (2 B): 6 B;
+* ``"stock"``: ``log_softmax`` on fp32-upcast logits saves its fp32 output (4 B); the backward holds the fp32
+  gradients of ``nll_loss`` and of ``log_softmax`` with it (4 + 4 B): 12 B at the backward's start;
+* ``"chunked"``: the same per chunk of ``loss_chunk_tokens`` tokens (LitGPT's ``chunked_cross_entropy``): the
+  bf16 logits (2 B) and every chunk's saved fp32 ``log_softmax`` output (4 B) stay, the two fp32 gradients only
+  for one chunk at a time;
+* ``"compiled"``: ``torch.compile`` fuses the upcast, ``log_softmax`` and ``nll_loss``: the bf16 logits are saved
+  (2 B) with one fp32 log-sum-exp per token, and one fused kernel writes the bf16 gradient (2 B): 4 B.
+
+Examples:
+    >>> stack_defaults("torchtitan", pp=8)["reshard_after_forward"], stack_defaults("torchtitan", pp=1)["loss"]
+    (False, 'stock')
+"""
+
+from __future__ import annotations
+
+from calc.errors import CalcError
+
+__all__ = ["LOSS_KINDS", "STACKS", "loss_bytes", "stack_defaults"]
+
+STACKS: tuple[str, ...] = ("megatron", "torchtitan")
+"""The training stacks a [`Layout`][calc.memory.layout.Layout] can name (``stack``)."""
+
+LOSS_KINDS: tuple[str, ...] = ("fused", "stock", "chunked", "compiled")
+"""How the cross-entropy loss is computed (``Layout.loss``); see [`calc.memory.stacks`][calc.memory.stacks]."""
+
+DEFAULT_LOSS_CHUNK_TOKENS = 1024
+"""Tokens per chunk of the ``"chunked"`` loss when ``loss_chunk_tokens`` is not given (LitGPT's
+``chunked_cross_entropy(chunk_size=128)`` chunks sequences; 1,024 tokens is one such chunk of a batch)."""
+
+
+def stack_defaults(stack: str, *, pp: int, compile: bool = False) -> dict[str, object]:
+    """The defaults ``stack`` gives the knobs left unset (``None``) on a layout of ``pp`` pipeline stages.
+
+    Raises:
+        CalcError: For an unknown stack (code ``unknown-name``).
+
+    Examples:
+        >>> stack_defaults("megatron", pp=1)["recompute"], stack_defaults("torchtitan", pp=1)["recompute"]
+        ('none', 'op')
+    """
+    if stack == "megatron":
+        return {
+            "recompute": "none",
+            "flash_attention": False,
+            "dropout": True,
+            "zero_stage": 0,
+            "shard": "even",
+            "loss": "fused",
+            "reshard_after_forward": True,
+        }
+    if stack == "torchtitan":
+        return {
+            "recompute": "op",
+            "flash_attention": True,
+            "dropout": False,
+            "zero_stage": 3,
+            "shard": "fsdp2",
+            "loss": "compiled" if compile else "stock",
+            "reshard_after_forward": pp == 1,
+        }
+    raise CalcError("stack", f"must be one of {', '.join(STACKS)}", stack, code="unknown-name")
+
+
+def loss_bytes(loss: str, tokens: int, vocab: int, tp: int, chunk_tokens: int) -> tuple[int, int, str]:
+    """(saved bytes, backward transient bytes, formula) of the loss on the last stage, per GPU.
+
+    ``tokens`` is the micro-batch's tokens on one context-parallel rank; the vocabulary is split over ``tp``
+    (Megatron-LM's vocabulary-parallel output layer).
+
+    Examples:
+        >>> loss_bytes("fused", 10, 100, 1, 1024)[:2], loss_bytes("stock", 10, 100, 1, 1024)[:2]
+        ((4000, 2000), (4000, 8000))
+        >>> loss_bytes("chunked", 10, 100, 1, 5)[:2], loss_bytes("compiled", 10, 100, 1, 1024)[:2]
+        ((6000, 4000), (2040, 2000))
+    """
+    logits = -(-tokens * vocab // tp)
+    if loss == "fused":
+        return 4 * logits, 2 * logits, "4 B fp32 logits saved + 2 B gradient in the compute dtype, per logit"
+    if loss == "stock":
+        return 4 * logits, 8 * logits, "4 B fp32 log_softmax output saved + 2 × 4 B fp32 gradients, per logit"
+    if loss == "chunked":
+        chunk = -(-min(chunk_tokens, tokens) * vocab // tp)
+        return 6 * logits, 8 * chunk, "2 B logits + 4 B fp32 log_softmax outputs saved; 2 × 4 B per logit of a chunk"
+    if loss == "compiled":
+        return 2 * logits + 4 * tokens, 2 * logits, "2 B logits + 4 B log-sum-exp per token saved + 2 B gradient"
+    raise CalcError("loss", f"must be one of {', '.join(LOSS_KINDS)}", loss, code="unknown-name")
