@@ -58,7 +58,9 @@ _DIAGRAM_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s#]*assets/diag
 _page_widgets: dict[str, list[str]] = {}
 # A link in a calculator's results to a site page, addressed from the site root (the live results do not know
 # the page): the pre-render gets its page-relative href here, calc.mjs sets it after each live render.
-_SITE_HREF = re.compile(r'<a (?P<attrs>[^>]*)data-site-href="(?P<target>[^"#]*)(?P<anchor>#[^"]*)?"')
+_SITE_HREF = re.compile(
+    r'<a (?P<attrs>[^>]*)data-site-href="(?P<target>[^"#?]*)(?P<query>\?[^"#]*)?(?P<anchor>#[^"]*)?"'
+)
 
 
 def _npm_package(name: str) -> Path:
@@ -180,8 +182,9 @@ def _site_hrefs(content: str, page, files) -> str:
         found = files.get_file_from_path(src)
         if found is None:
             raise PluginError(f"{page.file.src_uri}: a calculator links to {target!r}, which is not in the site")
-        href = get_relative_url(found.url, page.url) + (m["anchor"] or "")
-        return f'<a href="{html.escape(href)}" {m["attrs"]}data-site-href="{target}{m["anchor"] or ""}"'
+        query, anchor = m["query"] or "", m["anchor"] or ""  # a hand-off carries inputs: ?calc-id.field=value&...
+        href = get_relative_url(found.url, page.url) + html.unescape(query) + anchor
+        return f'<a href="{html.escape(href)}" {m["attrs"]}data-site-href="{target}{query}{anchor}"'
 
     return _SITE_HREF.sub(rewrite, content)
 

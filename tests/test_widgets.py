@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -229,3 +231,52 @@ def test_plan_step_parts_never_in_exponent_notation() -> None:
     fragment = str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"])
     times = re.findall(r'data-output="time-\d+">([^<]*)<', fragment)
     assert times and not [t for t in times if "e+" in t or "e-" in t]
+
+
+# Issue 19: no dead end; a preset fills Parameters ---------------------------------------------------------------
+
+_NOTHING_FITS = {"preset": "llama3.1-405b", "seq_len": "131072", "micro_batch": "8"}
+
+
+def test_nothing_fits_names_the_remedies_and_hands_off_with_the_inputs() -> None:
+    fragment = str(render("will-it-fit", _NOTHING_FITS)["html"])
+    suggestion = re.search(r'data-output="suggestion">([^<]*)<', fragment)[1]
+    assert suggestion.startswith("Nothing fits") and all(
+        w in suggestion for w in ("Recomputation", "tensor parallelism", "context parallelism")
+    )
+    href = html.unescape(re.search(r'class="lc-calc__handoff" data-site-href="([^"]*)"', fragment)[1])
+    page, _, rest = href.partition("?")
+    query, _, anchor = rest.partition("#")
+    pairs = dict(p.split("=", 1) for p in query.split("&"))
+    assert page == "memory/activations/" and anchor == "rival-model-state"
+    assert pairs["training-memory.preset"] == "llama3.1-405b" and pairs["training-memory.seq_len"] == "131072"
+    assert {k.removeprefix("training-memory.") for k in pairs} <= set(calculators()["training-memory"].defaults)
+    # the target: that page's one training-memory calculator (calc id "training-memory"), under that heading
+    text = (Path(__file__).resolve().parents[1] / "docs" / "memory" / "activations.md").read_text(encoding="utf-8")
+    assert text.count("[[calc training-memory") == 1 and "{ #rival-model-state }" in text
+
+
+def test_a_fitting_layout_has_no_handoff() -> None:
+    assert "lc-calc__handoff" not in str(render("will-it-fit", {"preset": "llama3-8b"})["html"])
+
+
+def test_a_preset_fills_the_parameters_box() -> None:
+    fragment = str(render("will-it-fit", {"preset": "llama3-70b", "params": "70B"})["html"])
+    filled = re.search(r'<span data-fill="params" data-value="(\d+)"[^>]*>([^<]*)<', fragment)
+    assert filled and filled[2] == "70.6B" and int(filled[1]) == 70_553_706_496  # Llama 3 70B, exact
+    assert "data-fill" not in str(render("will-it-fit", {"params": "70B"})["html"])
+
+
+@pytest.mark.skipif(sys.platform == "emscripten", reason="the build hook is host-only")
+def test_the_build_keeps_a_handoffs_inputs() -> None:
+    """``hooks/lc_build.py`` gives a ``data-site-href`` with a query its page-relative href, the query intact."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hooks"))
+    from lc_build import _site_hrefs
+
+    class _Files:
+        def get_file_from_path(self, src):
+            return type("F", (), {"url": "memory/activations/"})() if src == "memory/activations.md" else None
+
+    page = type("P", (), {"url": "memory/model-state/", "file": type("S", (), {"src_uri": "x.md"})()})()
+    out = _site_hrefs('<a class="x" data-site-href="memory/activations/?a.b=1&amp;a.c=2#top">', page, _Files())
+    assert out.startswith('<a href="../activations/?a.b=1&amp;a.c=2#top" class="x" data-site-href=')

@@ -19,6 +19,8 @@ ratios as a decimal) and ``data-unit`` (one of ``calc.widgets._html.UNITS``:
 ``B``, ``s``, ``1``, …), placed before ``data-output``; text results (a model
 name, a suggestion) carry neither. ``python -m calc NAME --json`` reads them, so
 the command line and the page show the same computation.
+An output may also carry ``data-fill=FIELD``: its text is what that field should show (a preset's parameter
+count in will-it-fit's Parameters box), for the browser to write into the control after the render.
 """
 
 from __future__ import annotations

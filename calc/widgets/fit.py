@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from html import escape
+from urllib.parse import quote
+
 from calc.guide.charts import zero_chart
 from calc.memory.layout import Layout
 from calc.memory.model_state import (
@@ -154,7 +157,12 @@ def _hint(arch, params: int, memory: int, v: dict[str, str], seq: int, micro: in
     if arch is not None:
         found = _smallest_with_activations(arch, memory, v, seq, micro)
         if found is None:
-            return f"Nothing fits: even ZeRO-3 over {_MAX_DP:,} GPUs leaves no room for these activations."
+            return (
+                f"Nothing fits with ZeRO and data parallelism alone: even ZeRO-3 over {_MAX_DP:,} GPUs leaves no "
+                f"room for the activations of {seq:,} tokens × {micro} ({_WHAT_ACTIVATIONS}). Recomputation "
+                "(selective or full), tensor parallelism with sequence parallelism, and context parallelism "
+                "shrink them."
+            )
         s, d, at = found
         where = "any dp" if s == 0 else f"dp ≥ {d:,}"
         return f"ZeRO-{s} with {where}: {fmt(at)} per GPU with activations and overheads, {fmt(memory - at)} left."
@@ -199,8 +207,37 @@ def _compute(v: dict[str, str]) -> str:
         + table(("Component", "Bytes / param", "Per GPU"), rows, raw_cells=True)
         + formulas(lines, _SOURCE)
         + gpu_memory_line(memory, fmt)
+        + (_params_from_model(params) if arch is not None else "")
         + kv("Headroom for activations", headroom(memory, used, fmt))
-        + kv("Smallest layout that fits", out("suggestion", hint))
+        + kv("Smallest layout that fits", out("suggestion", hint) + _handoff(v, hint, stage, dp, seq, micro))
+    )
+
+
+def _params_from_model(params: int) -> str:
+    """The chosen model's parameter count, marked ``data-fill="params"``: the Parameters box should show it (the
+    preset replaces what was typed there), so the browser writes this text into that field after a render."""
+    line = kv("Parameters (from the model)", out("params_from_model", format_count(params), value=params))
+    return line.replace("<span data-value=", '<span data-fill="params" data-value=', 1)
+
+
+_HANDOFF_PAGE = "memory/activations/"
+_HANDOFF_ID = "training-memory"
+"""Where the hand-off goes: the activation page's training-memory calculator (``#rival-model-state``), which has
+recomputation, tp, sequence parallelism and cp."""
+
+
+def _handoff(v: dict[str, str], hint: str, stage: int, dp: int, seq: int, micro: int) -> str:
+    """When nothing fits with a model, a link to the training-memory calculator carrying the reader's inputs."""
+    if v["preset"] == _NO_MODEL or not hint.startswith("Nothing fits"):
+        return ""
+    inputs = {"preset": v["preset"], "dp": dp, "zero_stage": stage, "micro_batch": micro, "seq_len": seq}
+    inputs |= {"recompute": "none", "flash_attention": 1, "dropout": 0, "convention": v["convention"]}
+    inputs |= {"gpu": v["gpu"], "unit": v["unit"]} | ({"gpu_memory": v["gpu_memory"]} if v["gpu"] == "custom" else {})
+    query = "&".join(f"{_HANDOFF_ID}.{k}={quote(str(value))}" for k, value in inputs.items())
+    href = f"{_HANDOFF_PAGE}?{query}#rival-model-state"
+    return (
+        f' <a class="lc-calc__handoff" data-site-href="{escape(href)}">Try recomputation, tp and cp in the '
+        "training-memory calculator, with these inputs</a>."
     )
 
 
