@@ -8,6 +8,8 @@ never raise, never freeze, and never reflect markup from the input into the HTML
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from calc.errors import MAX_ECHO_CHARS
@@ -135,3 +137,17 @@ def test_unknown_select_option_names_the_field(name: str, field: str) -> None:
 def test_every_field_is_tried() -> None:
     assert len(CASES) * len(HOSTILE) == sum(len(c.fields) for c in calculators().values()) * len(HOSTILE)
     assert len(CASES) >= 89
+
+
+@pytest.mark.parametrize(
+    "raw", ["NaN", "Infinity", "1e400", "-0.1", "2", '"0.1"', "true", "[0.1]", "[" + "0," * 5000 + "0]"]
+)
+def test_hostile_dropout_in_a_pasted_config_names_the_key(raw: str) -> None:
+    """A dropout probability outside 0..1, or not a number, refuses the config and names its key (issue 18)."""
+    from calc.models.presets import PRESETS
+
+    body = json.dumps({k: v for k, v in PRESETS["llama3-8b"].items() if k != "_source"})
+    result = render("parameter-count", {"config": body[:-1] + f', "attention_dropout": {raw}}}'})
+    assert result["ok"] is False
+    _assert_error_names_field(result, "config", raw)
+    assert "attention_dropout must be a dropout probability from 0 to 1" in result["error"]["message"]
