@@ -277,3 +277,15 @@ def test_public_names_live_where_the_table_says():
     assert set(calc._NAMES) == set(calc.__all__)
     wrong = [f"{n} -> {m}" for n, m in calc._NAMES.items() if not hasattr(importlib.import_module(m), n)]
     assert not wrong, wrong
+
+
+def test_contributing_maps_every_package_and_folder():
+    """CONTRIBUTING.md has a paragraph for every package of ``calc`` and every top-level folder a change lands in."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    packages = sorted(_name(p) for p in _modules() if p.name == "__init__.py" and _name(p).count(".") == 1)
+    folders = ["hooks/", "docs/", "validation/", "tests/", "tools/", "bench/"]
+    missing = [name for name in packages + folders if f"`{name}" not in text]
+    assert not missing, f"CONTRIBUTING.md's map does not mention: {missing}"
+    for kind in ("preset", "calculator field", "new calculator", "prose number", "chart", "exercise",
+                 "validation row", "published run"):  # fmt: skip
+        assert f"### A {kind}" in text or f"### An {kind}" in text, kind
