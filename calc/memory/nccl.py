@@ -5,11 +5,19 @@ The public names are re-exported by [`calc.memory.overheads`][calc.memory.overhe
 
 from __future__ import annotations
 
+from calc.hardware import GPU
 from calc.memory.layout import Layout
-from calc.memory.overhead_items import ESTIMATED, Overhead
+from calc.memory.overhead_items import ESTIMATED, MEASURED, Overhead
 from calc.units import parse_positive_int
 
-__all__ = ["NCCL_BUFFSIZE", "NCCL_LL128_BUFFSIZE", "NCCL_LL_BUFFSIZE", "communicators", "nccl_communicator_bytes"]
+__all__ = [
+    "NCCL_BUFFSIZE",
+    "NCCL_LL128_BUFFSIZE",
+    "NCCL_LL_BUFFSIZE",
+    "communicators",
+    "nccl_channels",
+    "nccl_communicator_bytes",
+]
 
 NCCL_BUFFSIZE = 1 << 22
 """NCCL's Simple-protocol buffer per connection and channel: 4 MiB (``NCCL_BUFFSIZE``).
@@ -101,9 +109,39 @@ def nccl_communicator_bytes(peers: int, *, channels: int = _DEFAULT_CHANNELS, p2
     return ch * k * per
 
 
+NCCL_HOPPER_CHANNELS = 32
+"""NCCL channels per collective communicator on H100/H200/B200-class NVLink: 32 (ESTIMATED).
+
+NCCL picks the count from the topology (``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS`` bound it); H100 logs show
+24-32 collective channels (``NCCL INFO ... coll channels``, issue 17's comparison); the upper end is taken, as
+these buffers are an upper estimate."""
+
+EP_ALLTOALL_BYTES_PER_PEER = 3_300_000_000 // 7
+"""NCCL buffers of the expert-parallel all-to-all per peer (MEASURED): +3.3 GB on 8×H100, i.e. over 7 peers
+(NVIDIA/nccl issue 1685: the all-to-all connects every pair with point-to-point buffers on many channels)."""
+
+_HOPPER_PLUS = ("h100", "h200", "h800", "h20", "gh200", "b100", "b200", "gb200", "b300", "gb300")
+
+
+def nccl_channels(gpu: GPU | str | None) -> int:
+    """NCCL collective channels assumed for ``gpu``: 32 on Hopper and Blackwell, 16 otherwise or when unknown.
+
+    Examples:
+        >>> nccl_channels("h100-sxm"), nccl_channels("a100-80gb"), nccl_channels(None)
+        (32, 16, 16)
+    """
+    if gpu is None:
+        return _DEFAULT_CHANNELS
+    name = (gpu.name if isinstance(gpu, GPU) else str(gpu)).lower()
+    return NCCL_HOPPER_CHANNELS if name.startswith(_HOPPER_PLUS) else _DEFAULT_CHANNELS
+
+
 def _nccl(layout: Layout, stage: int, channels: int, p2p_channels: int) -> list[Overhead]:
     items = []
     for name, ranks, peers in communicators(layout, stage):
+        if name == "ep":
+            items.append(_alltoall(ranks, peers))
+            continue
         p2p = name in ("pp", "ep")
         ch = p2p_channels if p2p else channels
         size = nccl_communicator_bytes(peers, channels=ch, p2p=p2p)
@@ -122,3 +160,17 @@ def _nccl(layout: Layout, stage: int, channels: int, p2p_channels: int) -> list[
             )
         )
     return items
+
+
+def _alltoall(ranks: int, peers: int) -> Overhead:
+    """The expert-parallel all-to-all's buffers, per peer as measured ([`EP_ALLTOALL_BYTES_PER_PEER`])."""
+    return Overhead(
+        "nccl_ep",
+        f"NCCL buffers, ep group all-to-all ({ranks} ranks)",
+        peers * EP_ALLTOALL_BYTES_PER_PEER,
+        "nvidia-smi",
+        "always",
+        MEASURED,
+        f"{peers} peer{'s' if peers != 1 else ''} × {EP_ALLTOALL_BYTES_PER_PEER:,} B (3.3 GB over 7 peers, measured)",
+        "NVIDIA/nccl issue 1685: an 8×H100 all-to-all adds 3.3 GB of NCCL buffers",
+    )

@@ -16,7 +16,15 @@ from calc.memory.stacks import loss_bytes
 from calc.memory.stage_plan import _stage_params, stage_plan
 from calc.models.architecture import Architecture
 
-__all__ = ["ALLOCATOR_FRAGMENTATION", "CUDA_CONTEXT_BYTES", "ESTIMATED", "MEASURED", "MOE_ROUTINGS", "Overhead"]
+__all__ = [
+    "ALLOCATOR_FRAGMENTATION",
+    "ALLOCATOR_RESERVE",
+    "CUDA_CONTEXT_BYTES",
+    "ESTIMATED",
+    "MEASURED",
+    "MOE_ROUTINGS",
+    "Overhead",
+]
 
 MEASURED = "MEASURED"
 """Tag of a line item whose constant was measured on real hardware."""
@@ -49,6 +57,27 @@ instead, which the documentation recommends when allocation sizes change (it "ca
 fragmentation"). Reserved minus allocated is workload-dependent; these fractions are typical of
 what users report, not measured here.
 """
+
+ALLOCATOR_RESERVE: dict[str, dict[bool, tuple[int, int]]] = {
+    "megatron": ALLOCATOR_FRAGMENTATION,
+    "torchtitan": {False: (27, 200), True: (27, 200)},
+}
+"""The caching allocator's reserve per stack (``Layout.stack``), as a fraction of the allocated peak, without and
+with ``expandable_segments`` (ESTIMATED from published runs):
+
+* ``"megatron"``: [`ALLOCATOR_FRAGMENTATION`][calc.memory.overheads.ALLOCATOR_FRAGMENTATION], 1/20 (Megatron-LM
+  logs put reserved 1-11% above allocated, issue 17's comparison of 30 published peaks);
+* ``"torchtitan"``: 27/200 = 13.5% with or without expandable segments (FSDP2's all-gather and reduce-scatter
+  buffers of every size on their own streams: about 13-14% in the same comparison's torchtitan rows, which run
+  with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` as ``run_train.sh`` sets it).
+"""
+
+ALLOCATOR_RESERVE_SOURCES: dict[str, str] = {
+    "megatron": "PyTorch CUDA semantics, Memory management and PYTORCH_CUDA_ALLOC_CONF (expandable_segments)",
+    "torchtitan": "FSDP2 stacks' reserved/allocated of about 1.13-1.14 in published torchtitan runs (issue 17); "
+    "PyTorch CUDA semantics, Memory management",
+}
+"""Where each stack's allocator reserve comes from."""
 
 MOE_ROUTINGS: dict[str, float | None] = {"balanced": None, "dropless": None, "capacity-1.25": 1.25, "capacity-2": 2}
 """MoE routing cases [`peak_memory`][calc.memory.overheads.peak_memory] can price: balanced (the tensors' own

@@ -32,22 +32,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calc.errors import CalcError
+from calc.hardware import GPU
 from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.memory.layout import Layout, LayoutMemory, layout_stages
 from calc.memory.moe_routing import stage_activation_ranges
 from calc.memory.nccl import (
-    _DEFAULT_CHANNELS,
     _DEFAULT_P2P_CHANNELS,
     NCCL_BUFFSIZE,
     NCCL_LL128_BUFFSIZE,
     NCCL_LL_BUFFSIZE,
     _nccl,
     communicators,
+    nccl_channels,
     nccl_communicator_bytes,
 )
 from calc.memory.overhead_items import (
     _MIB,
     ALLOCATOR_FRAGMENTATION,
+    ALLOCATOR_RESERVE,
+    ALLOCATOR_RESERVE_SOURCES,
     CUDA_CONTEXT_BYTES,
     ESTIMATED,
     MEASURED,
@@ -62,6 +65,7 @@ from calc.units import parse_positive_int
 
 __all__ = [
     "ALLOCATOR_FRAGMENTATION",
+    "ALLOCATOR_RESERVE",
     "CUDA_CONTEXT_BYTES",
     "ESTIMATED",
     "MEASURED",
@@ -73,6 +77,7 @@ __all__ = [
     "Overhead",
     "PeakMemory",
     "communicators",
+    "nccl_channels",
     "nccl_communicator_bytes",
     "overheads",
     "peak_memory",
@@ -140,12 +145,13 @@ def overheads(
     layout: Layout,
     *,
     stage: int | None = None,
-    channels: int = _DEFAULT_CHANNELS,
+    channels: int | None = None,
     p2p_channels: int = _DEFAULT_P2P_CHANNELS,
     expandable_segments: bool = False,
     optimizer: str = "foreach",
     low_precision: str | None = None,
     moe_routing: str = "balanced",
+    gpu: GPU | str | None = None,
 ) -> tuple[Overhead, ...]:
     """The named overheads of one GPU: the busiest stage's, or ``stage``'s.
 
@@ -167,6 +173,7 @@ def overheads(
         optimizer=optimizer,
         low_precision=low_precision,
         moe_routing=moe_routing,
+        gpu=gpu,
     ).overheads
 
 
@@ -175,12 +182,13 @@ def peak_memory(
     layout: Layout,
     *,
     stage: int | None = None,
-    channels: int = _DEFAULT_CHANNELS,
+    channels: int | None = None,
     p2p_channels: int = _DEFAULT_P2P_CHANNELS,
     expandable_segments: bool = False,
     optimizer: str = "foreach",
     low_precision: str | None = None,
     moe_routing: str = "balanced",
+    gpu: GPU | str | None = None,
 ) -> PeakMemory:
     """The full per-GPU peak: tensors plus every named overhead, as allocated, reserved and ``nvidia-smi``.
 
@@ -197,7 +205,8 @@ def peak_memory(
         arch: The model.
         layout: The layout.
         stage: A pipeline stage; ``None`` takes the busiest.
-        channels: NCCL channels per collective communicator (NCCL picks them from the topology).
+        channels: NCCL channels per collective communicator (NCCL picks them from the topology); ``None``:
+            [`nccl_channels`][calc.memory.overheads.nccl_channels] of ``gpu``.
         p2p_channels: NCCL channels per peer for point-to-point traffic (pipeline, all-to-all).
         expandable_segments: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``.
         optimizer: ``"foreach"`` (PyTorch's default on CUDA) or ``"fused"`` (``fused=True``, apex /
@@ -206,6 +215,7 @@ def peak_memory(
             quantized weight copies of FP8 / MXFP8 / NVFP4 training; ``None`` for bf16 GEMMs.
         moe_routing: A key of [`MOE_ROUTINGS`][calc.memory.overheads.MOE_ROUTINGS]: ``"balanced"`` (the default, as
             the tensors assume) or a worst case, added as a named line for MoE models.
+        gpu: The GPU (a [`GPU`][calc.hardware.GPU] or preset name), for NCCL's channel count; ``None``: 16.
 
     Returns:
         The [`PeakMemory`][calc.memory.overheads.PeakMemory].
@@ -232,6 +242,7 @@ def peak_memory(
             optimizer=optimizer,
             low_precision=low_precision,
             moe_routing=moe_routing,
+            gpu=gpu,
         )[k]
     best = None
     for p in stage_peaks(
@@ -243,6 +254,7 @@ def peak_memory(
         optimizer=optimizer,
         low_precision=low_precision,
         moe_routing=moe_routing,
+        gpu=gpu,
     ):
         if best is None or p.nvidia_smi_bytes > best.nvidia_smi_bytes:
             best = p
@@ -254,12 +266,13 @@ def stage_peaks(
     arch: Architecture,
     layout: Layout,
     *,
-    channels: int = _DEFAULT_CHANNELS,
+    channels: int | None = None,
     p2p_channels: int = _DEFAULT_P2P_CHANNELS,
     expandable_segments: bool = False,
     optimizer: str = "foreach",
     low_precision: str | None = None,
     moe_routing: str = "balanced",
+    gpu: GPU | str | None = None,
 ) -> tuple[PeakMemory, ...]:
     """[`peak_memory`][calc.memory.overheads.peak_memory] of every pipeline stage, first to last (same options).
 
@@ -277,7 +290,7 @@ def stage_peaks(
         low_precision_weights(1, low_precision)  # raises, naming the field
     if moe_routing not in MOE_ROUTINGS:
         raise CalcError("moe_routing", f"must be one of {', '.join(MOE_ROUTINGS)}", moe_routing, code="unknown-name")
-    ch = parse_positive_int(channels, "channels", maximum=1024)
+    ch = parse_positive_int(nccl_channels(gpu) if channels is None else channels, "channels", maximum=1024)
     p2p = parse_positive_int(p2p_channels, "p2p_channels", maximum=1024)
     stages = layout_stages(arch, layout)
     excess = [0] * len(stages)
@@ -335,7 +348,7 @@ def _peak(
         + sum(o.bytes for o in always)
         + max(m.activations + m.logits + sum(o.bytes for o in backward), sum(o.bytes for o in step))
     )
-    num, den = ALLOCATOR_FRAGMENTATION[expandable]
+    num, den = ALLOCATOR_RESERVE[layout.stack][expandable]
     reserve = -(-allocated * num // (den * 2 * _MIB)) * 2 * _MIB
     allocator = Overhead(
         "allocator_reserve",
@@ -344,8 +357,10 @@ def _peak(
         "reserved",
         "always",
         ESTIMATED,
-        f"allocated × {num}/{den}, rounded up to 2 MiB" + (" (expandable_segments)" if expandable else ""),
-        "PyTorch CUDA semantics, Memory management and PYTORCH_CUDA_ALLOC_CONF (expandable_segments)",
+        f"allocated × {num}/{den}, rounded up to 2 MiB"
+        + (f" ({layout.stack})" if layout.stack != "megatron" else "")
+        + (" (expandable_segments)" if expandable else ""),
+        ALLOCATOR_RESERVE_SOURCES[layout.stack],
     )
     nccl = _nccl(layout, m.stage, channels, p2p_channels)
     items = (context, *nccl, *always, *backward, *step, allocator)
