@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from calc.errors import CalcError
 from calc.memory.activations import layer_activations
 from calc.memory.layout import Layout, layout_memory
+from calc.memory.model_state import model_state_bytes
 from calc.memory.overheads import (
     CUDA_CONTEXT_BYTES,
     ESTIMATED,
@@ -369,3 +370,113 @@ def test_moe_routing_is_nothing_for_a_dense_model() -> None:
     with pytest.raises(CalcError) as err:
         peak_memory(arch, layout, moe_routing="worst")
     assert err.value.field == "moe_routing"
+
+
+# ---------------------------------------------------------------- training stacks (issue 17)
+
+
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        (dict(), dict(recompute="none", loss="fused", zero_stage=0, shard="even", dropout=True)),
+        (dict(stack="torchtitan"), dict(recompute="op", loss="stock", zero_stage=3, shard="fsdp2", dropout=False)),
+        (dict(stack="torchtitan", compile=True), dict(loss="compiled")),
+        (dict(stack="torchtitan", pp=2), dict(reshard_after_forward=False)),  # torchtitan: not resharded under PP
+        (dict(stack="torchtitan", pp=1), dict(reshard_after_forward=True)),
+        (dict(stack="torchtitan", recompute="full", loss="chunked"), dict(recompute="full", loss="chunked")),
+    ],
+)
+def test_stack_defaults_and_knobs(kw, expected):
+    layout = Layout(**kw)
+    for name, value in expected.items():
+        assert getattr(layout, name) == value, name
+
+
+def test_per_op_checkpointing_saves_every_other_matmul():
+    """Llama 3 8B, t=1: input 2h + wq 2ad + wv 2gd + SDPA out 2ad + LSE 4a + w1 2f + w2 2h bytes per token."""
+    arch = preset("llama3-8b")
+    h, a, g, d, f = 4096, 32, 8, 128, 14336
+    per_token = 2 * h + 2 * a * d + 2 * g * d + 2 * a * d + 4 * a + 2 * f + 2 * h
+    layer = layer_activations(8192, 2, h, a, kv_heads=g, ffn_hidden=f, mlp="swiglu", recompute="op")
+    assert layer.total == per_token * 8192 * 2 == 63616 * 16384
+    full = layer_activations(8192, 2, h, a, kv_heads=g, ffn_hidden=f, mlp="swiglu", recompute="full")
+    selective = layer_activations(8192, 2, h, a, kv_heads=g, ffn_hidden=f, mlp="swiglu", recompute="selective")
+    assert full.total < layer.total < selective.total
+    assert arch.hidden_size == h
+
+
+@pytest.mark.parametrize(
+    ("loss", "saved_per_logit", "transient_per_logit"),
+    [
+        ("fused", 4, 2),  # Megatron's vocab-parallel cross-entropy: 6 B per logit
+        ("stock", 4, 8),  # F.cross_entropy(logits.float()): 12 B per logit in backward
+        ("compiled", 2, 2),  # plus 4 B per token of log-sum-exp
+    ],
+)
+def test_loss_peak_per_logit(loss, saved_per_logit, transient_per_logit):
+    from calc.memory.stacks import loss_bytes
+
+    saved, transient, _ = loss_bytes(loss, 1000, 50000, 1, 1024)
+    assert saved - (4000 if loss == "compiled" else 0) == saved_per_logit * 1000 * 50000
+    assert transient == transient_per_logit * 1000 * 50000
+
+
+def test_stock_loss_raises_the_last_stage():
+    arch = preset("llama3-8b")
+    fused = peak_memory(arch, Layout(dp=8, zero_stage=3, seq_len=8192, flash_attention=True, dropout=False))
+    stock = peak_memory(
+        arch, Layout(dp=8, zero_stage=3, seq_len=8192, flash_attention=True, dropout=False, loss="stock")
+    )
+    logits = 8192 * arch.vocab_size
+    assert stock.allocated_bytes - fused.allocated_bytes == 6 * logits  # 12 B instead of 6 B per logit
+
+
+def test_no_reshard_after_forward_under_pp_counts_the_unsharded_stage():
+    arch = preset("llama3.1-405b")
+    kw = dict(stack="torchtitan", dp=8, tp=8, pp=8, interleave=2, seq_len=8192, sequence_parallel=True)
+    peak = peak_memory(arch, Layout(**kw))
+    names = {o.name: o.bytes for o in peak.overheads}
+    assert names["fsdp_unsharded_params"] == 2 * peak.memory.params
+    assert names["fsdp_unsharded_grads"] == 4 * peak.memory.params
+    assert "zero3_gathered" not in names
+    resharded = peak_memory(arch, Layout(**kw, reshard_after_forward=True))
+    assert "zero3_gathered" in {o.name for o in resharded.overheads}
+    assert resharded.allocated_bytes < peak.allocated_bytes
+
+
+def test_allocator_reserve_per_stack():
+    arch = preset("llama3-8b")
+    mega = peak_memory(arch, Layout(dp=8, zero_stage=3, seq_len=4096, recompute="full"))
+    titan = peak_memory(arch, Layout(stack="torchtitan", dp=8, seq_len=4096, recompute="full"))
+    for peak, (num, den) in ((mega, (1, 20)), (titan, (27, 200))):
+        reserve = peak.reserved_bytes - peak.allocated_bytes
+        assert reserve == -(-peak.allocated_bytes * num // (den * 2 * 2**20)) * 2 * 2**20
+
+
+def test_nccl_channels_by_gpu_generation():
+    from calc.memory.overheads import nccl_channels
+
+    arch, layout = preset("llama3-8b"), Layout(dp=8, zero_stage=1, seq_len=4096)
+    h100 = {o.name: o.bytes for o in peak_memory(arch, layout, gpu="h100-sxm").overheads}
+    a100 = {o.name: o.bytes for o in peak_memory(arch, layout, gpu="a100-80gb").overheads}
+    assert nccl_channels("h100-sxm") == 32 and nccl_channels("a100-80gb") == 16
+    assert h100["nccl_dp"] == 2 * a100["nccl_dp"]
+
+
+def test_expert_parallel_all_to_all_buffers_as_measured():
+    # NVIDIA/nccl issue 1685: +3.3 GB of NCCL buffers for an all-to-all over 8 H100 (7 peers)
+    arch = preset("mixtral-8x7b")
+    peak = peak_memory(arch, Layout(dp=8, ep=8, zero_stage=1, seq_len=1024))
+    ep = next(o for o in peak.overheads if o.name == "nccl_ep")
+    assert ep.tag == "MEASURED"
+    assert ep.bytes == 7 * (3_300_000_000 // 7)
+
+
+def test_bf16_optimizer_states_convention():
+    from calc.memory.model_state import CONVENTIONS
+
+    c = CONVENTIONS["mixed-bf16-states"]
+    assert c.bytes_per_param == 14
+    # Megatron's distributed optimizer shards master and both moments: 6 + 8/d bytes per parameter
+    state = model_state_bytes(8 * 10**9, convention="mixed-bf16-states", zero_stage=1, dp=8)
+    assert state.total == 8 * 10**9 * 6 + 8 * 10**9 * 8 // 8
