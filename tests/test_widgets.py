@@ -280,3 +280,19 @@ def test_the_build_keeps_a_handoffs_inputs() -> None:
     page = type("P", (), {"url": "memory/model-state/", "file": type("S", (), {"src_uri": "x.md"})()})()
     out = _site_hrefs('<a class="x" data-site-href="memory/activations/?a.b=1&amp;a.c=2#top">', page, _Files())
     assert out.startswith('<a href="../activations/?a.b=1&amp;a.c=2#top" class="x" data-site-href=')
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs", "said"),
+    [
+        ("will-it-fit", {"params": "lots"}, "Parameters must be a positive count"),
+        ("will-it-fit", {"dp": "0"}, "Data-parallel degree must be a whole number from 1"),
+        ("training-memory", {"tp": "3"}, "Tensor parallel (tp) must divide the attention heads"),
+        ("parameter-count", {"config": "{"}, "config.json is not valid JSON"),
+        ("will-it-fit", {"gpu": "custom", "gpu_memory": "0"}, "GPU memory must be an amount of memory"),
+    ],
+)
+def test_errors_in_the_readers_words(name: str, inputs: dict, said: str) -> None:
+    """The page's message leads with the label the reader sees; ``message`` keeps the field as typed in a shell."""
+    err = render(name, inputs)["error"]
+    assert err["said"].startswith(said) and err["message"].startswith(f"{err['field']} "), err

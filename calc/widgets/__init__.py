@@ -312,19 +312,34 @@ def render(name: str, inputs: Mapping[str, object] | None = None) -> dict[str, o
         inputs: Typed values by field name; missing fields take their defaults, unknown keys are ignored.
 
     Returns:
-        ``{"ok": True, "html": fragment}`` or ``{"ok": False, "error": {"field", "message", "code"}}``.
+        ``{"ok": True, "html": fragment}`` or ``{"ok": False, "error": {"field", "message", "code", "label",
+        "said"}}``: ``message`` names the field as typed on the command line (``params must be …``); ``label`` is
+        the field's visible label and ``said`` the same message in the reader's words, led by that label
+        (``Parameters must be …``), for the page.
 
     Examples:
         >>> render("will-it-fit", {"params": "7B"})["ok"]
         True
-        >>> render("will-it-fit", {"params": "lots"})["error"]["field"]
-        'params'
+        >>> err = render("will-it-fit", {"params": "lots"})["error"]
+        >>> err["field"], err["label"], err["said"][:31]
+        ('params', 'Parameters', 'Parameters must be a positive c')
     """
+    calc = None
     try:
         calc = _lookup(name)
         return {"ok": True, "html": _results(calc, _merge(calc, inputs))}
     except CalcError as err:
-        return {"ok": False, "error": err.to_dict()}
+        return {"ok": False, "error": {**err.to_dict(), **_in_words(calc, err)}}
+
+
+def _in_words(calc: Calculator | None, err: CalcError) -> dict[str, str]:
+    """The field's label and the message led by it rather than by the field's name (issue 19)."""
+    label = next((f.label for f in calc.fields if f.name == err.field), err.field) if calc else err.field
+    label = label.removesuffix(" (optional)").removesuffix(" (custom)")
+    said = err.message
+    if label != err.field and said.startswith(err.field + " "):
+        said = label + said[len(err.field) :]
+    return {"label": label, "said": said}
 
 
 def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
