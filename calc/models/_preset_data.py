@@ -1,151 +1,21 @@
 """The preset configurations themselves: pure data, read by [`calc.models.presets`][calc.models.presets].
 
-Kept apart from the lookup so the data can be read (and diffed) on its own; every entry is described
-under [`PRESETS`][calc.models.presets.PRESETS], which is the name to import.
+The published checkpoints' ``config.json`` keys (built with ``_preset_builders`` where a family shares its
+keys), then the paper-only GPT shapes of ``_preset_papers``, in menu order. Kept apart from the lookup so the
+data can be read (and diffed) on its own; every entry is described under
+[`PRESETS`][calc.models.presets.PRESETS], which is the name to import.
 
 Examples:
-    >>> PRESETS["mistral-7b"]["sliding_window"], PRESET_LABELS["mistral-7b"]
-    (4096, 'Mistral 7B (v0.1)')
+    >>> PRESETS["mistral-7b"]["sliding_window"], list(PRESETS)[-1]
+    (4096, 'narayanan-1t')
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-
-def _gpt2(hidden: int, layers: int, heads: int, *, vocab: int = 50257, ctx: int = 1024, source: str) -> dict[str, Any]:
-    """A GPT-2 ``config.json`` with the given shape (openai-community/gpt2's other fields)."""
-    return {
-        "_source": source,
-        "activation_function": "gelu_new",
-        "architectures": ["GPT2LMHeadModel"],
-        "layer_norm_epsilon": 1e-05,
-        "model_type": "gpt2",
-        "n_ctx": ctx,
-        "n_embd": hidden,
-        "n_head": heads,
-        "n_layer": layers,
-        "n_positions": ctx,
-        "vocab_size": vocab,
-    }
-
-
-def _llama(
-    hidden: int, inter: int, layers: int, heads: int, kv: int, *, vocab: int, ctx: int, source: str, **extra: Any
-) -> dict[str, Any]:
-    """A Llama ``config.json`` (meta-llama/* on the Hugging Face Hub)."""
-    return {
-        "_source": source,
-        "architectures": ["LlamaForCausalLM"],
-        "hidden_act": "silu",
-        "hidden_size": hidden,
-        "intermediate_size": inter,
-        "max_position_embeddings": ctx,
-        "model_type": "llama",
-        "num_attention_heads": heads,
-        "num_hidden_layers": layers,
-        "num_key_value_heads": kv,
-        "rms_norm_eps": 1e-05,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-        "vocab_size": vocab,
-        **extra,
-    }
-
-
-_LLAMA32_ROPE = {
-    "factor": 32.0,
-    "high_freq_factor": 4.0,
-    "low_freq_factor": 1.0,
-    "original_max_position_embeddings": 8192,
-    "rope_type": "llama3",
-}
-"""Llama 3.2's ``rope_scaling`` (meta-llama/Llama-3.2-1B and -3B config.json)."""
-
-
-def _gpt_oss(layers: int, experts: int, *, source: str) -> dict[str, Any]:
-    """A gpt-oss ``config.json`` (openai/gpt-oss-*; ``quantization_config`` left out): the two sizes differ only
-    in depth and expert count; layers alternate sliding-window (128 tokens) and full attention."""
-    return {
-        "_source": source,
-        "architectures": ["GptOssForCausalLM"],
-        "attention_bias": True,
-        "experts_per_token": 4,
-        "head_dim": 64,
-        "hidden_act": "silu",
-        "hidden_size": 2880,
-        "initial_context_length": 4096,
-        "intermediate_size": 2880,
-        "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)],
-        "max_position_embeddings": 131072,
-        "model_type": "gpt_oss",
-        "num_attention_heads": 64,
-        "num_experts_per_tok": 4,
-        "num_hidden_layers": layers,
-        "num_key_value_heads": 8,
-        "num_local_experts": experts,
-        "rms_norm_eps": 1e-05,
-        "rope_scaling": {
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-            "factor": 32.0,
-            "original_max_position_embeddings": 4096,
-            "rope_type": "yarn",
-            "truncate": False,
-        },
-        "rope_theta": 150000,
-        "router_aux_loss_coef": 0.9,
-        "sliding_window": 128,
-        "swiglu_limit": 7.0,
-        "tie_word_embeddings": False,
-        "vocab_size": 201088,
-    }
-
-
-def _qwen2(
-    hidden: int,
-    inter: int,
-    layers: int,
-    heads: int,
-    kv: int,
-    *,
-    vocab: int,
-    ctx: int,
-    tied: bool,
-    eps: float,
-    source: str,
-) -> dict[str, Any]:
-    """A Qwen2.5 ``config.json`` (Qwen/Qwen2.5-* on the Hugging Face Hub)."""
-    return {
-        "_source": source,
-        "architectures": ["Qwen2ForCausalLM"],
-        "hidden_act": "silu",
-        "hidden_size": hidden,
-        "intermediate_size": inter,
-        "max_position_embeddings": ctx,
-        "max_window_layers": layers,
-        "model_type": "qwen2",
-        "num_attention_heads": heads,
-        "num_hidden_layers": layers,
-        "num_key_value_heads": kv,
-        "rms_norm_eps": eps,
-        "rope_theta": 1000000.0,
-        "sliding_window": ctx,
-        "tie_word_embeddings": tied,
-        "torch_dtype": "bfloat16",
-        "use_sliding_window": False,
-        "vocab_size": vocab,
-    }
-
-
-_KORTHIKANTI = (
-    "Korthikanti et al. 2022 (arXiv:2205.05198), Table 3: {heads} heads, hidden {hidden}, {layers} layers; "
-    "GPT architecture, vocab 51200, sequence 2048 (Sec. 6)"
-)
-_NARAYANAN = (
-    "Narayanan et al. 2021 (arXiv:2104.04473), Table 1 ({params}B row): {heads} heads, hidden {hidden}, "
-    "{layers} layers; GPT architecture, vocab 51200, sequence 2048"
-)
+from calc.models._preset_builders import _LLAMA32_ROPE, _gpt2, _gpt_oss, _llama, _qwen2
+from calc.models._preset_papers import PAPER_PRESETS
 
 PRESETS: dict[str, dict[str, Any]] = {
     "gpt2": _gpt2(
@@ -603,85 +473,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "v_head_dim": 128,
         "vocab_size": 129280,
     },
-    "megatron-22b": _gpt2(
-        6144, 48, 64, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=64, hidden=6144, layers=48)
-    ),
-    "megatron-175b": _gpt2(
-        12288, 96, 96, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=96, hidden=12288, layers=96)
-    ),
-    "megatron-530b": _gpt2(
-        20480, 105, 128, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=128, hidden=20480, layers=105)
-    ),
-    "megatron-1t": _gpt2(
-        25600, 128, 160, vocab=51200, ctx=2048, source=_KORTHIKANTI.format(heads=160, hidden=25600, layers=128)
-    ),
+    **PAPER_PRESETS,
 }
 """Model configurations by stable slug, as Hugging Face ``config.json`` dicts with a ``_source`` key."""
-
-_NARAYANAN_ROWS: tuple[tuple[str, int, int, int], ...] = (
-    ("1.7", 24, 2304, 24),
-    ("3.6", 32, 3072, 30),
-    ("7.5", 32, 4096, 36),
-    ("18.4", 48, 6144, 40),
-    ("39.1", 64, 8192, 48),
-    ("76.1", 80, 10240, 60),
-    ("145.6", 96, 12288, 80),
-    ("310.1", 128, 16384, 96),
-    ("529.6", 128, 20480, 105),
-    ("1t", 160, 25600, 128),
-)
-for _params, _heads, _hidden, _layers in _NARAYANAN_ROWS:
-    PRESETS[f"narayanan-{_params if _params == '1t' else _params + 'b'}"] = _gpt2(
-        _hidden,
-        _layers,
-        _heads,
-        vocab=51200,
-        ctx=2048,
-        source=_NARAYANAN.format(
-            params="1008.0" if _params == "1t" else _params, heads=_heads, hidden=_hidden, layers=_layers
-        ),
-    )
-
-PRESET_LABELS: dict[str, str] = {
-    "gpt2": "GPT-2 (124M)",
-    "gpt2-medium": "GPT-2 Medium (355M)",
-    "gpt2-large": "GPT-2 Large (774M)",
-    "gpt2-xl": "GPT-2 XL (1.5B)",
-    "gpt3-175b": "GPT-3 175B",
-    "llama2-7b": "Llama 2 7B",
-    "llama2-13b": "Llama 2 13B",
-    "llama2-70b": "Llama 2 70B",
-    "llama3-8b": "Llama 3 8B",
-    "llama3-70b": "Llama 3 70B",
-    "llama3.1-405b": "Llama 3.1 405B",
-    "llama3.2-1b": "Llama 3.2 1B",
-    "llama3.2-3b": "Llama 3.2 3B",
-    "mistral-7b": "Mistral 7B (v0.1)",
-    "mixtral-8x7b": "Mixtral 8x7B",
-    "mixtral-8x22b": "Mixtral 8x22B",
-    "qwen2.5-0.5b": "Qwen2.5 0.5B",
-    "qwen2.5-7b": "Qwen2.5 7B",
-    "qwen2.5-72b": "Qwen2.5 72B",
-    "qwen3-8b": "Qwen3 8B",
-    "qwen3-30b-a3b": "Qwen3 30B-A3B",
-    "qwen3-32b": "Qwen3 32B",
-    "qwen3-235b-a22b": "Qwen3 235B-A22B",
-    "gemma-7b": "Gemma 7B",
-    "gemma3-1b": "Gemma 3 1B",
-    "gemma3-27b": "Gemma 3 27B (language model)",
-    "gpt-oss-20b": "gpt-oss-20b",
-    "gpt-oss-120b": "gpt-oss-120b",
-    "phi3-mini": "Phi-3 mini (3.8B)",
-    "deepseek-v3": "DeepSeek-V3 (671B)",
-    "megatron-22b": "Megatron 22B (Korthikanti et al.)",
-    "megatron-175b": "Megatron 175B / GPT-3 shape (Korthikanti et al.)",
-    "megatron-530b": "Megatron 530B / MT-NLG shape (Korthikanti et al.)",
-    "megatron-1t": "Megatron 1T (Korthikanti et al.)",
-    **{
-        f"narayanan-{p if p == '1t' else p + 'b'}": (
-            f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
-        )
-        for p, *_ in _NARAYANAN_ROWS
-    },
-}
-"""Display labels by preset slug (every key of [`PRESETS`][calc.models.presets.PRESETS] has one)."""

@@ -34,10 +34,47 @@ from __future__ import annotations
 import difflib
 
 from calc.errors import CalcError
-from calc.models._preset_data import PRESET_LABELS, PRESETS
+from calc.models._preset_data import PRESETS
+from calc.models._preset_papers import PAPER_LABELS
 from calc.models.architecture import Architecture
 
 __all__ = ["PRESETS", "PRESET_LABELS", "preset"]
+
+
+PRESET_LABELS: dict[str, str] = {
+    "gpt2": "GPT-2 (124M)",
+    "gpt2-medium": "GPT-2 Medium (355M)",
+    "gpt2-large": "GPT-2 Large (774M)",
+    "gpt2-xl": "GPT-2 XL (1.5B)",
+    "gpt3-175b": "GPT-3 175B",
+    "llama2-7b": "Llama 2 7B",
+    "llama2-13b": "Llama 2 13B",
+    "llama2-70b": "Llama 2 70B",
+    "llama3-8b": "Llama 3 8B",
+    "llama3-70b": "Llama 3 70B",
+    "llama3.1-405b": "Llama 3.1 405B",
+    "llama3.2-1b": "Llama 3.2 1B",
+    "llama3.2-3b": "Llama 3.2 3B",
+    "mistral-7b": "Mistral 7B (v0.1)",
+    "mixtral-8x7b": "Mixtral 8x7B",
+    "mixtral-8x22b": "Mixtral 8x22B",
+    "qwen2.5-0.5b": "Qwen2.5 0.5B",
+    "qwen2.5-7b": "Qwen2.5 7B",
+    "qwen2.5-72b": "Qwen2.5 72B",
+    "qwen3-8b": "Qwen3 8B",
+    "qwen3-30b-a3b": "Qwen3 30B-A3B",
+    "qwen3-32b": "Qwen3 32B",
+    "qwen3-235b-a22b": "Qwen3 235B-A22B",
+    "gemma-7b": "Gemma 7B",
+    "gemma3-1b": "Gemma 3 1B",
+    "gemma3-27b": "Gemma 3 27B (language model)",
+    "gpt-oss-20b": "gpt-oss-20b",
+    "gpt-oss-120b": "gpt-oss-120b",
+    "phi3-mini": "Phi-3 mini (3.8B)",
+    "deepseek-v3": "DeepSeek-V3 (671B)",
+    **PAPER_LABELS,
+}
+"""Display labels by preset slug (every key of [`PRESETS`][calc.models.presets.PRESETS] has one)."""
 
 
 def preset(name: str) -> Architecture:
