@@ -8,6 +8,7 @@ legacy ``model`` input (serving memory's select, the planner's textarea) still w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -166,3 +167,12 @@ def test_training_compute_counts_active_parameters(preset: str, tokens: str) -> 
     }
     n_tokens = {"15T": 15 * 10**12, "14.8T": 148 * 10**11}[tokens]
     assert flops["total_flops"] == pytest.approx(6 * arch.active_param_count * n_tokens, rel=1e-12)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_pasted_config_is_the_presets_architecture_dropout_included(preset: str) -> None:
+    """Every field, dropout too (issue 18: a preset without dropout never counts masks, pasted or chosen)."""
+    chosen = read_model({"preset": preset}).arch
+    pasted = read_model({"preset": "gpt2", "config": json.dumps(PRESETS[preset])}).arch
+    assert dataclasses.replace(pasted, name=chosen.name) == chosen
+    assert chosen.dropout is (PRESETS[preset]["model_type"] == "gpt2")
