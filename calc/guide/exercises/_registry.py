@@ -27,6 +27,22 @@ from calc.guide.exercises._memory import (
     _zero3_gpus,
     _zero_per_gpu,
 )
+from calc.guide.exercises._performance import PERFORMANCE_CHOICES as _PC
+from calc.guide.exercises._performance import (
+    chinchilla_params,
+    chinchilla_tokens,
+    cp_tokens,
+    decode_batch,
+    decode_latency,
+    ep_ffn,
+    fsdp_tokens,
+    kv_transfer,
+    optimizer_state,
+    prefill_ttft,
+    ridge_point,
+    speculative,
+    tp_degree,
+)
 from calc.guide.exercises._systems import (
     _allreduce_bytes,
     _allreduce_time,
@@ -183,6 +199,82 @@ _REGISTRY: tuple[Exercise, ...] = (
         "MFU",
         (("model", _MODELS), ("gpus", (64, 256, 1024)), ("mfu", (0.4, 0.3, 0.45, 0.55))),
         _mfu,
+    ),
+    # ---- performance: the roofline, hiding communication, inference, optimizers, compute-optimal sizing
+    Exercise("ridge-point", "The ridge point", "roofline", (("gpu", _PC["gpu"]),), ridge_point),
+    Exercise(
+        "fsdp-hide-tokens", "Tokens that hide FSDP", "roofline", (("gpu", _PC["gpu"]), ("bw", _PC["bw"])), fsdp_tokens
+    ),
+    Exercise(
+        "tp-hide-degree", "TP degree that still hides", "roofline", (("gpu", _PC["gpu"]), ("bw", _PC["bw"])), tp_degree
+    ),
+    Exercise("ep-hide-ffn", "Expert width that hides EP", "roofline", (("gpu", _PC["gpu"]), ("bw", _PC["bw"])), ep_ffn),
+    Exercise(
+        "cp-hide-tokens",
+        "Tokens per rank that hide ring attention",
+        "roofline",
+        (
+            ("gpu", _PC["gpu"]),
+            ("bw", _PC["bw"]),
+            ("model", (("llama3-70b", "Llama 3 70B"), ("llama2-7b", "Llama 2 7B (MHA)"), ("llama3-8b", "Llama 3 8B"))),
+        ),
+        cp_tokens,
+    ),
+    Exercise(
+        "decode-latency",
+        "Decode latency at batch 1",
+        "inference",
+        (("model", _MODELS[:4]), ("gpu", _PC["gpu"])),
+        decode_latency,
+    ),
+    Exercise(
+        "decode-compute-batch",
+        "Batch where decode turns compute-bound",
+        "inference",
+        (("gpu", _PC["gpu"]),),
+        decode_batch,
+    ),
+    Exercise(
+        "prefill-ttft",
+        "Time to first token",
+        "inference",
+        (("gpu", _PC["gpu"]), ("prompt", _PC["prompt"])),
+        prefill_ttft,
+    ),
+    Exercise(
+        "speculative-tokens",
+        "Tokens per speculative step",
+        "inference",
+        (("alpha", (0.8, 0.6, 0.7, 0.9)), ("gamma", (4, 3, 5, 8))),
+        speculative,
+    ),
+    Exercise(
+        "kv-transfer",
+        "KV transfer of disaggregated serving",
+        "inference",
+        (("bw", _PC["bw"]), ("prompt", _PC["prompt"])),
+        kv_transfer,
+    ),
+    Exercise(
+        "optimizer-state",
+        "Model state beyond Adam",
+        "optimizers",
+        (
+            ("model", _MODELS),
+            (
+                "optimizer",
+                (("mixed-sgdm-12", "Lion"), ("mixed-sgdm-12", "Muon"), ("mixed-adam-16", "AdamW")),
+            ),
+        ),
+        optimizer_state,
+    ),
+    Exercise("chinchilla-tokens", "Compute-optimal tokens", "compute", (("model", _MODELS),), chinchilla_tokens),
+    Exercise(
+        "chinchilla-params",
+        "Compute-optimal size for a budget",
+        "compute",
+        (("budget", (1e24, 1e23, 5e24, 1e25)),),
+        chinchilla_params,
     ),
 )
 
