@@ -208,6 +208,21 @@ def test_command_quotes_for_the_shell(value: str, quoted: str) -> None:
     assert shlex.split(line)[2] == f"params={value}"
 
 
+def _installed(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in ``where`` with only the package importable, as after ``pip install``; it must succeed."""
+    proc = subprocess.run(
+        [sys.executable, *args],
+        check=False,
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 @NO_PROCESSES
 def test_a_pasted_config_is_read_from_its_file(tmp_path) -> None:
     """A pasted config.json is not repeated inline: both snippets read config.json, which the reader saves."""
@@ -220,16 +235,7 @@ def test_a_pasted_config_is_read_from_its_file(tmp_path) -> None:
     (tmp_path / "config.json").write_text(config, encoding="utf-8")
     line = command_line(calc, values)
     assert line == "trainmem parameter-count config=@config.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "calc", *shlex.split(line)[1:], "--json"],
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _installed(tmp_path, "-m", "calc", *shlex.split(line)[1:], "--json")
     assert json.loads(proc.stdout)["outputs"] == _page_numbers(fragment)
     code = python_call(calc, values)
     assert "from pathlib import Path\n" in code and 'Path("config.json")' in code
@@ -242,16 +248,7 @@ def test_a_pasted_config_is_read_from_its_file(tmp_path) -> None:
 def test_python_runs_as_pasted_in_a_fresh_interpreter(tmp_path, name: str, inputs: dict[str, str]) -> None:
     """Pasted into ``python`` with only the package importable (as after ``pip install``), it prints the page."""
     fragment = str(render(name, inputs)["html"])
-    proc = subprocess.run(
-        [sys.executable, "-c", _snippet(fragment, "python")],
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _installed(tmp_path, "-c", _snippet(fragment, "python"))
     printed = {k: ast.literal_eval(v) for k, _, v in (line.partition(" = ") for line in proc.stdout.splitlines())}
     page = _page_values(fragment)
     assert printed and {k: v for k, v in printed.items() if page.get(k) != v} == {}

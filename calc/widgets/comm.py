@@ -133,6 +133,14 @@ def _model_line(choice: ModelChoice | None, v: dict[str, str]) -> str:
     return kv("Model", out("model", escape(text)))
 
 
+def _inputs(v: dict[str, str]) -> tuple[ModelChoice | None, dict[str, str], tuple[int, dict[str, int], int]]:
+    """The chosen model (``None``: custom), the values with its shape filled in, and those values read."""
+    choice = read_model(v, allow_custom=True)
+    if choice is not None:
+        v = {**v, **_from_model(choice)}
+    return choice, v, _read(v)
+
+
 def _read(v: dict[str, str]) -> tuple[int, dict[str, int], int]:
     """Parameters, the whole-number fields (checked as one layout) and the routed-expert parameters."""
     expert_text = v["expert_params"].strip()
@@ -223,10 +231,7 @@ _HOW = (
 
 def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
-    choice = read_model(v, allow_custom=True)
-    if choice is not None:
-        v = {**v, **_from_model(choice)}
-    params, ints, expert_params = _read(v)
+    choice, v, (params, ints, expert_params) = _inputs(v)
     step = _step(v, params, ints, expert_params)
     if not step.terms:
         return (
@@ -256,10 +261,7 @@ def _compute(v: dict[str, str]) -> str:
 
 def _python(v: dict[str, str]) -> str:
     """[`step_communication`][calc.parallel.comm.step_communication] with every field (a model's shape filled in)."""
-    choice = read_model(v, allow_custom=True)
-    if choice is not None:
-        v = {**v, **_from_model(choice)}
-    params, ints, expert_params = _read(v)
+    choice, v, (params, ints, expert_params) = _inputs(v)
     step = call(
         "step_communication",
         fn=step_communication,
