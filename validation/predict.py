@@ -4,8 +4,9 @@
 ``validation/results.json``; ``make validate`` uses it after re-measuring.
 
 The implementation profiles model CUDA. The measurements here run on CPU, where PyTorch's kernels save
-a few tensors differently ([`CPU_DIFFERENCES`][calc.memory.activation_profiles.CPU_DIFFERENCES]); ``cpu_delta``
-adds those documented differences back, term by term, so the comparison is still exact.
+a few tensors differently ([`CPU_DIFFERENCES`][calc.memory.activation_profiles.CPU_DIFFERENCES]: dropout masks,
+LayerNorm statistics, flash's RNG scalars, and SDPA with dropout, which runs the math kernel on CPU); the CPU
+deltas add those documented differences back, term by term, so the comparison is still exact.
 """
 
 from __future__ import annotations
@@ -83,17 +84,36 @@ def _cpu_delta_layer(layer: LayerActivations, norm: str) -> int:
     return masks - stats - layer.rng_state
 
 
+def _cpu_sdpa_math(layer: LayerActivations, arch: Architecture, case: dict) -> int:
+    """CPU minus CUDA for one layer under SDPA with dropout (``CPU_DIFFERENCES["sdpa_dropout_math"]``).
+
+    PyTorch's CPU flash kernel takes no dropout (``aten/src/ATen/native/transformers/sdp_utils_cpp.cpp``,
+    ``use_flash_attention_cpp`` checks ``check_for_dropout``), so SDPA falls back to
+    ``_scaled_dot_product_attention_math`` (``attention.cpp``): it upcasts bf16 Q, K and V to fp32, expands K and V
+    to all heads (``enable_gqa``), and its two matmuls, softmax and dropout (``input * mask / (1 - p)``) save the
+    scaled fp32 Q and K, the fp32 V, the fp32 softmax output, the fp32 scaled mask and the fp32 dropped
+    probabilities. Flash's bf16 Q, K, V and log-sum-exp are not saved then (its RNG scalars are already left out).
+    Measured exact on GPT-2 and Llama, eager and SDPA, s 64-1,024, b 1-4 (``validation/sample.json``).
+    """
+    s, b, a = case["seq_len"], case["micro_batch"], arch.num_heads
+    tokens = s * b
+    math = 4 * tokens * a * (2 * arch.head_dim + arch.v_head_dim) + 3 * 4 * a * s * s * b
+    return math - (layer.query_key + layer.value + layer.flash_stats)
+
+
 def _activations(case: dict) -> list[dict[str, Any]]:
     arch = _arch(case["model"])
     impl = f"hf-{case['attn']}"
     dropout = _has_dropout(case["model"])
     layer = _layer(arch, case, impl)
     layer_delta = _cpu_delta_layer(layer, arch.norm)
+    if dropout and case["attn"] == "sdpa":
+        layer_delta += _cpu_sdpa_math(layer, arch, case)
     layout = Layout(seq_len=case["seq_len"], micro_batch=case["micro_batch"], dropout=dropout, implementation=impl)
     model = layout_memory(arch, layout).saved_activations
     tokens = case["seq_len"] * case["micro_batch"]
     model_delta = arch.num_layers * layer_delta
-    model_delta += tokens * arch.hidden_size if dropout else 0  # the embedding's dropout mask
+    model_delta += tokens * arch.hidden_size if dropout and arch.norm == "layernorm" else 0  # GPT-2's embd_pdrop
     model_delta -= 4 * tokens if arch.norm == "layernorm" else 0  # the final LayerNorm's statistics
     flash = case["attn"] == "sdpa"
     megatron_layout = Layout(

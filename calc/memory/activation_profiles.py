@@ -18,7 +18,11 @@ Sources, term by term (``T`` tokens of the micro-batch, ``h`` hidden, ``a``/``g`
   the mean and reciprocal standard deviation, fp32 on CUDA (``8T``; PyTorch's CUDA kernel keeps them in
   the accumulation type; its CPU kernel keeps them in the input dtype, ``4T``).
 * **Eager attention** (``eager_attention_forward``): ``repeat_kv`` copies K and V to all ``a`` heads
-  *before* ``matmul`` saves them (``2Tad`` each); the Llama family takes the softmax in fp32
+  *before* ``matmul`` saves them (``2Tad`` each). The one exception is multi-query attention at batch 1
+  (``g = 1``, ``b = 1``): ``repeat_kv``'s ``expand(...).reshape(...)`` (``modeling_llama.py`` lines 176-177)
+  and ``matmul``'s fold of the batch dimensions into ``bmm`` (``[b, a, ...]`` to ``[ba, ...]``) are both
+  views then (the merged dimensions have size 1 or stride 0), so the saved K and V stay one head
+  (``2Td`` each); the Llama family takes the softmax in fp32
   (``softmax(..., dtype=float32)``: its output, ``4as²b``, is saved) and casts it back (the cast,
   ``2as²b``, is the input of the attention over V); GPT-2 takes it in 16 bits (one ``2as²b``, shared
   by the softmax and the matmul).
@@ -41,8 +45,15 @@ Sources, term by term (``T`` tokens of the micro-batch, ``h`` hidden, ``a``/``g`
   over the experts (``4TE``), top-k values and indices (``4Tk + 8Tk``), their sum (``4T``), the per-copy
   weights (``4Tk`` in fp32 for Mixtral; Qwen3-MoE casts them to bf16, ``2Tk``), three int64 permutation
   indices (``24Tk``) and the int32 per-expert counts (``4E``).
-* **Dropout** (GPT-2 only): CUDA's fused ``native_dropout`` saves a bool mask, 1 byte an element; the
-  CPU kernel saves the scaled mask in the activation dtype (2 bytes).
+* **Dropout**: CUDA's fused ``native_dropout`` saves a bool mask, 1 byte an element; the CPU kernel saves
+  the scaled mask in the activation dtype (2 bytes). GPT-2 (the ``layernorm`` profile) drops out the
+  embedding, the attention probabilities and both residual branches (``modeling_gpt2.py`` lines 110-111,
+  ``GPT2Attention.attn_dropout`` / ``resid_dropout``; line 238, ``GPT2MLP.dropout``). The Llama family (the
+  ``rmsnorm`` profile: Llama, Mistral, Qwen3, Mixtral, Qwen3-MoE) has one dropout only, on the attention
+  probabilities (``modeling_llama.py`` line 198, ``nn.functional.dropout(attn_weights, p=dropout)``, with
+  ``dropout=self.attention_dropout`` at line 264): its decoder layer and embedding keep no mask. Under
+  SDPA on CUDA the flash kernel draws the dropout itself (its RNG scalars, above); PyTorch's CPU flash
+  kernel refuses dropout and SDPA falls back to the math kernel (``CPU_DIFFERENCES["sdpa_dropout_math"]``).
 * **Outside the layers**: the int64 token ids the embedding backward needs (``8T``), GPT-2's int64
   position ids (``8s``, one row), RoPE's bf16 ``cos`` and ``sin`` (``2 × 2sd``, computed once for the
   whole model with one row of positions), the final norm, the output projection's input (``2Th``) and
@@ -71,6 +82,11 @@ CPU_DIFFERENCES: dict[str, str] = {
     "dropout_mask": "CPU dropout saves the scaled mask in the activation dtype (2 B/element); CUDA a bool (1 B).",
     "layernorm_stats": "CPU LayerNorm keeps mean and rstd in the input dtype (2 B each); CUDA in fp32 (4 B).",
     "sdpa_rng": "CUDA flash SDPA also saves two int64 RNG scalars (philox seed and offset), 16 bytes; CPU none.",
+    "sdpa_dropout_math": (
+        "CPU SDPA with dropout runs the math kernel (CPU flash takes no dropout): fp32 copies of Q, K and V "
+        "(K and V expanded to all heads), 4Ta(2d + d_v), and three fp32 score tensors (softmax output, scaled "
+        "mask, dropped probabilities), 12as^2b, in place of flash's Q, K, V and log-sum-exp."
+    ),
 }
 """Where PyTorch's CPU kernels save other tensors than its CUDA ones (the profiles model CUDA; the
 validation harness adds these back to compare with CPU measurements)."""
@@ -117,7 +133,8 @@ def hf_layer_terms(
         mlp: ``"gelu"`` (GPT-2's ``gelu_new``) or ``"swiglu"``.
         norm: ``"layernorm"`` (GPT-2) or ``"rmsnorm"`` (the Llama family).
         attention: ``"eager"`` or ``"sdpa"``.
-        dropout: Dropout on the attention probabilities and both residual branches (GPT-2's).
+        dropout: Dropout on the attention probabilities, and for GPT-2 (``norm="layernorm"``) on both
+            residual branches too (the Llama family has none there).
         qk_norm: Qwen3's per-head RMSNorm on queries and keys.
         experts_per_token: Routed experts per token ``k`` (0: dense MLP).
         num_experts: Routed experts ``E``.
@@ -137,7 +154,7 @@ def hf_layer_terms(
     T = Fraction(tokens)
     k = experts_per_token
     mlps = (k + shared_experts) if k else 1
-    mask = 1 if dropout else 0
+    mask = 1 if dropout and norm == "layernorm" else 0  # residual dropout: GPT-2's only
     unfused = (1 if mlp == "swiglu" else 3) * _ACT * T * ffn_hidden * mlps  # SiLU(gate); gelu_new's three
     router = 0
     if k:
@@ -168,6 +185,7 @@ def _hf_attention_terms(
     [`hf_layer_terms`][calc.memory.activation_profiles.hf_layer_terms]."""
     mask = 1 if dropout else 0
     scores = T * s * a
+    expanded = a if not (g == 1 and T == s) else g  # eager MQA at b = 1: repeat_kv and matmul's fold are views
     softmax_bytes = _FP32 if rms else _ACT  # the Llama family upcasts the eager softmax
     cast_or_dropout = _ACT * scores if eager and (dropout or rms) else 0
     return {
@@ -177,15 +195,15 @@ def _hf_attention_terms(
         "norm_stats": 2 * _FP32 * T * (1 if rms else 2),
         "qk_norm": Fraction(0),
         "qkv_input": _ACT * T * h,
-        "query_key": _ACT * T * (2 * a if eager else a + g) * d,
-        "value": _ACT * T * (a if eager else g) * dv,
+        "query_key": _ACT * T * (a + (expanded if eager else g)) * d,
+        "value": _ACT * T * (expanded if eager else g) * dv,
         "softmax_output": softmax_bytes * scores if eager else Fraction(0),
         "softmax_dropout_mask": mask * scores if eager else Fraction(0),
         "softmax_dropout_output": Fraction(cast_or_dropout),
         "flash_stats": _FP32 * T * a if not eager else Fraction(0),
         "rng_state": Fraction(2 * _INT64) if not eager else Fraction(0),
         "out_proj_input": _ACT * T * a * dv,
-        "attention_dropout_mask": mask * T * h,
+        "attention_dropout_mask": mask * T * h if not rms else Fraction(0),  # GPT-2's resid_dropout
     }
 
 
@@ -213,7 +231,7 @@ def hf_model_terms(
         vocab_size: Vocabulary ``v``.
         norm: ``"layernorm"`` or ``"rmsnorm"``.
         position: ``"learned"`` or ``"rope"``.
-        dropout: Dropout after the embedding.
+        dropout: The model trains with dropout: a mask after GPT-2's embedding (``rmsnorm`` models: none).
 
     Returns:
         Bytes per term: ``embedding`` (ids, positions, dropout mask), ``final_norm``, ``output_input``,
@@ -228,7 +246,7 @@ def hf_model_terms(
     T = Fraction(tokens)
     h = hidden
     rms = norm == "rmsnorm"
-    embedding = _INT64 * T + (1 if dropout else 0) * T * h
+    embedding = _INT64 * T + (1 if dropout and not rms else 0) * T * h  # GPT-2's embd_pdrop; Llama: none
     embedding += _INT64 * seq_len if position == "learned" else 2 * _ACT * seq_len * head_dim
     final = (_FP32 + _ACT) * T * h + _FP32 * T if rms else _ACT * T * h + 2 * _FP32 * T
     return {
