@@ -282,8 +282,7 @@ def layer_activations(
         The per-GPU [`LayerActivations`][calc.memory.activations.LayerActivations] for one micro-batch.
 
     Raises:
-        CalcError: For a non-positive size, an unknown ``mlp``, ``norm`` or ``recompute``,
-            or a ``head_dim`` that cannot default because ``heads`` does not divide ``hidden``.
+        CalcError: For a non-positive size, an unknown ``mlp``, ``norm`` or ``recompute``, or no ``head_dim``.
 
     Examples:
         >>> # GPT-3 175B, t=8 with sequence parallelism: Table 2's sbh(34/t + 5as/(ht)) = 342 MiB

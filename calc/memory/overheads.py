@@ -205,12 +205,10 @@ def peak_memory(
         arch: The model.
         layout: The layout.
         stage: A pipeline stage; ``None`` takes the busiest.
-        channels: NCCL channels per collective communicator (NCCL picks them from the topology); ``None``:
-            [`nccl_channels`][calc.memory.overheads.nccl_channels] of ``gpu``.
+        channels: NCCL channels per collective; ``None``: [`nccl_channels`][calc.memory.overheads.nccl_channels].
         p2p_channels: NCCL channels per peer for point-to-point traffic (pipeline, all-to-all).
         expandable_segments: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``.
-        optimizer: ``"foreach"`` (PyTorch's default on CUDA) or ``"fused"`` (``fused=True``, apex /
-            Transformer Engine FusedAdam, Megatron-LM's default).
+        optimizer: ``"foreach"`` (PyTorch's CUDA default) or ``"fused"`` (apex / TE FusedAdam, Megatron's).
         low_precision: A key of [`LOW_PRECISION_RECIPES`][calc.memory.fp8.LOW_PRECISION_RECIPES] to add the
             quantized weight copies of FP8 / MXFP8 / NVFP4 training; ``None`` for bf16 GEMMs.
         moe_routing: A key of [`MOE_ROUTINGS`][calc.memory.overheads.MOE_ROUTINGS]: ``"balanced"`` (the default, as
