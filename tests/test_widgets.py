@@ -296,3 +296,21 @@ def test_errors_in_the_readers_words(name: str, inputs: dict, said: str) -> None
     """The page's message leads with the label the reader sees; ``message`` keeps the field as typed in a shell."""
     err = render(name, inputs)["error"]
     assert err["said"].startswith(said) and err["message"].startswith(f"{err['field']} "), err
+
+
+def test_a_low_mfu_plan_names_its_bubble_and_the_fix() -> None:
+    """405B on 16,384 GPUs: one micro-batch per pipeline, a bubble longer than the compute (issue 19)."""
+    fragment = str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"])
+    said = re.search(r'data-output="diagnosis">([^<]*)<', fragment)[1]
+    assert "pipeline bubble" in said and "1 micro-batch per pipeline" in said and "A global batch of" in said
+    href = html.unescape(re.search(r'class="lc-calc__handoff" data-site-href="([^"]*)"', fragment)[1])
+    page, _, rest = href.partition("?")
+    query, _, anchor = rest.partition("#")
+    fields = {p.split("=")[0].removeprefix("pipeline-bubble.") for p in query.split("&")}
+    assert page == "parallelism/pipeline/" and fields <= set(calculators()["pipeline-bubble"].defaults)
+    text = (Path(__file__).resolve().parents[1] / "docs" / "parallelism" / "pipeline.md").read_text(encoding="utf-8")
+    assert text.count("[[calc pipeline-bubble") == 1 and f"{{ #{anchor} }}" in text
+
+
+def test_a_good_plan_has_no_diagnosis() -> None:
+    assert 'data-output="diagnosis"' not in str(render("plan", {})["html"])

@@ -18,7 +18,7 @@ from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import convention_field, one_of, select, seq_len_field
 from calc.widgets._html import out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_fields, read_model
-from calc.widgets._parts import duration, kv
+from calc.widgets._parts import duration, kv, plural
 
 __all__ = ["CALCULATOR", "plan_result"]
 
@@ -209,12 +209,60 @@ def _rejected(r: dict[str, Any]) -> str:
     return "<p><strong>Best rejected</strong></p>" + table(("Layout", "Why not"), rejected, raw_cells=True)
 
 
+_LOW_MFU = 0.35
+"""Below this MFU the answer says where the step goes (large runs report 38-46%: Llama 3 405B, PaLM)."""
+
+_BUBBLE_SHARE = 0.25
+"""A pipeline bubble over a quarter of the compute is the bottleneck worth naming."""
+
+_MICROBATCHES_PER_STAGE = 4
+"""Micro-batches per pipeline stage that keep the 1F1B bubble, (p-1)/m, under a quarter (Narayanan et al. 2021,
+Sec. 2.2.1, recommend m >> p)."""
+
+
+def _diagnosis(best: dict[str, Any], v: dict[str, str]) -> str:
+    """A low-MFU answer names its bottleneck and the cheapest changes that fix it (issue 19), or nothing."""
+    part = {p["part"]: p["seconds"] for p in best["time"]}
+    compute, bubble = part.get("compute", 0.0), part.get("pipeline bubble", 0.0)
+    dp, pp, mb = best["dp"], best["pp"], best["micro_batch"]
+    batch = int(v["global_batch"])
+    per_pipeline = batch // (dp * mb)
+    if pp > 1 and compute > 0 and bubble > _BUBBLE_SHARE * compute:
+        enough = _MICROBATCHES_PER_STAGE * pp
+        wider = enough * dp * mb
+        narrower = batch // (enough * mb) * best["tp"] * pp * best["cp"]
+        fewer = f", or {plural(narrower, 'GPU')} at this batch" if narrower else ""
+        few = plural(per_pipeline, "micro-batch", "micro-batches")
+        text = (
+            f"The pipeline bubble ({duration(bubble)}) is {bubble / compute:.0%} of the compute ({duration(compute)}): "
+            f"a global batch of {batch:,} sequences over dp {dp} leaves {few} per pipeline for {pp} stages. "
+            f"A global batch of {wider:,} ({enough} micro-batches a pipeline){fewer} "
+            "would shrink it."
+        )
+        href = _bubble_href(pp, max(per_pipeline, 1))
+        link = f'<a class="lc-calc__handoff" data-site-href="{href}">Draw this pipeline</a>'
+        return f'<p class="lc-diagnosis">{out("diagnosis", text)} {link}.</p>'
+    if best["mfu"] < _LOW_MFU:
+        worst = max((p for p in best["time"] if p["part"] != "compute"), key=lambda p: p["seconds"], default=None)
+        if worst is not None and worst["seconds"] > 0:
+            most = f"{worst['part']} ({duration(worst['seconds'])})"
+            text = f"MFU {best['mfu']:.1%}: after compute, the step goes most to {most}."
+            return f'<p class="lc-diagnosis">{out("diagnosis", text)}</p>'
+    return ""
+
+
+def _bubble_href(pp: int, m: int) -> str:
+    """The pipeline-bubble calculator (parallelism/pipeline/#shrink) with these stages and micro-batches."""
+    return f"parallelism/pipeline/?pipeline-bubble.pp={pp}&amp;pipeline-bubble.num_microbatches={m}#shrink"
+
+
 def _compute(v: dict[str, str]) -> str:
     choice, r = plan_result(v)
     best = r["layouts"][0]
     step = out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
     return (
         verdict(True, _verdict_line(choice.label, r))
+        + _diagnosis(best, v)
         + kv("Best step time", step)
         + _ranking(r["layouts"])
         + layout_chart(
