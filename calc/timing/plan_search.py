@@ -1,11 +1,12 @@
 """The planner's search, pruning and ranking, behind [`plan`][calc.timing.planner.plan].
 
-* **Search** (``candidates``): every set of degrees, micro-batch and interleaving the rules admit.
-* **Pruning** (``bound``, ``_memory_floor``): a lower bound on each set's step time orders the visit and stops
-  it (branch and bound); a lower bound on its memory skips the states that cannot fit before their full peak
-  is computed.
-* **Ranking** (``evaluate``): the cheapest state of a set that fits, with its time and memory breakdowns, or
-  the reason nothing does.
+* **Search** (``candidates``): every set of degrees, micro-batch and interleaving the rules admit; what a rule
+  leaves out is counted by reason, never silently.
+* **Pruning** (``bound``, ``_memory_floor``): a lower bound on each set's step time (its compute and bubble at
+  the fastest state, no communication) orders the visit and stops it (branch and bound); a lower bound on its
+  memory skips the states that cannot fit before their full peak is computed.
+* **Ranking** (``rank``, ``evaluate``): the cheapest state of a set that fits, with its time and memory
+  breakdowns, or the reason nothing does.
 
 The rules and their sources are in [`calc.timing.planner`][calc.timing.planner]'s module docstring.
 """
@@ -14,23 +15,56 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from calc.errors import CalcError
 from calc.hardware import GPU
-from calc.memory.layout import Layout, check_layout, stage_memory
-from calc.memory.model_state import CONVENTIONS
-from calc.memory.overheads import peak_memory
+from calc.memory.layout import Layout, check_layout
 from calc.models.architecture import Architecture
 from calc.models.hf_config import parse_config_json
 from calc.models.presets import PRESETS, preset
 from calc.parallel.network import Network
-from calc.timing.steptime import StepTime, _elementwise_bytes, step_time
+from calc.timing.efficiency import attention_efficiency, matmul_efficiency_for, straggler_allowance
+from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor
+from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _stage_compute, step_time
 
 __all__: list[str] = []
 
 _RECOMPUTE = ("none", "selective", "full")
+
+MAX_MICRO_BATCH = 64
+"""Largest micro-batch searched (any divisor of the per-replica batch up to it, and only while it can fit)."""
+
+
+@dataclass
+class _Candidate:
+    tp: int
+    pp: int
+    cp: int
+    dp: int
+    ep: int
+    zero: int
+    mb: int
+    v: int
+    bound: float
+    counts: tuple[int, ...] = ()
+
+
+def _why(err: CalcError) -> str:
+    """An error's words without its ``(got …)`` tail, for a message that adds its own."""
+    return f"{err.field} {err.rule}"
+
+
+def _split(layers: int, p: int) -> tuple[int, ...]:
+    """Layers per stage for ``p`` stages: even, else as even as they go with the first and last stages short
+    (Llama 3's 126 layers on 16 stages: 7, 8 × 14, 7; Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2)."""
+    base, extra = divmod(layers, p)
+    order = sorted(range(p), key=lambda i: (min(i, p - 1 - i), i))
+    fewer = set(order[: p - extra]) if extra else set(range(p))
+    return tuple(base if i in fewer else base + 1 for i in range(p))
 
 
 def _model(model: str | Architecture) -> Architecture:
@@ -51,78 +85,11 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-@dataclass
-class _Candidate:
-    tp: int
-    pp: int
-    cp: int
-    dp: int
-    ep: int
-    zero: int
-    mb: int
-    v: int
-    bound: float
-
-
-def _layout(
-    cand: _Candidate, z: int, r: str, batch: int, s: int, convention: str, dist: bool, impl: str = "megatron"
-) -> Layout:
-    return Layout(
-        dp=cand.dp,
-        tp=cand.tp,
-        pp=cand.pp,
-        cp=cand.cp,
-        ep=cand.ep,
-        zero_stage=z,
-        micro_batch=cand.mb,
-        global_batch=batch,
-        seq_len=s,
-        sequence_parallel=cand.tp > 1,
-        recompute=r,
-        flash_attention=True,
-        dropout=False,
-        convention=convention,
-        distributed_optimizer=dist,
-        interleave=cand.v,
-        implementation=impl,
-    )
-
-
-def _state_floor(arch: Architecture, cand: _Candidate, z: int, convention: str, dist: bool) -> int:
-    """A lower bound on a GPU's model-state bytes: the parameters spread evenly over ``tp × pp`` (experts also
-    over ``ep``), sharded from ZeRO stage ``z`` on as ``calc.memory.layout`` does, no activations."""
-    conv = CONVENTIONS[convention]
-    experts = arch.num_moe_layers * arch.expert_params_per_layer
-    dense = (arch.param_count - experts) // (cand.tp * cand.pp)
-    routed = experts // (cand.tp * cand.pp * cand.ep)
-    stage = max(z, 1) if dist else z
-    total = 0
-    for params, ranks in ((dense, cand.dp * cand.cp), (routed, max(1, cand.dp * cand.cp // cand.ep))):
-        for name, first in (("master", 1), ("momentum", 1), ("variance", 1), ("gradients", 2), ("weights", 3)):
-            total += (params // ranks if stage >= first else params) * getattr(conv, name)
-    return total
-
-
-def _memory_floor(
-    arch: Architecture, cand: _Candidate, z: int, r: str, s: int, batch: int, convention: str, dist: bool
-) -> int:
-    """A lower bound on a GPU's peak: ``_state_floor`` plus half of the stored activations of its in-flight
-    micro-batches (Korthikanti et al. 2022 Table 2 per layer; ``2sbh/t`` per layer under full recomputation)."""
-    floor = _state_floor(arch, cand, z, convention, dist)
-    tp_sp = cand.tp > 1
-    if r == "full":
-        per_layer = 2 * s * cand.mb * arch.hidden_size // (cand.tp if tp_sp else 1) // cand.cp
-    else:
-        per_layer = _elementwise_bytes(s, cand.mb, arch.hidden_size, arch.num_heads, cand.tp, cand.cp, tp_sp, True)
-    in_flight = min(cand.pp, batch // (cand.dp * cand.mb))
-    return floor + per_layer * (arch.num_layers // cand.pp) * in_flight // 2
-
-
 def _gb(n: int) -> str:
     return f"{n / 1e9:.0f} GB"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Ctx:
     """One plan's parsed inputs, shared by the search, the pruning and the ranking."""
 
@@ -136,17 +103,33 @@ class _Ctx:
     convention: str
     dist: bool
     impl: str
-    eff: float
+    eff: float | None
     margin: float
     capacity: int
     pins: dict[str, Any]
     zeros: list[int]
     recs: list[str]
     allow_tp_across_nodes: bool
+    pruned: Counter[str] = field(default_factory=Counter)
+    splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
+    memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
 
-    def layout(self, cand: _Candidate, z: int, r: str) -> Layout:
-        """The [`Layout`][calc.memory.layout.Layout] of ``cand`` at ZeRO stage ``z`` and recomputation ``r``."""
-        return _layout(cand, z, r, self.batch, self.s, self.convention, self.dist, self.impl)
+    @property
+    def pinned(self) -> bool:
+        """Whether any degree, stage or schedule was pinned."""
+        return any(v is not None for v in self.pins.values()) or len(self.zeros) == 1 or len(self.recs) == 1
+
+    def layout(self, cand: _Candidate, z: int, r: str, *, for_memory: bool = False) -> Layout:
+        """The [`Layout`][calc.memory.layout.Layout] of ``cand`` at ZeRO ``z`` and recomputation ``r``.
+
+        ``for_memory``: its plain 1F1B twin (``interleave=1``), for an interleaved split the memory rules do not
+        take; it is sized plus the interleaved schedule's extra in-flight activations (``_interleaved_extra``)."""
+        return Layout(
+            dp=cand.dp, tp=cand.tp, pp=cand.pp, cp=cand.cp, ep=cand.ep, zero_stage=z, micro_batch=cand.mb,
+            global_batch=self.batch, seq_len=self.s, sequence_parallel=cand.tp > 1, recompute=r,
+            flash_attention=True, dropout=False, convention=self.convention, distributed_optimizer=self.dist,
+            interleave=1 if for_memory else cand.v, implementation=self.impl,
+        )  # fmt: skip
 
     def time(self, lay: Layout) -> StepTime:
         """[`step_time`][calc.timing.steptime.step_time] of ``lay`` on this cluster (checked already)."""
@@ -154,17 +137,65 @@ class _Ctx:
 
 
 def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:
-    """The ``tp``, ``pp`` and ``cp`` degrees searched (module docstring, step 1)."""
+    """The ``tp``, ``pp`` and ``cp`` degrees searched (module docstring, step 1); what is left out is counted."""
     arch, pins = x.arch, x.pins
     divs = _divisors(x.n)
-    tps = [pins["tp"]] if pins["tp"] else [t for t in divs if t <= x.gpn or x.allow_tp_across_nodes]
-    tps = [t for t in tps if arch.num_heads % t == 0 and (arch.uses_mla or arch.num_kv_heads % t == 0)]
-    pps = [pins["pp"]] if pins["pp"] else [p for p in divs if arch.num_layers % p == 0]
+    if pins["tp"]:
+        tps = [pins["tp"]]
+    else:
+        tps = [t for t in divs if t <= x.gpn or x.allow_tp_across_nodes]
+        if len(divs) > len(tps):
+            x.pruned[f"tp beyond the {x.gpn}-GPU NVLink domain"] += len(divs) - len(tps)
+    heads = [t for t in tps if arch.num_heads % t == 0 and (arch.uses_mla or arch.num_kv_heads % t == 0)]
+    if len(tps) > len(heads):
+        x.pruned["tp does not divide the attention or KV heads"] += len(tps) - len(heads)
+    pps = [pins["pp"]] if pins["pp"] else [p for p in divs if p <= arch.num_layers]
     if pins["cp"]:
         cps = [pins["cp"]]
     else:
         cps = [c for c in divs if c == 1 or (x.s >= 32768 and c <= 16 and x.s % (2 * c) == 0)]
-    return tps, pps, cps
+    return heads, pps, cps
+
+
+def _micro_batches(x: _Ctx, cand: _Candidate, per_replica: int) -> list[int]:
+    """Micro-batches searched for a degree set: divisors of the per-replica batch, from 1 up to what can fit (the
+    memory floor at the most sharded state and full recomputation grows with the micro-batch)."""
+    if x.pins["micro_batch"]:
+        return [x.pins["micro_batch"]] if per_replica % x.pins["micro_batch"] == 0 else []
+    out = []
+    for b in (d for d in _divisors(per_replica) if d <= MAX_MICRO_BATCH):
+        cand.mb = b
+        if _memory_floor(x.arch, cand, 3, "full", x.s, x.batch, x.convention, x.dist) > x.capacity:
+            x.pruned["does not fit even at ZeRO-3 with full recomputation (this micro-batch and larger)"] += 1
+            break
+        out.append(b)
+    return out
+
+
+def _interleaves(x: _Ctx, p: int, m: int) -> list[int]:
+    """Model chunks per stage searched: 1 up to ``layers / pp`` (every chunk at least one layer), when the
+    micro-batches are a multiple of ``pp`` (Megatron-LM's interleaved schedule needs it)."""
+    if x.pins["interleave"]:
+        return [x.pins["interleave"]]
+    if p == 1:
+        return [1]
+    if m % p:
+        x.pruned["interleaving needs the micro-batches a multiple of pp"] += 1
+        return [1]
+    return list(range(1, x.arch.num_layers // p + 1))
+
+
+def _counts(x: _Ctx, p: int, v: int) -> tuple[int, ...]:
+    """Layers per stage as the layout's rules place them (``calc.memory.layout``), else as even as they go."""
+    key = (p, v)
+    if key not in x.splits:
+        try:
+            counts = Layout(pp=p, interleave=v).stage_layer_counts(x.arch.num_layers)
+        except CalcError:
+            counts = ()
+        ok = len(counts) == p and sum(counts) == x.arch.num_layers
+        x.splits[key] = tuple(counts) if ok else _split(x.arch.num_layers, p)
+    return x.splits[key]
 
 
 def candidates(x: _Ctx) -> tuple[list[_Candidate], int]:
@@ -172,83 +203,50 @@ def candidates(x: _Ctx) -> tuple[list[_Candidate], int]:
     arch, pins, n, batch = x.arch, x.pins, x.n, x.batch
     tps, pps, cps = _search_space(x)
     cands: list[_Candidate] = []
-    searched = 0
     for t, p, c in itertools.product(tps, pps, cps):
         if n % (t * p * c):
             continue
         d = n // (t * p * c)
-        if (pins["dp"] and d != pins["dp"]) or batch % d:
+        if pins["dp"] and d != pins["dp"]:
+            continue
+        if batch % d:
+            x.pruned["dp does not divide the global batch"] += 1
             continue
         eps = [1]
         if arch.is_moe:
             eps = [pins["ep"]] if pins["ep"] else [e for e in _divisors(d * c) if arch.num_experts % e == 0]
         elif pins["ep"] not in (None, 1):
             raise CalcError("ep", "must be 1 for a dense model", pins["ep"], code="unsupported")
-        per_replica = batch // d
-        mbs = [pins["micro_batch"]] if pins["micro_batch"] else [b for b in (1, 2) if per_replica % b == 0]
-        for e, b in itertools.product(eps, mbs):
-            if (d * c) % e or per_replica % b:
+        for e in eps:
+            if (d * c) % e:
                 continue
-            m = per_replica // b
-            vs = [pins["interleave"]] if pins["interleave"] else [1]
-            if not pins["interleave"] and p > 1 and arch.num_layers % (2 * p) == 0 and m % p == 0:
-                vs.append(2)
-            for v in vs:
-                searched += len(x.zeros) * len(x.recs)
-                cands.append(_Candidate(t, p, c, d, e, x.zeros[0], b, v, 0.0))
-    return cands, searched
+            probe = _Candidate(t, p, c, d, e, x.zeros[0], 1, 1, 0.0, _counts(x, p, 1))
+            for b in _micro_batches(x, probe, batch // d):
+                for v in _interleaves(x, p, batch // d // b):
+                    cands.append(_Candidate(t, p, c, d, e, x.zeros[0], b, v, 0.0, _counts(x, p, v)))
+    return cands, len(cands) * len(x.zeros) * len(x.recs)
 
 
 def bound(x: _Ctx, cands: list[_Candidate]) -> None:
-    """Give each candidate its lower bound (the step time of its cheapest state: fewest ZeRO gathers, no
-    recomputation, which no variant of it beats) and sort them best bound first (module docstring, step 2)."""
+    """Give each candidate a lower bound on its step time and sort them best first (module docstring, step 2):
+    the busiest stage's compute and bubble without recomputation, communication or overlap, times the
+    straggler allowance. Every state of the candidate takes at least that long."""
+    peak = x.g.peak_flops("bf16")
+    eff = matmul_efficiency_for(x.g) if x.eff is None else x.eff
+    rates = (peak * eff, peak * attention_efficiency(x.g, x.s))
+    allowance = 1 + straggler_allowance(x.n)
+    cache: dict[tuple[int, int, int, int], float] = {}
     for cand in cands:
-        try:
-            cand.bound = x.time(x.layout(cand, x.zeros[0], x.recs[0])).step_time_s
-        except CalcError:
-            cand.bound = math.inf
-    cands.sort(key=lambda c: c.bound)
-
-
-def _try_state(x: _Ctx, cand: _Candidate, z: int, r: str, row: dict[str, Any], out: _Outcome) -> bool:
-    """Evaluate ``cand`` at ZeRO ``z`` and recomputation ``r``; ``True`` when it fits (the state is kept)."""
-    try:
-        lay = x.layout(cand, z, r)
-        check_layout(x.arch, lay)
-    except CalcError as err:
-        out.rejected.append(
-            {**row, "zero_stage": z, "recompute": r, "reason": f"invalid: {err}", "bound_s": cand.bound}
-        )
-        return False
-    floor = _memory_floor(x.arch, cand, z, r, x.s, x.batch, x.convention, x.dist)
-    if floor > x.capacity:
-        if out.least is None or floor < out.least[2]:
-            out.least = (z, r, floor)
-        return False  # what the GPU must hold at the least already overflows
-    try:
-        tensors = stage_memory(x.arch, lay, 0).total
-    except CalcError:
-        tensors = 0
-    if tensors > x.capacity:  # stage 0's tensors alone, before any overhead, already overflow
-        if out.least is None or tensors < out.least[2]:
-            out.least = (z, r, tensors)
-        return False
-    out.evaluated += 1
-    try:
-        peak = peak_memory(x.arch, lay)
-    except CalcError as err:  # e.g. a Hugging Face profile with tp > 1
-        out.rejected.append(
-            {**row, "zero_stage": z, "recompute": r, "reason": f"invalid: {err}", "bound_s": cand.bound}
-        )
-        return False
-    if peak.nvidia_smi_bytes > x.capacity:
-        if out.nearest is None or peak.nvidia_smi_bytes < out.nearest[2].nvidia_smi_bytes:
-            out.nearest = (z, r, peak)
-        return False
-    st = x.time(lay)
-    if out.best is None or st.step_time_s < out.best[1].step_time_s:
-        out.best = (lay, st, peak)
-    return True
+        key = (cand.tp, cand.pp, cand.cp, cand.mb)
+        if key not in cache:
+            like = SimpleNamespace(tp=cand.tp, cp=cand.cp, pp=cand.pp, micro_batch=cand.mb, seq_len=x.s,
+                                   recompute="none", flash_attention=True, sequence_parallel=cand.tp > 1)  # fmt: skip
+            c = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, MEMORY_PASSES, cand.counts)  # type: ignore[arg-type]
+            cache[key] = c.t_mb
+        m = x.batch // (cand.dp * cand.mb)
+        compute = m * cache[key]
+        cand.bound = compute * (1 + _bubble(cand.pp, m, cand.v, None)) * allowance
+    cands.sort(key=lambda c: (c.bound, c.v))
 
 
 @dataclass
@@ -257,129 +255,188 @@ class _Outcome:
 
     rejected: list[dict[str, Any]]
     evaluated: int = 0
-    best: tuple[Layout, StepTime, Any] | None = None
-    nearest: tuple[int, str, Any] | None = None
+    best: tuple[Layout, StepTime, Any, int] | None = None
+    nearest: tuple[int, str, int, int] | None = None
     least: tuple[int, str, int] | None = None
+    twin: bool = False
+    cutoff: float = math.inf
+    too_slow: bool = False
+
+    def invalid(self, row: dict[str, Any], z: int, r: str, err: CalcError, bound_s: float) -> None:
+        """Reject a state that cannot run, with the error's words."""
+        why = f"invalid: {_why(err)}"
+        self.rejected.append({**row, "zero_stage": z, "recompute": r, "reason": why, "bound_s": bound_s})
 
 
-def evaluate(x: _Ctx, cand: _Candidate, rejected: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int]:
+def _try_state(x: _Ctx, cand: _Candidate, z: int, r: str, row: dict[str, Any], out: _Outcome) -> bool:
+    """Evaluate ``cand`` at ZeRO ``z`` and recomputation ``r``; ``True`` when it fits (the state is kept)."""
+    twin = out.twin
+    try:
+        mem = x.layout(cand, z, r, for_memory=twin)
+        check_layout(x.arch, mem)
+    except CalcError as err:
+        out.invalid(row, z, r, err, cand.bound)
+        return False
+    floor = _memory_floor(x.arch, cand, z, r, x.s, x.batch, x.convention, x.dist)
+    if floor > x.capacity:
+        if out.least is None or floor < out.least[2]:
+            out.least = (z, r, floor)
+        return False  # what the GPU must hold at the least already overflows
+    lay = x.layout(cand, z, r) if twin else mem
+    st = x.time(lay)
+    if st.step_time_s >= out.cutoff:  # this state, and every slower one after it, cannot enter the top
+        out.too_slow = True
+        return False
+    key = (cand.tp, cand.pp, cand.cp, cand.dp, cand.ep, cand.mb, z, r, 1 if twin else cand.v)
+    if key not in x.memo:  # interleavings sized as one 1F1B twin share it
+        x.memo[key] = _memory(x.arch, mem, x.capacity)
+    tensors, peak = x.memo[key]
+    if tensors > x.capacity:  # stage 0's tensors alone, before any overhead, already overflow
+        if out.least is None or tensors < out.least[2]:
+            out.least = (z, r, tensors)
+        return False
+    out.evaluated += 1
+    if isinstance(peak, CalcError):  # e.g. a Hugging Face profile with tp > 1
+        out.invalid(row, z, r, peak, cand.bound)
+        return False
+    total = peak.nvidia_smi_bytes + (_interleaved_extra(cand, peak.memory.activations) if twin else 0)
+    if total > x.capacity:
+        if out.nearest is None or total < out.nearest[3]:
+            out.nearest = (z, r, peak.stage, total)
+        return False
+    if out.best is None or st.step_time_s < out.best[1].step_time_s:
+        out.best = (lay, st, peak, total)
+    return True
+
+
+def evaluate(
+    x: _Ctx, cand: _Candidate, rejected: list[dict[str, Any]], cutoff: float = math.inf
+) -> tuple[dict[str, Any] | None, int]:
     """The cheapest state of ``cand`` that fits, as a result row (``None`` if none does; the reason goes to
-    ``rejected``), and how many states were evaluated in full (module docstring, steps 3 and 4)."""
+    ``rejected``), and how many states were evaluated in full (module docstring, steps 3 and 4). States whose
+    step time is at least ``cutoff`` are not sized: they could not enter the result."""
     row = {"dp": cand.dp, "tp": cand.tp, "pp": cand.pp, "cp": cand.cp, "ep": cand.ep}
     row |= {"micro_batch": cand.mb, "interleave": cand.v}
-    out = _Outcome(rejected)
+    out = _Outcome(rejected, cutoff=cutoff)
+    try:
+        check_layout(x.arch, x.layout(cand, x.zeros[0], x.recs[0]))
+    except CalcError as err:
+        try:  # an interleaved split the memory rules refuse: size its 1F1B twin, plus the extra in flight
+            if cand.v == 1:
+                raise
+            check_layout(x.arch, x.layout(cand, x.zeros[0], x.recs[0], for_memory=True))
+            out.twin = True
+        except CalcError:
+            out.invalid(row, x.zeros[0], x.recs[0], err, cand.bound)
+            return None, 0
     for r in x.recs:
         # a higher ZeRO stage at this recomputation is only slower, and more recomputation only slower
-        if any(_try_state(x, cand, z, r, row, out) for z in x.zeros):
+        if any(_try_state(x, cand, z, r, row, out) or out.too_slow for z in x.zeros) or out.too_slow:
             break
     if out.best is None:
-        _reject_memory(x, cand, row, out)
+        if out.too_slow:
+            x.pruned["slower than the top at its fastest state that could fit"] += 1
+        else:
+            _reject_memory(x, cand, row, out)
         return None, out.evaluated
-    lay, st, peak = out.best
-    return _kept_row(x, row, lay, st, peak), out.evaluated
+    lay, st, peak, total = out.best
+    return _kept_row(x, row, cand, lay, st, peak, total), out.evaluated
 
 
 def _reject_memory(x: _Ctx, cand: _Candidate, row: dict[str, Any], out: _Outcome) -> None:
-    """Say why nothing of ``cand`` fits: the nearest full peak, else the least floor."""
-    mem = _gb(x.g.memory_bytes)
+    """Say why nothing of ``cand`` fits: the nearest full peak, else the least floor. A need equal to the usable
+    memory fits; only a need above it is a rejection, and both figures are printed to 0.1 GB."""
+    usable = f"{_gb1(x.capacity)} usable of {_gb(x.g.memory_bytes)} with the {x.margin:.0%} margin"
     if out.nearest is None and out.least is not None:
         z, r, floor = out.least
         why = (
-            f"does not fit: stage 0 needs at least {_gb(floor)} of {mem} before any overhead, "
+            f"does not fit: stage 0 needs at least {_gb1(floor)} before any overhead ({usable}), "
             f"even with ZeRO-{z} and {r} recomputation"
         )
         out.rejected.append({**row, "zero_stage": z, "recompute": r, "memory_bytes": floor, "bound_s": cand.bound,
                              "reason": why})  # fmt: skip
     if out.nearest is not None:
-        z, r, peak = out.nearest
-        why = (
-            f"does not fit: stage {peak.stage} needs {_gb(peak.nvidia_smi_bytes)} of {mem} "
-            f"({_gb(x.capacity)} with the {x.margin:.0%} margin), even with ZeRO-{z} and {r} recomputation"
-        )
-        out.rejected.append({**row, "zero_stage": z, "recompute": r, "memory_bytes": peak.nvidia_smi_bytes,
-                             "bound_s": cand.bound, "reason": why})  # fmt: skip
+        z, r, stage, total = out.nearest
+        why = f"does not fit: stage {stage} needs {_gb1(total)} ({usable}), even with ZeRO-{z} and {r} recomputation"
+        out.rejected.append({**row, "zero_stage": z, "recompute": r, "memory_bytes": total, "bound_s": cand.bound,
+                             "reason": why})  # fmt: skip
 
 
-def _kept_row(x: _Ctx, row: dict[str, Any], lay: Layout, st: StepTime, peak: Any) -> dict[str, Any]:
+def _gb1(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def _kept_row(
+    x: _Ctx, row: dict[str, Any], cand: _Candidate, lay: Layout, st: StepTime, peak: Any, total: int
+) -> dict[str, Any]:
     """A fitting layout as the plan's result row."""
     return {
         **row,
         "zero_stage": lay.zero_stage,
         "recompute": lay.recompute,
-        "memory_bytes": peak.nvidia_smi_bytes,
+        "memory_bytes": total,
         "step_time_s": st.step_time_s,
         "tflops_per_gpu": st.tflops_per_gpu,
         "mfu": st.mfu,
         "hfu": st.hfu,
         "tokens_per_s": st.tokens_per_s,
+        "stage_layers": list(cand.counts),
         "memory": {
             "stage": peak.stage,
             "model_state_bytes": peak.memory.model_state,
-            "activation_bytes": peak.memory.activations + peak.memory.logits,
-            "allocated_bytes": peak.allocated_bytes,
-            "reserved_bytes": peak.reserved_bytes,
-            "nvidia_smi_bytes": peak.nvidia_smi_bytes,
+            "activation_bytes": peak.memory.activations + peak.memory.logits + total - peak.nvidia_smi_bytes,
+            "allocated_bytes": peak.allocated_bytes + total - peak.nvidia_smi_bytes,
+            "reserved_bytes": peak.reserved_bytes + total - peak.nvidia_smi_bytes,
+            "nvidia_smi_bytes": total,
             "capacity_bytes": x.capacity,
         },
         "time": st.as_dict()["breakdown"],
     }
 
 
-def tp_across(x: _Ctx, kept: list[dict[str, Any]], rejected: list[dict[str, Any]]) -> None:
-    """Say what the best layout would cost with TP doubled past the node (the 3D page's warning)."""
-    arch, n, batch, gpn, net = x.arch, x.n, x.batch, x.gpn, x.net
-    best = kept[0]
-    t2 = 2 * gpn
-    if n % (t2 * best["pp"] * best["cp"]) or arch.num_heads % t2 or (not arch.uses_mla and arch.num_kv_heads % t2):
-        return
-    d = n // (t2 * best["pp"] * best["cp"])
-    if batch % (d * best["micro_batch"]) or (d * best["cp"]) % best["ep"]:
-        return
-    v = best["interleave"] if (batch // (d * best["micro_batch"])) % best["pp"] == 0 else 1
-    cand = _Candidate(t2, best["pp"], best["cp"], d, best["ep"], best["zero_stage"], best["micro_batch"], v, 0.0)
-    try:
-        lay = _layout(cand, best["zero_stage"], best["recompute"], batch, x.s, x.convention, x.dist, "megatron")
-        check_layout(arch, lay)
-    except CalcError:
-        return
-    st = x.time(lay)
-    more = st.step_time_s / best["step_time_s"] - 1
-    row = {"dp": d, "tp": t2, "pp": best["pp"], "cp": best["cp"], "ep": best["ep"], "zero_stage": best["zero_stage"]}
-    row |= {"micro_batch": best["micro_batch"], "recompute": best["recompute"], "interleave": lay.interleave}
-    rejected.append(
-        {
-            **row,
-            "step_time_s": st.step_time_s,
-            "bound_s": -1.0,
-            "reason": (
-                f"TP={t2} spans {t2 // gpn} nodes: its all-gathers run over "
-                f"{net.inter.label} and add {more:.0%} to the step"  # type: ignore[union-attr]
-            ),
-        }
-    )
-
-
 def rank(
     x: _Ctx, cands: list[_Candidate], top: int, flip_within: float
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Visit the bounded candidates best first and keep the ``top`` fastest that fit (flagging near ties);
-    stop once a bound passes the ``top``-th kept time; times within ``flip_within`` could swap.
-    Returns ``(kept, rejected, states evaluated)``."""
+    stop once a bound passes the ``top``-th kept time (the rest are counted as pruned); times within
+    ``flip_within`` could swap. Returns ``(kept, rejected, states evaluated)``."""
     kept: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     evaluated = 0
-    for cand in cands:
+    best: dict[tuple[int, ...], dict[str, Any]] = {}  # the fastest kept row of each set of degrees
+    for i, cand in enumerate(cands):
         if len(kept) >= top and cand.bound >= kept[top - 1]["step_time_s"]:
-            break  # no later candidate can enter the top
-        row, n_eval = evaluate(x, cand, rejected)
+            x.pruned[f"slower than the top {top} at best (lower bound on the step time)"] += len(cands) - i
+            break
+        degrees = (cand.dp, cand.tp, cand.pp, cand.cp, cand.ep)
+        if degrees in best and cand.bound >= best[degrees]["step_time_s"]:
+            x.pruned["slower than a kept micro-batch or interleaving of the same degrees"] += 1
+            continue
+        cutoff = kept[top - 1]["step_time_s"] if len(kept) >= top else math.inf
+        if degrees in best:
+            cutoff = min(cutoff, best[degrees]["step_time_s"])
+        row, n_eval = evaluate(x, cand, rejected, cutoff)
         evaluated += n_eval
-        if row is not None:
-            kept.append(row)
-            kept.sort(key=lambda r: r["step_time_s"])
-            del kept[top:]
+        if row is None:
+            continue
+        if degrees in best:
+            if row["step_time_s"] >= best[degrees]["step_time_s"]:
+                x.pruned["slower than a kept micro-batch or interleaving of the same degrees"] += 1
+                continue
+            kept.remove(best[degrees]) if best[degrees] in kept else None
+        best[degrees] = row
+        kept.append(row)
+        kept.sort(key=lambda r: r["step_time_s"])
+        del kept[top:]
     if not kept:
-        reason = rejected[0]["reason"] if rejected else "no candidate"
-        raise CalcError("gpus", f"admit no layout that fits: the nearest {reason}", x.n)
+        reasons = Counter(r["reason"].split(":")[0] for r in rejected)
+        first = rejected[0]["reason"] if rejected else "no candidate"
+        what = "with the pinned degrees" if x.pinned else "for this model"
+        raise (
+            CalcError("gpus", f"admit no layout that fits {what} ({len(rejected)} rejected; the nearest {first})", x.n)
+            if reasons
+            else CalcError("gpus", f"admit no layout {what}", x.n)
+        )
     for a, b in itertools.pairwise(kept):
         gap = b["step_time_s"] / a["step_time_s"] - 1
         a["flip"] = f"within {gap:.1%} of the next: the ranking could flip" if gap < flip_within else ""

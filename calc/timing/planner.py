@@ -5,28 +5,35 @@ the cluster (GPU type and count, GPUs per node, links) and the run (sequence len
 bytes-per-parameter convention); each of ``dp tp pp cp ep``, the ZeRO stage, recomputation, the
 micro-batch and interleaving is either pinned or searched (``None``).
 
-**Search, pruned, not brute-forced.**
+**Search, pruned, not brute-forced.** Every layout a practitioner would consider is in the space; what is not
+timed in full is pruned for a stated reason, counted in ``rejected_by_reason``.
 
 1. Degrees: ``tp`` divides the heads and KV heads and stays inside the NVLink domain
-   (``gpus_per_node``) unless ``tp`` is pinned or ``allow_tp_across_nodes``; ``pp`` divides the
-   layers; ``cp`` is searched only from 32K tokens on (``2·cp`` divides the sequence); ``dp``
-   follows from the GPU count and must divide the global batch; ``ep`` is carved from ``dp × cp``
-   and divides the experts ([`check_layout`][calc.memory.layout.check_layout] has the rules).
-2. Each set of degrees (with its micro-batch and interleaving) gets a lower bound on its step
-   time: the prediction for its cheapest state (the lowest ZeRO stage searched, no recomputation),
-   which none of its variants beats. Sets are visited best bound first; once the bound passes the
-   ``top``-th best kept time, the rest cannot enter and are skipped (branch and bound).
-3. Within a set, recomputation is tried cheapest first (none, selective, full) and, at each, the
-   lower ZeRO stage first: the first state that fits is kept, since the others only add time.
+   (``gpus_per_node``) unless ``tp`` is pinned or ``allow_tp_across_nodes``; ``pp`` is any divisor of the GPU
+   count up to the layer count, with uneven stages where it does not divide the layers (``calc.memory.layout``'s
+   split: Llama 3's 126 layers on 16 stages are 7 + 8 × 14 + 7); ``cp`` is searched only from 32K tokens on
+   (``2·cp`` divides the sequence); ``dp`` follows from the GPU count and must divide the global batch; ``ep``
+   is carved from ``dp × cp`` and divides the experts ([`check_layout`][calc.memory.layout.check_layout] has the
+   rules). Micro-batches: every divisor of the per-replica batch from 1 up to what can still fit (at most
+   64); interleaving: 1 up to ``layers / pp`` chunks per stage when the micro-batches are a multiple of ``pp``;
+   ZeRO 0 to 3; recomputation none, selective, full.
+2. Each set of degrees (with its micro-batch and interleaving) gets a lower bound on its step time: its busiest
+   stage's compute and bubble at the fastest state, no communication, times the straggler allowance. Sets are
+   visited best bound first; once the bound passes the ``top``-th best kept time, the rest cannot enter and
+   are skipped (branch and bound). Of one set of degrees only its fastest micro-batch and interleaving is kept.
+3. Within a set, recomputation is tried cheapest first (none, selective, full) and, at each, the lower ZeRO
+   stage first: the first state that fits is kept, since the others only add time. A state whose step time
+   cannot enter the top is not sized.
 4. Fit: the full per-GPU peak of [`calc.memory.overheads.peak_memory`][calc.memory.overheads.peak_memory] (as
-   ``nvidia-smi`` shows it: tensors, allocator reserve, CUDA context, NCCL buffers) on the first and
-   last stages, within ``1 - safety_margin`` of the GPU's memory.
-5. Time: [`step_time`][calc.timing.steptime.step_time] (`calc.parallel.network` for the links).
+   ``nvidia-smi`` shows it: tensors, allocator reserve, CUDA context, NCCL buffers), within
+   ``1 - safety_margin`` of the GPU's memory; a need equal to it fits. An interleaved split that the memory
+   rules do not take is sized as its 1F1B twin plus the interleaved schedule's extra in-flight activations.
+5. Time: [`step_time`][calc.timing.steptime.step_time] (`calc.parallel.network` for the links, and
+   `calc.timing.overlap` and `calc.timing.efficiency` for its knobs at their defaults).
 
 Sequence parallelism is on whenever ``tp > 1``, FlashAttention is assumed, and dropout off (as in
-current LLM training); ZeRO stages 1 and 3 are searched (2 is never faster than 1 here and 0 never
-smaller). The ranking is analytical: two layouts within 5% of each other can swap on a real cluster,
-and the output says where.
+current LLM training). The ranking is analytical: two layouts within 5% of each other can swap on a real
+cluster, and the output says where.
 """
 
 from __future__ import annotations
@@ -42,14 +49,19 @@ from calc.memory.model_state import CONVENTIONS
 from calc.models.architecture import Architecture
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU, interconnect
 from calc.parallel.network import Network
-from calc.timing.plan_search import _RECOMPUTE, _Ctx, _gb, _model, bound, candidates, rank, tp_across
-from calc.timing.steptime import MATMUL_EFFICIENCY
+from calc.timing.plan_report import by_reason, tp_across
+from calc.timing.plan_search import _RECOMPUTE, _Ctx, _gb, _model, bound, candidates, rank
 from calc.units import parse_positive_int
 
 __all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
 
-SAFETY_MARGIN: float = 0.1
-"""Default share of GPU memory left free: a layout fits when its peak is at most 90% of the memory."""
+SAFETY_MARGIN: float = 0.05
+"""Default share of GPU memory left free: a layout fits when its peak is at most 95% of the memory.
+
+The peak it is compared with is already what ``nvidia-smi`` shows (tensors, the caching allocator's reserve, the
+CUDA context and NCCL's buffers: [`calc.memory.overheads`][calc.memory.overheads]), so the margin only covers
+fragmentation spikes and what is not modelled; 10% on top of that refused runs that fit in practice (Llama 3 405B
+on 16,384 H100s at 80 GB of the 85.5 GB an H100 exposes)."""
 
 FLIP_WITHIN: float = 0.05
 """Two layouts whose predicted step times are within 5% are reported as a ranking that could flip."""
@@ -79,7 +91,7 @@ def plan(
     micro_batch: int | None = None,
     interleave: int | None = None,
     safety_margin: float = SAFETY_MARGIN,
-    matmul_efficiency: float = MATMUL_EFFICIENCY,
+    matmul_efficiency: float | None = None,
     allow_tp_across_nodes: bool = False,
     top: int = 5,
 ) -> dict[str, Any]:
@@ -88,11 +100,12 @@ def plan(
     See the module docstring for the search. Pinned arguments restrict it; ``None`` searches.
 
     Returns:
-        ``{"layouts": [...], "rejected": [...], "searched": int, "evaluated": int, "assumptions": [...]}``,
-        best first. Each layout has the integer degrees ``dp tp pp cp ep``, ``zero_stage``,
-        ``micro_batch``, ``recompute``, ``interleave``, ``memory_bytes`` (int), ``step_time_s``,
-        ``tflops_per_gpu``, ``mfu``, ``hfu``, ``tokens_per_s``, ``memory`` and ``time`` breakdowns and
-        ``flip`` (a sentence, or ``""``). Each rejected entry has the degrees and ``reason``.
+        ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
+        best first (``searched``: layouts in the space, pruned ones included; ``rejected_by_reason``:
+        ``{"reason", "count"}`` per pruned or rejected group). Each layout has the integer degrees
+        ``dp tp pp cp ep``, ``zero_stage``, ``micro_batch``, ``recompute``, ``interleave``, ``stage_layers``,
+        ``memory_bytes`` (int), ``step_time_s``, ``tflops_per_gpu``, ``mfu``, ``hfu``, ``tokens_per_s``,
+        ``memory`` and ``time`` breakdowns and ``flip``; each rejected entry the degrees and ``reason``.
 
     Raises:
         CalcError: Naming the field, for bad input or when nothing can be laid out.
@@ -106,27 +119,31 @@ def plan(
     x = _context(model, locals())
     cands, searched = candidates(x)
     if not cands:
-        raise CalcError("gpus", "admits no layout for this model with the pinned degrees", x.n)
+        what = "with the pinned degrees" if x.pinned else "for this model"
+        why = "; ".join(f"{k} ({v})" for k, v in x.pruned.most_common()) or "no degrees multiply to it"
+        raise CalcError("gpus", f"admit no layout {what}: {why}", x.n)
     bound(x, cands)
     kept, rejected, evaluated = rank(x, cands, top, FLIP_WITHIN)
     if not allow_tp_across_nodes and not x.pins["tp"]:
         tp_across(x, kept, rejected)
-    rejected.sort(key=lambda r: r.get("bound_s", 0.0))
-    for r in rejected:
-        r.pop("bound_s", None)
+    rejected.sort(key=lambda r: r.pop("bound_s", 0.0))
+    eff = kept[0]["time"][0]["why"].split("matmuls at ")[1].split(" ")[0]
     return {
         "layouts": kept,
         "rejected": rejected[:top],
+        "rejected_by_reason": by_reason(x, rejected),
         "searched": searched,
+        "candidates": len(cands),
         "evaluated": evaluated,
         "best_step_time_s": kept[0]["step_time_s"],
         "assumptions": [
             f"fit: nvidia-smi peak (calc.memory.overheads) within {1 - x.margin:.0%} of {_gb(x.g.memory_bytes)}",
             (
-                "sequence parallelism with tp > 1, FlashAttention, no dropout; ZeRO stages 1 and 3 searched; "
-                f"activations saved as {implementation} does"
+                "sequence parallelism with tp > 1, FlashAttention, no dropout; ZeRO stages 0 to 3, any pp up to the "
+                f"layers (uneven stages), interleaving and micro-batches searched; activations saved as "
+                f"{implementation} does"
             ),
-            f"matmuls at {x.eff:.0%} of peak; links {x.net.intra.name} and {x.net.inter.name}",  # type: ignore[union-attr]
+            f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}",  # type: ignore[union-attr]
         ],
     }
 
@@ -172,11 +189,11 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         convention=a["convention"],
         dist=a["distributed_optimizer"],
         impl=a["implementation"],
-        eff=float(a["matmul_efficiency"]),
+        eff=None if a["matmul_efficiency"] is None else float(a["matmul_efficiency"]),
         margin=float(margin),
         capacity=int(g.memory_bytes * (1 - float(margin))),
         pins=pins,
-        zeros=[zero_stage] if zero_stage is not None else [1, 3],
+        zeros=[zero_stage] if zero_stage is not None else [0, 1, 2, 3],
         recs=[recompute] if recompute else list(_RECOMPUTE),
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
     )

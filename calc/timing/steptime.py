@@ -227,14 +227,11 @@ def step_time(
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
             ``interleaved``, ``zb-h1``, ``dualpipe``); default interleaved when ``interleave > 1``, else 1F1B.
         check: Run [`check_layout`][calc.memory.layout.check_layout] first (the planner has already).
-        tp_overlap: Share of TP communication hidden ([`calc.timing.overlap`][calc.timing.overlap] for this and
-            the next four).
-        overlap_param_gather: Overlap ZeRO-1/2's parameter all-gather with the next forward.
-        p2p_overlap: Overlap pipeline sends (default: with the interleaved schedule).
-        prefetch_interference: Share of a prefetched ZeRO-3 gather that still costs time.
+        tp_overlap: Share of TP communication hidden; ``overlap_param_gather`` (ZeRO-1/2's gather in the next
+            forward), ``p2p_overlap`` (default: with interleaving), ``prefetch_interference`` (ZeRO-3): the
+            overlap knobs of [`calc.timing.overlap`][calc.timing.overlap].
         reshard_after_forward: ZeRO-3: ``False`` gathers once per micro-batch (no re-gather in backward).
-        straggler_per_doubling: Straggler and congestion allowance per doubling above 256 GPUs
-            ([`straggler_allowance`][calc.timing.efficiency.straggler_allowance]).
+        straggler_per_doubling: [`straggler_allowance`][calc.timing.efficiency.straggler_allowance]'s rate.
 
     Returns:
         A [`StepTime`][calc.timing.steptime.StepTime]; raises `CalcError` on a layout that cannot run the model.
@@ -252,23 +249,17 @@ def step_time(
         raise CalcError("global_batch", "must be given to time a step (it fixes the micro-batches)", None)
     g = gpu if isinstance(gpu, GPU) else gpu_preset(gpu)
     net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
-    eff = matmul_efficiency_for(g) if matmul_efficiency is None else _fraction(matmul_efficiency, "matmul_efficiency")
-    if attention_efficiency is not None:
-        attn_eff = _fraction(attention_efficiency, "attention_efficiency")
-    else:
-        attn_eff = attention_efficiency_for(g, layout.seq_len) if layout.flash_attention else eff
+    eff, attn_eff = _rates(g, layout, matmul_efficiency, attention_efficiency)
     peak = g.peak_flops(dtype)
     c = _stage_compute(arch, layout, (peak * eff, peak * attn_eff), g.hbm_bytes_per_s, memory_passes)
     m = layout.num_microbatches or 1
     compute = m * c.t_mb
     step = _communication(arch, layout, net, m, reshard_after_forward)
-    knobs = {"tp_overlap": tp_overlap, "overlap_param_gather": overlap_param_gather, "p2p_overlap": p2p_overlap}
     exposed = exposed_communication(step, layout, c.t_mb, c.layers, bucket_params=dp_bucket_params,
-                                    prefetch_interference=prefetch_interference, **knobs)  # fmt: skip
+                                    prefetch_interference=prefetch_interference, tp_overlap=tp_overlap,
+                                    overlap_param_gather=overlap_param_gather, p2p_overlap=p2p_overlap)  # fmt: skip
     p, v = layout.pp, layout.interleave
-    critical = sum(
-        s for (s, _), term in zip(exposed.values(), step.terms, strict=True) if term.group in ("tp", "cp", "ep")
-    )
+    critical = sum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
     bubble = _bubble(p, m, v, schedule) * (compute + critical)
     busy = compute + bubble + sum(s for s, _ in exposed.values())
     allowance = straggler_allowance(layout.gpus or 1, _fraction_or_zero(straggler_per_doubling))
@@ -277,9 +268,8 @@ def step_time(
     if allowance:
         rows.append(("straggler and congestion", busy * allowance, _straggler_why(layout.gpus or 1, allowance)))
     flat = {k: s for k, (s, _) in exposed.items()}
-    return _result(
-        layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, flat, peak, rows
-    )
+    return _result(layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, flat, peak,
+                   rows)  # fmt: skip
 
 
 def _rows(
@@ -306,6 +296,14 @@ def _rows(
         where = "inside the node" if term.intra_node else "across nodes"
         rows.append((term.name, exposed[term.name][0], f"{term.label}; {where}; {exposed[term.name][1]}"))
     return rows
+
+
+def _rates(g: GPU, layout: Layout, matmul: float | None, attention: float | None) -> tuple[float, float]:
+    """The matmul and attention-core efficiencies: given, or the defaults of `calc.timing.efficiency`."""
+    eff = matmul_efficiency_for(g) if matmul is None else _fraction(matmul, "matmul_efficiency")
+    if attention is not None:
+        return eff, _fraction(attention, "attention_efficiency")
+    return eff, attention_efficiency_for(g, layout.seq_len) if layout.flash_attention else eff
 
 
 def _fraction_or_zero(value: object) -> float:
@@ -356,8 +354,11 @@ def _stage_layers(arch: Architecture, layout: Layout) -> tuple[int, ...]:
         8
     """
     n, p = arch.num_layers, layout.pp
-    counts = layout.stage_layer_counts(n)
-    if sum(counts) == n:
+    try:
+        counts = layout.stage_layer_counts(n)
+    except CalcError:  # a split the layout's rules refuse (more chunks than layers): time it as even as it goes
+        counts = ()
+    if len(counts) == p and sum(counts) == n:
         return counts
     base, extra = divmod(n, p)
     short = p - extra  # stages with one layer fewer: the first and last ones first
@@ -367,7 +368,12 @@ def _stage_layers(arch: Architecture, layout: Layout) -> tuple[int, ...]:
 
 
 def _stage_compute(
-    arch: Architecture, layout: Layout, rates: tuple[float, float], hbm: float, memory_passes: float
+    arch: Architecture,
+    layout: Layout,
+    rates: tuple[float, float],
+    hbm: float,
+    memory_passes: float,
+    counts: tuple[int, ...] | None = None,
 ) -> _Compute:
     """FLOPs per micro-batch and the busiest stage's seconds per micro-batch (module docstring: Narayanan et al.
     2021 Appendix for the FLOPs, Korthikanti et al. 2022 Table 2 for the element-wise bytes)."""
@@ -392,7 +398,7 @@ def _stage_compute(
                                  layout.flash_attention)  # fmt: skip
         mem_bytes += count * per
     logits = 2 * b * s * arch.hidden_size * arch.vocab_size
-    counts = _stage_layers(arch, layout)
+    counts = counts or _stage_layers(arch, layout)
     n = arch.num_layers
     # Busiest stage: the most layers, or the last stage's layers plus the logit layer, whichever is slower.
     busiest = max(
