@@ -11,6 +11,7 @@ reader's inputs, printing ``name = value`` for the page's ``data-output`` number
 
 from __future__ import annotations
 
+import functools
 import inspect
 import shlex
 from collections.abc import Callable, Sequence
@@ -164,16 +165,20 @@ def call(name: str, *args: object, fn: Callable | None = None, **kwargs: object)
         >>> call("Layout", fn=calc.Layout)
         'calc.Layout()'
     """
-    defaults = {}
-    if fn is not None:
-        params = inspect.signature(fn).parameters.values()
-        defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    defaults = _defaults(fn) if fn is not None else {}
     parts = [_code(a) for a in args]
     parts += [f"{k}={_code(v)}" for k, v in kwargs.items() if k not in defaults or _differs(v, defaults[k])]
     one_line = f"calc.{name}({', '.join(parts)})"
     if len(one_line) <= 100:
         return one_line
     return f"calc.{name}(\n" + "".join(f"    {p},\n" for p in parts) + ")"
+
+
+@functools.cache
+def _defaults(fn: Callable) -> dict[str, object]:
+    """``fn``'s keyword defaults (read once: ``inspect.signature`` costs more than the rest of a snippet)."""
+    params = inspect.signature(fn).parameters.values()
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
 
 class Code(str):
