@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from calc.errors import CalcError
 from calc.guide.exercises import ANSWER_UNITS, check, draw, exercises, live, parse_answer
+from calc.hardware import gpu
 from calc.memory.activations import activation_bytes_per_layer
-from calc.memory.inference import kv_cache_bytes_per_token
+from calc.memory.inference import kv_cache_bytes_per_token, weight_bytes
 from calc.memory.model_state import model_state_bytes
+from calc.models.presets import preset
 from calc.parallel.collectives import collective_bytes_sent
 from calc.parallel.pipeline import bubble_fraction
+from calc.timing.serving import decode_compute_bound_batch, speculative_tokens_per_step
 
 # The default case of each exercise against the engine called directly, so the page cannot drift from it.
 DIRECT = [
@@ -39,7 +42,27 @@ DIRECT = [
     ("bubble-interleaved", bubble_fraction(4, 8, schedule="interleaved", v=2)),
     ("allreduce-bytes", collective_bytes_sent("all-reduce", 14 * 10**9, 8)),
     ("oom-13b-8k", Fraction(34, 2)),  # selective keeps 34sbh, full 2sbh
+    # the performance pages (roofline, inference performance, optimizers, compute-optimal sizing)
+    ("ridge-point", Fraction(gpu("h100-sxm").bf16_flops, gpu("h100-sxm").hbm_bytes_per_s)),
+    ("fsdp-hide-tokens", Fraction(gpu("h100-sxm").bf16_flops * 7, 10 * 450 * 10**9)),  # C / W on NVLink 4
+    ("decode-latency", Fraction(weight_bytes(7 * 10**9), gpu("h100-sxm").hbm_bytes_per_s)),
+    ("decode-compute-batch", decode_compute_bound_batch(preset("llama3-8b"), efficiency=0.7)),
+    ("speculative-tokens", Fraction(speculative_tokens_per_step(0.8, 4)).limit_denominator(10**6)),
+    ("optimizer-state", model_state_bytes("7B", convention="mixed-sgdm-12").total),  # Lion: one fp32 moment
+    ("chinchilla-tokens", 20 * 7 * 10**9),
+    ("chinchilla-params", int((1e24 / 120) ** 0.5)),
 ]
+
+# The performance exercises added for issue 18 (at least ten across the new pages).
+NEW_PERFORMANCE = {
+    "ridge-point", "fsdp-hide-tokens", "tp-hide-degree", "ep-hide-ffn", "cp-hide-tokens", "decode-latency",
+    "decode-compute-batch", "prefill-ttft", "speculative-tokens", "kv-transfer", "optimizer-state",
+    "chinchilla-tokens", "chinchilla-params",
+}  # fmt: skip
+
+
+def test_at_least_ten_new_performance_exercises() -> None:
+    assert len(NEW_PERFORMANCE) >= 10 and NEW_PERFORMANCE <= set(exercises())
 
 
 @pytest.mark.parametrize(("exercise", "expected"), DIRECT)

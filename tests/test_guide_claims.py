@@ -248,3 +248,15 @@ def test_small_slips_stay_fixed(site_pages: dict[str, str]) -> None:
     assert "2 + 2 per layer per micro-batch, forward and backward" not in text("parallelism/sequence-context/")
     assert "Eq. 2.1" not in text("exercises/")
     assert "a test holds them" not in text("plan/")
+
+
+def test_mistakes_say_each_mistake_once() -> None:
+    """mistakes.md: one paragraph states the mistake and why it is wrong; no second summary repeats it."""
+    md = (Path(__file__).resolve().parent.parent / "docs" / "mistakes.md").read_text(encoding="utf-8")
+    assert "In short" not in md and "lc-print-summary" not in md
+    sections = re.split(r"^## .*$", md, flags=re.MULTILINE)[1:]
+    assert len(sections) >= 8
+    for body in sections:
+        first = body.strip().split("\n\n", 1)[0]
+        assert first.startswith("**The mistake.**") and "**Why it is wrong.**" in first
+        assert body.count("**Why it is wrong.**") == 1

@@ -1,8 +1,9 @@
 """Print: the interview and mistakes pages print as a cheat sheet, one A4 page per ``h2`` section.
 
-Each question (interview) or mistake carries a short print-only ``.lc-print-summary`` (print.css shows it, theme.css
-hides it on screen); print hides the long answers (a mistake keeps its one-paragraph statement), so every section
-fits one sheet.
+Each question (interview) carries a short print-only ``.lc-print-summary`` (print.css shows it, theme.css hides it on
+screen) and print hides the long answers. A mistake says itself once: its first paragraph, the mistake and why it
+is wrong, is what prints and what the screen shows; print hides its links and calculators. Every section fits one
+sheet.
 """
 
 from __future__ import annotations
@@ -27,11 +28,9 @@ SECTIONS_JS = """() => {
   const items = interview ? [...article.querySelectorAll(':scope > details')] : h2;
   const summaryOf = item => item.tagName === 'DETAILS'
     ? item.querySelector(':scope > .lc-print-summary')
-    : (() => {  // a mistake's summary: the first .lc-print-summary before the next h2
-        for (let el = item.nextElementSibling; el && el.tagName !== 'H2'; el = el.nextElementSibling) {
-          if (el.matches('.lc-print-summary')) return el;
-        }
-        return null;
+    : (() => {  // a mistake's summary: its first paragraph (h2 + p), the mistake and why it is wrong
+        const p = item.nextElementSibling;
+        return p && p.tagName === 'P' && p.textContent.includes('Why it is wrong') ? p : null;
       })();
   const bodies = interview
     ? [...article.querySelectorAll(':scope > details > :not(summary, .lc-print-summary)')]
