@@ -182,15 +182,20 @@ def _read_gpt2(r: _HFReader) -> dict[str, Any]:
     }
 
 
-def _read_llama(r: _HFReader) -> dict[str, Any]:
-    out = _common(r, kv_default=None, head_dim_default=None, tie_default=False, max_pos_default=2048)
-    if out["hidden_size"] % out["num_heads"]:  # LlamaConfig.validate_architecture refuses it too
+def _heads_divide_hidden(out: dict[str, Any], model_type: str) -> None:
+    """Refuse a config whose heads do not divide its width, as the model types that check it do."""
+    if out["hidden_size"] % out["num_heads"]:
         raise CalcError(
             "num_attention_heads",
-            f"must divide hidden_size ({out['hidden_size']}) in a llama config",
+            f"must divide hidden_size ({out['hidden_size']}) in a {model_type} config",
             out["num_heads"],
             code="not-divisible",
         )
+
+
+def _read_llama(r: _HFReader) -> dict[str, Any]:
+    out = _common(r, kv_default=None, head_dim_default=None, tie_default=False, max_pos_default=2048)
+    _heads_divide_hidden(out, "llama")  # LlamaConfig.validate_architecture refuses it too
     bias = r.get_bool("attention_bias", False)
     out.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.get_bool("mlp_bias", False))
     return out
@@ -293,13 +298,7 @@ def _read_gemma3_text(r: _HFReader) -> dict[str, Any]:
         max_pos_default=131072,
         act_default="gelu_pytorch_tanh",
     )
-    if out["hidden_size"] % out["num_heads"]:  # Gemma3TextConfig.validate_architecture refuses it too
-        raise CalcError(
-            "num_attention_heads",
-            f"must divide hidden_size ({out['hidden_size']}) in a gemma3_text config",
-            out["num_heads"],
-            code="not-divisible",
-        )
+    _heads_divide_hidden(out, "gemma3_text")  # Gemma3TextConfig.validate_architecture refuses it too
     out["hidden_act"] = r.get_str("hidden_activation", "hidden_act", default="gelu_pytorch_tanh")
     bias = r.get_bool("attention_bias", False)
     out.update(

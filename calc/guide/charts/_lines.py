@@ -25,6 +25,13 @@ def _log_series(
     return rows, list(series)
 
 
+def _log_axes(x_field: str, x_title: str, y_title: str) -> tuple[dict[str, object], dict[str, object]]:
+    """A base-2 log x axis (GPUs, tokens: powers of two) and a log y axis of ``amount``."""
+    x = {"field": x_field, "type": "quantitative", "title": x_title, "scale": {"type": "log", "base": 2}}
+    y = {"field": "amount", "type": "quantitative", "title": y_title, "scale": {"type": "log"}}
+    return x, y
+
+
 def _reader_layers(point: dict[str, object], x: dict[str, object], y: dict[str, object]) -> list[dict[str, object]]:
     return [
         {
@@ -98,13 +105,7 @@ def zero_scaling(
         'you'
     """
     rows, names = _log_series(series, unit, "gpus")
-    x = {
-        "field": "gpus",
-        "type": "quantitative",
-        "title": "GPUs (data-parallel degree)",
-        "scale": {"type": "log", "base": 2},
-    }
-    y = {"field": "amount", "type": "quantitative", "title": f"Model state per GPU ({unit})", "scale": {"type": "log"}}
+    x, y = _log_axes("gpus", "GPUs (data-parallel degree)", f"Model state per GPU ({unit})")
     gpus, n, label = reader
     point = {"gpus": gpus, "amount": _amount(n, unit), "label": label}
     return {
@@ -174,13 +175,7 @@ def activations_by_sequence(
         calc.errors.CalcError: series must hold positive points for log axes (got 'Full: seq=0, 1 B')
     """
     rows, names = _log_series(series, unit, "seq")
-    x = {
-        "field": "seq",
-        "type": "quantitative",
-        "title": "Sequence length (tokens)",
-        "scale": {"type": "log", "base": 2},
-    }
-    y = {"field": "amount", "type": "quantitative", "title": f"Activations ({unit})", "scale": {"type": "log"}}
+    x, y = _log_axes("seq", "Sequence length (tokens)", f"Activations ({unit})")
     color = {"field": "series", "type": "nominal", "sort": names, "title": legend}
     layers: list[dict[str, object]] = [
         {
