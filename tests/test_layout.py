@@ -137,7 +137,8 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
             (
                 "convention must be one of bf16-adam-12, bf16-adam-fused-6, "
                 "bf16-adam-pure-8, fp32-adam-16, fp32-adam-fused-12, fp32-sgd-8, fp32-sgdm-12, "
-                "mixed-adam-16, mixed-adam-18, mixed-adam-20, mixed-adam8bit-10, mixed-sgdm-12 (got 'adam-12')"
+                "mixed-adam-16, mixed-adam-18, mixed-adam-20, mixed-adam8bit-10, mixed-bf16-states, mixed-sgdm-12 "
+                "(got 'adam-12')"
             ),
         ),
         ("gpt2", dict(zero_stage=4), "zero_stage must be a whole number from 0 to 3 (got 4)"),
@@ -637,17 +638,17 @@ _CP = "cp must divide seq_len (seq_len=4096) (got 3)"
 _CP2 = "cp × 2 must divide seq_len for load-balanced ring attention (seq_len=4094) (got 2)"
 _SP = "tp must divide seq_len / cp under sequence parallelism (seq_len=4100, cp=1) (got 8)"
 _EP = "ep must divide dp × cp (=8); expert parallelism reuses the data- and context-parallel ranks (got 16)"
-_NOT, _UNS, _INV = "not-divisible", "unsupported", "invalid-value"
+_NOT, _UNS = "not-divisible", "unsupported"
 _IL = {"schedule": "interleaved"}
 
 # (calculator, inputs, field as check_parallelism names it, code, message in those names)
 SHARED_LAYOUT_CASES = [
-    ("communication", {"pp": "81", "layers": "80"}, "pp", _INV, _PP),
-    ("training-memory", {"preset": "llama3-70b", "pp": "81"}, "pp", _INV, _PP),
+    ("communication", {"pp": "81", "layers": "80"}, "pp", _NOT, _PP),
+    ("training-memory", {"preset": "llama3-70b", "pp": "81"}, "pp", _NOT, _PP),
     ("communication", {"tp": "8", "hidden": "8191"}, "tp", _NOT, _HIDDEN),
     ("activations", {"tp": "8", "hidden": "8191", "heads": "1"}, "tp", _NOT, _HIDDEN),
-    ("communication", {"pp": "32", "virtual_stages": "3", "layers": "80"}, "pp", _INV, _PPV),
-    ("training-memory", {"preset": "llama3-70b", "pp": "32", "interleave": "3"}, "pp", _INV, _PPV),
+    ("communication", {"pp": "32", "virtual_stages": "3", "layers": "80"}, "pp", _NOT, _PPV),
+    ("training-memory", {"preset": "llama3-70b", "pp": "32", "interleave": "3"}, "pp", _NOT, _PPV),
     ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", _NOT, _MB),
     (
         "pipeline-bubble",

@@ -139,6 +139,7 @@ def _check_pipeline(
             n("pp"),
             f"must leave at least one layer per stage: {what} must be at most the layers (layers={layers})",
             pp,
+            code="not-divisible",
         )
     if v > 1:
         _check_interleaved_microbatches(n, pp, dp, micro_batch, global_batch, num_microbatches)

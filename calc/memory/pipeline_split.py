@@ -155,7 +155,9 @@ def split_layers(
         'uneven (torchtitan weighted): 8 + 9 + 8 + 7'
     """
     if stages > num_layers:
-        raise CalcError("pp", f"× interleave must be at most the layers (layers={num_layers})", stages)
+        raise CalcError(
+            "pp", f"× interleave must be at most the layers (layers={num_layers})", stages, code="not-divisible"
+        )
     if explicit is not None:
         if sum(explicit) != num_layers:
             raise CalcError(
