@@ -25,12 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calc import format_bytes
 from calc.errors import CalcError
-from calc.guide.charts import activations_by_sequence, chart, exposed_time, memory_by_case
+from calc.guide.charts import CHART_WIDTH, activations_by_sequence, chart, exposed_time, memory_by_case
 from calc.hardware import gpu
 from calc.memory.model_state import CONVENTIONS
+from calc.models.presets import preset
+from calc.timing.serving import decode_step
 from prose_numbers import guide2
 
-__all__ = ["CHARTS", "curve_series", "finetune_cases", "overlap_rows"]
+__all__ = ["CHARTS", "curve_series", "decode_rows", "finetune_cases", "overlap_rows"]
 
 _LINE = re.compile(r"^\[\[chart (?P<name>[^\]\s]*)\]\]\s*$", re.MULTILINE)
 _ANY = re.compile(r"\[\[chart\b[^\]]*\]\]")
@@ -138,7 +140,72 @@ def _finetune(slug: str, title: str) -> Callable[[], str]:
     return draw
 
 
+DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+"""The batches of the decode chart (``docs/systems/inference-performance.md#decode``)."""
+
+
+def decode_rows() -> list[dict[str, object]]:
+    """Llama 3 8B decoding at 1,024 tokens of context on one H100 and one B200: tokens/s for the GPU and the
+    inter-token latency per batch, from ``calc.timing.serving.decode_step``."""
+    rows = []
+    for g in ("h100-sxm", "b200"):
+        for b in DECODE_BATCHES:
+            d = decode_step(preset("llama3-8b"), batch=b, context=1024, gpu=g)
+            rows.append({"gpu": gpu(g).label, "batch": b, "tokens_per_s": round(d.tokens_per_s), "ms": d.time_s * 1e3})
+    return rows
+
+
+def _decode() -> str:
+    rows = decode_rows()
+    x = {"field": "batch", "type": "quantitative", "title": "Batch (sequences)", "scale": {"type": "log", "base": 2}}
+    colour = {"field": "gpu", "type": "nominal", "title": None}
+    spec = {
+        "title": "Llama 3 8B decode, 1,024 tokens of context: throughput and latency against the batch",
+        "description": "Tokens per second and inter-token latency against batch size, log axes, H100 and B200.",
+        "data": {"values": rows},
+        "vconcat": [
+            {
+                "mark": {"type": "line", "point": True},
+                "encoding": {
+                    "x": x,
+                    "y": {
+                        "field": "tokens_per_s",
+                        "type": "quantitative",
+                        "title": "Tokens/s",
+                        "scale": {"type": "log"},
+                    },
+                    "color": colour,
+                },
+                "width": CHART_WIDTH,
+                "height": 200,
+            },
+            {
+                "mark": {"type": "line", "point": True},
+                "encoding": {
+                    "x": x,
+                    "y": {"field": "ms", "type": "quantitative", "title": "Inter-token latency (ms)"},
+                    "color": colour,
+                },
+                "width": CHART_WIDTH,
+                "height": 160,
+            },
+        ],
+    }
+    last = {r["gpu"]: r for r in rows if r["batch"] == DECODE_BATCHES[-1]}
+    label = "Decode throughput and latency of Llama 3 8B against batch size on H100 and B200; at batch " + (
+        f"{DECODE_BATCHES[-1]}: " + "; ".join(f"{g} {r['tokens_per_s']:,} tokens/s" for g, r in last.items()) + "."
+    )
+    return chart("decode-batch", spec, label)
+
+
 CHARTS: dict[str, tuple[str, Callable[[], str]]] = {
+    "decode-batch": (
+        (
+            "Decode throughput rises almost linearly with the batch while the step is bandwidth-bound, and the latency "
+            "barely moves; once the batch's FLOPs outlast the weight reads the latency grows with the batch."
+        ),
+        _decode,
+    ),
     "activations-curve": (
         (
             "Per-GPU activations against sequence length (log axes); a ring marks the longest length at which each "

@@ -166,6 +166,7 @@ PROSE_CHART_PAGES = {
     "overlap-exposed": "parallelism/overlap/",
     "finetune-methods": "memory/finetuning/",
     "finetune-methods-70b": "memory/finetuning/",
+    "decode-batch": "systems/inference-performance/",
 }
 
 
