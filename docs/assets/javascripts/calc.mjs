@@ -173,6 +173,15 @@ export function request(key, seq, name, inputs, type = "render") {
 // less style and layout work, and a screen reader's live region hears only what changed.
 
 const scratch = document.createElement("template");
+// A chart's live state is charts.mjs's (its signals on [data-chart]); a patch changes only its spec and label.
+const CHART_OWN = new Set([
+  "data-chart-state",
+  "data-chart-rendered",
+  "data-chart-renders",
+  "data-chart-scheme",
+  "data-chart-error",
+  "data-chart-failed",
+]);
 
 function morph(into, from) {
   const have = [...into.childNodes];
@@ -191,16 +200,21 @@ function morph(into, from) {
     } else if (x.nodeType !== Node.ELEMENT_NODE) {
       into.replaceChild(y, x);
     } else {
+      const chart = x.hasAttribute("data-chart");
       for (const attr of [...x.attributes]) {
         if (attr.localName === "open" && x.nodeName === "DETAILS") continue; // what the reader unfolded stays open
+        if (chart && CHART_OWN.has(attr.localName)) continue;
         if (!y.hasAttributeNS(attr.namespaceURI, attr.localName)) x.removeAttributeNS(attr.namespaceURI, attr.localName);
       }
       for (const attr of y.attributes) {
+        if (chart && CHART_OWN.has(attr.localName)) continue;
         if (x.getAttributeNS(attr.namespaceURI, attr.localName) !== attr.value) {
           x.setAttributeNS(attr.namespaceURI, attr.name, attr.value);
         }
       }
-      morph(x, y);
+      // A chart's drawing is charts.mjs's: the build's or live SVG stays until charts.mjs draws the new spec
+      // (an unchanged chart is not touched at all; a changed one is updated in its Vega view).
+      if (!x.classList.contains("lc-chart__view")) morph(x, y);
     }
   }
 }
@@ -397,6 +411,7 @@ function unitSwitch() {
     name.textContent = "Units";
     select = document.createElement("select");
     select.setAttribute("data-unit-switch", "");
+    select.setAttribute("aria-label", "Units for memory sizes"); // its visible "Units" is hidden on phones
     for (const [value, text] of Object.entries(UNIT_CHOICES)) select.append(new Option(text.split(" ")[0], value));
     select.value = unit || "GB";
     select.addEventListener("change", () => chooseUnit(select.value, null));
@@ -747,9 +762,9 @@ function mount(root) {
   }
   syncEnabled(root);
 
-  const sameAsDefaults = () => {
+  const sameAsDefaults = (except = []) => {
     const values = readValues(root);
-    return Object.keys(values).every((k) => !Object.hasOwn(defaults, k) || values[k] === defaults[k]);
+    return Object.keys(values).every((k) => except.includes(k) || !Object.hasOwn(defaults, k) || values[k] === defaults[k]);
   };
 
   const packs = new Map(); // a textarea's text -> its packed form
@@ -803,7 +818,8 @@ function mount(root) {
    *  and the answer's top says what is being computed instead (never a verdict for other inputs). */
   function holdForFirstAnswer() {
     if (answered !== -1 || failure) return;
-    if (sameAsDefaults()) {
+    // Only the unit differs (the site's switch restated it): the same numbers in other units, shown dimmed.
+    if (sameAsDefaults(["unit"])) {
       line.pend("");
       results.hidden = false;
       return;

@@ -133,6 +133,31 @@ const inFlight = new WeakMap(); // figure -> key of the rendering on its way
 const views = new WeakMap(); // figure -> the vega-embed result shown
 const shown = new WeakMap(); // figure -> the .lc-chart__live it shows (or last showed)
 const made = new Map(); // key -> a rendered .lc-chart__live, reused when the same chart comes back
+// figure -> {result, holder, shape, palette, width} of its newest vega-embed view: new numbers in a chart of the
+// same shape (only its data differ) go into that view (view.change(...).runAsync()), not into a new embedding.
+const live = new WeakMap();
+
+/** The compiled Vega spec without its inline data: two specs with the same shape differ only in their numbers. */
+const shapeOf = (compiled) =>
+  JSON.stringify(compiled, (k, v) => ((k === "values" && Array.isArray(v)) || k === "description" ? undefined : v));
+
+/** Put `spec`'s numbers into the figure's live view if only its data changed; false when it cannot. */
+async function updateInPlace(figure, fit, config, palette, width) {
+  const before = live.get(figure);
+  const { vega, vegaLite } = globalThis;
+  if (!before || before.palette !== palette || before.width !== width || !vegaLite?.compile || !vega?.changeset) {
+    return false;
+  }
+  for (const panel of fit.panels) panel.width = before.plot; // the drawing keeps its size
+  const compiled = vegaLite.compile(fit.spec, { config }).spec;
+  if (shapeOf(compiled) !== before.shape) return false;
+  const view = before.result.view;
+  for (const data of compiled.data || []) {
+    if (Array.isArray(data.values)) view.change(data.name, vega.changeset().remove(() => true).insert(data.values));
+  }
+  await view.runAsync();
+  return true;
+}
 const MADE_MAX = 24;
 
 /** Whether the figure shows a live rendering of its current spec in the current palette. */
@@ -147,7 +172,7 @@ function current(figure) {
 function show(figure, holder, key) {
   const target = figure.querySelector(".lc-chart__view");
   if (!target) return;
-  target.replaceChildren(holder);
+  if (target.childNodes.length !== 1 || target.firstChild !== holder) target.replaceChildren(holder);
   shown.set(figure, holder);
   figure.dataset.chartScheme = scheme();
   figure.dataset.chartRendered = fingerprint(key);
@@ -195,11 +220,21 @@ async function render(figure) {
       logLevel: 0,
     };
     const learnt = `${figure.dataset.chart} ${fit.stacked ? "v" : "h"}`;
+    if (await updateInPlace(figure, fit, options.config, palette, width)) {
+      if (inFlight.get(figure) !== key) return; // a newer spec took over: its rendering shows
+      inFlight.delete(figure);
+      const { holder } = live.get(figure);
+      made.set(key, holder.cloneNode(true));
+      if (made.size > MADE_MAX) made.delete(made.keys().next().value);
+      show(figure, holder, key);
+      return;
+    }
     let holder = null;
     let result = null;
+    let plot = 0;
     for (let pass = 0; pass < 2; pass++) {
       const guess = overheads.has(learnt) ? overheads.get(learnt) : 140 * (fit.across || 1);
-      const plot = fit.panels.length ? size(fit, width, guess) : 0;
+      plot = fit.panels.length ? size(fit, width, guess) : 0;
       if (result) result.finalize();
       holder = document.createElement("div");
       holder.className = "lc-chart__live";
@@ -231,6 +266,8 @@ async function render(figure) {
     const previous = views.get(figure);
     if (previous) previous.finalize();
     views.set(figure, result);
+    const shape = globalThis.vegaLite?.compile ? shapeOf(globalThis.vegaLite.compile(fit.spec, { config: options.config }).spec) : "";
+    live.set(figure, { result, holder, shape, palette, width, plot });
     show(figure, holder, key);
   } catch (err) {
     if (inFlight.get(figure) !== key) return;
