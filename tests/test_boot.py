@@ -110,9 +110,9 @@ def test_the_archives_are_stored_and_hold_hash_based_pycs(built_site: Path) -> N
     assert {_pyc_flags(stdlib.read(n)) for n in pycs} == {0b01}  # unchecked: no source to compare with
     sources = [n for n in engine.namelist() if n.endswith(".py")]
     assert "calc/widgets/__init__.py" in sources
+    assert not [n for n in engine.namelist() if "__pycache__" in n]
     for name in sources:
-        folder, _, stem = name.rpartition("/")
-        pyc = engine.read(f"{folder}/__pycache__/{stem.removesuffix('.py')}.cpython-314.pyc")
+        pyc = engine.read(name + "c")  # beside its source: the layout zipimport reads
         assert pyc[:4] in magics and _pyc_flags(pyc) == 0b11  # checked: an edited source is recompiled
 
 
@@ -158,8 +158,51 @@ def test_compiling_twice_gives_the_same_bytes_with_pyodides_magic(tmp_path: Path
         summaries[0]["python"]
         == json.loads((ROOT / "node_modules/pyodide/pyodide-lock.json").read_text())["info"]["python"]
     )
-    pyc = zipfile.ZipFile(tmp_path / "a" / "calc.zip").read("calc/__pycache__/__init__.cpython-314.pyc")
+    pyc = zipfile.ZipFile(tmp_path / "a" / "calc.zip").read("calc/__init__.pyc")
     assert pyc[:4].hex() == summaries[0]["magic"]
+
+
+ALONE = """
+import json, sys, zipimport
+sys.path.insert(0, "/home/pyodide/calc.zip")
+from calc.widgets import _MODULE_OF
+out = {}
+for name, module in sorted(_MODULE_OF.items()):
+    for m in [m for m in sys.modules if m == "calc" or m.startswith("calc.")]:
+        del sys.modules[m]
+    __import__(f"calc.widgets.{module}")
+    came = sorted(m for m in sys.modules if m == "calc" or m.startswith("calc."))
+    bad = [m for m in came if not isinstance(sys.modules[m].__loader__, zipimport.zipimporter)
+           or not sys.modules[m].__file__.endswith(".pyc")]
+    out[name] = {"module": module, "came": came, "not_from_pyc": bad}
+json.dumps(out)
+"""
+
+
+@pytest.mark.pyodide
+def test_each_calculator_imports_alone_from_the_archive_with_zipimport() -> None:
+    """As the worker boots: ``calc.zip`` on ``sys.path`` (nothing unpacked); each calculator's module imported
+    alone in the pinned Pyodide comes from its precompiled ``.pyc`` and brings no other calculator's module."""
+    built = build_runtime.compiled(ROOT / "node_modules" / "pyodide")
+    script = f"""
+import {{ readFileSync }} from "node:fs";
+const {{ loadPyodide }} = await import({json.dumps((ROOT / "node_modules/pyodide/pyodide.mjs").as_uri())});
+const py = await loadPyodide();
+py.FS.writeFile("/home/pyodide/calc.zip", new Uint8Array(readFileSync({json.dumps(str(built / "calc.zip"))})));
+process.stdout.write("ALONE " + py.runPython({json.dumps(ALONE)}) + "\\n");
+"""
+    node = ["node", "--input-type=module", "-e", script]
+    proc = subprocess.run(node, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    alone = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("ALONE ")).removeprefix("ALONE "))
+    from calc.widgets import _MODULE_OF, CALCULATOR_MODULES
+
+    assert set(alone) == set(_MODULE_OF)
+    for name, row in alone.items():
+        print(f"{name}: {len(row['came'])} calc modules: {' '.join(row['came'])}")  # the list, shown with -s
+        assert row["not_from_pyc"] == [], f"{name}: imported from source, not the archive's .pyc"
+        others = {m.rsplit(".", 1)[1] for m in row["came"] if m.startswith("calc.widgets.")} & set(CALCULATOR_MODULES)
+        assert others == {row["module"]}, f"{name} brought another calculator's module: {others}"
 
 
 # In the browser ----------------------------------------------------------------------------------

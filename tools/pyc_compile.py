@@ -7,8 +7,10 @@ same sources give the same bytes:
 
 * the standard library: *unchecked* pycs without their sources (zipimport trusts them; the stock
   ``python_stdlib.zip`` stays in the site as the fallback);
-* the engine: *checked* pycs in ``__pycache__`` next to the sources, so a source that differs from what was
-  compiled (a hand-edited or substituted archive) is recompiled from source, never silently ignored.
+* the engine: *checked* pycs beside their sources (``calc/units.pyc`` next to ``calc/units.py``, the layout
+  ``zipimport`` reads: the worker imports the engine from the archive itself, unpacking nothing), so a source
+  that differs from what was compiled (a hand-edited or substituted archive) is compiled from source, never
+  silently ignored.
 
 Both archives are ``ZIP_STORED``: the server's transfer compression (brotli/gzip) then works on them.
 Anything unexpected raises: the build must fail loudly, not ship a half-compiled runtime.
@@ -29,8 +31,9 @@ STAMP = (2020, 1, 1, 0, 0, 0)
 STDLIB_PREFIX = f"/lib/python{sys.version_info[0]}{sys.version_info[1]}.zip/"
 """Where Pyodide mounts the stdlib zip; compiled code objects name their files under it, as zipimport would."""
 
-ENGINE_ROOT = "/home/pyodide/engine/"
-"""Where ``calc-worker.mjs`` unpacks the engine archive."""
+ENGINE_ROOT = "/home/pyodide/calc.zip/"
+"""Where ``calc-worker.mjs`` puts the engine archive on ``sys.path``: compiled code names its files under it, as
+``zipimport`` would."""
 
 
 def pyc_bytes(source: bytes, filename: str, *, checked: bool) -> bytes:
@@ -89,15 +92,13 @@ def compile_stdlib(src: Path, used: frozenset[str] | None = None, *, cut: bool =
 
 
 def compile_engine(root: Path, package: str = "calc") -> tuple[bytes, int]:
-    """The engine archive: every ``package/**.py`` plus its checked ``__pycache__`` pyc, sorted by path.
+    """The engine archive: every ``package/**.py`` plus its checked ``.pyc`` beside it (``zipimport``'s layout),
+    sorted by path.
 
     Returns:
         The archive bytes and the number of modules compiled.
     """
-    tag = sys.implementation.cache_tag
-    if not tag:
-        raise RuntimeError("this interpreter has no cache_tag: it cannot use __pycache__")
-    sources = sorted((root / package).rglob("*.py"))
+    sources = sorted(p for p in (root / package).rglob("*.py") if "__pycache__" not in p.parts)
     if not sources:
         raise RuntimeError(f"{root / package}: no Python sources")
     members: dict[str, bytes] = {}
@@ -105,9 +106,7 @@ def compile_engine(root: Path, package: str = "calc") -> tuple[bytes, int]:
         rel = path.relative_to(root).as_posix()
         data = path.read_bytes()
         members[rel] = data
-        folder, _, stem = rel.rpartition("/")
-        pyc = f"{folder}/__pycache__/{stem.removesuffix('.py')}.{tag}.pyc"
-        members[pyc] = pyc_bytes(data, ENGINE_ROOT + rel, checked=True)
+        members[rel + "c"] = pyc_bytes(data, ENGINE_ROOT + rel, checked=True)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zout:
         for name in sorted(members):

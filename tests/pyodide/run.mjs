@@ -3,7 +3,7 @@
 //        (STDLIB_ZIP: boot with that standard library, e.g. the site's precompiled one, instead of the stock one)
 //   node tests/pyodide/run.mjs pytest SITE_PACKAGES [pytest args...] -> runs the engine test suite
 // The repository is mounted read-only-in-spirit at /repo; the engine comes from the shipped zip
-// (cases) or the working tree (pytest), exactly as the browser worker unpacks it.
+// (cases, imported from the archive with zipimport, as the browser worker does) or the working tree (pytest).
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,8 +18,9 @@ py.FS.mount(py.FS.filesystems.NODEFS, { root }, "/repo");
 py.runPython("import sys; sys.dont_write_bytecode = True");
 
 if (mode === "cases") {
-  py.unpackArchive(new Uint8Array(readFileSync(arg)), "zip", { extractDir: "/engine" });
-  py.runPython("import sys; sys.path[:0] = ['/engine', '/repo/tests']");
+  // As the browser worker does: the archive itself on sys.path (zipimport), nothing unpacked.
+  py.FS.writeFile("/home/pyodide/calc.zip", new Uint8Array(readFileSync(arg)));
+  py.runPython("import sys; sys.path[:0] = ['/home/pyodide/calc.zip', '/repo/tests']");
   const out = py.runPython("import json, pyodide_cases; json.dumps(pyodide_cases.run_cases(), sort_keys=True)");
   process.stdout.write("CASES " + out + "\n");
 } else if (mode === "pytest") {

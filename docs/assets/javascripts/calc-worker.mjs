@@ -16,7 +16,7 @@
 //                                                    not a CalcError): this worker is useless now
 //
 // Boot: the runtime, the precompiled stdlib and the engine are fetched at once (see below); a missing
-// precompiled stdlib falls back to Pyodide's stock one.
+// precompiled stdlib falls back to Pyodide's stock one. The engine is imported from its archive (zipimport).
 //
 // Requests are queued, not computed on arrival: after each render the worker yields to its event
 // loop so messages sent meanwhile arrive, and only the newest request per calculator is computed.
@@ -33,6 +33,7 @@ const runtimeURL = new URL(RUNTIME, assets);
 const compiledStdlib = new URL("python_stdlib.pyc.zip", runtimeURL).href;
 const stockStdlib = new URL("python_stdlib.zip", runtimeURL).href;
 const realFetch = globalThis.fetch.bind(globalThis);
+const ENGINE = "/home/pyodide/calc.zip"; // tools/pyc_compile.py's ENGINE_ROOT: the compiled code names files under it
 
 // Everything the boot needs is requested now, in parallel, before Pyodide's own module has loaded:
 // the engine archive and the standard library (precompiled .pyc; the stock sources if that is missing).
@@ -95,10 +96,12 @@ async function boot() {
   mark("loadPyodide");
   const response = await engineArchive;
   if (!response.ok) throw new Error(`engine archive: HTTP ${response.status}`);
-  pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/home/pyodide/engine" });
-  mark("engineUnpacked");
+  // The archive goes on sys.path as it is: zipimport reads each module's checked .pyc (beside its source, see
+  // tools/pyc_compile.py) when it is first imported; nothing is unpacked, and a page imports only what it renders.
+  pyodide.FS.writeFile(ENGINE, new Uint8Array(await response.arrayBuffer()));
+  mark("engineMounted");
   const sys = pyodide.pyimport("sys");
-  sys.path.insert(0, "/home/pyodide/engine");
+  sys.path.insert(0, ENGINE);
   sys.destroy();
   const widgets = pyodide.pyimport("calc.widgets");
   mark("widgetsImported");
