@@ -174,3 +174,14 @@ def test_uneven_stages_and_deep_interleaving_are_searched():
     r = plan("llama3.1-405b", gpus=16384, seq_len=8192, global_batch=2048, gpu="h100-sxm", tp=8, pp=16)
     best = r["layouts"][0]
     assert best["stage_layers"][0] == 7 and max(best["stage_layers"]) == 8 and best["interleave"] > 2
+
+
+def test_step_time_knobs_reach_the_plan():
+    # Every knob is visible and overridable (issue 21): more TP overlap never slows the best layout.
+    fields = {"gpus": "64", "seq_len": "8192", "global_batch": "512", "tp": "8", "pp": "1"}
+    base = plan_from_fields("llama3-8b", fields)["layouts"][0]["step_time_s"]
+    hidden = plan_from_fields("llama3-8b", {**fields, "tp_overlap": "0.9"})["layouts"][0]["step_time_s"]
+    assert hidden < base
+    with pytest.raises(CalcError) as err:
+        plan_from_fields("llama3-8b", {**fields, "oversubscription": "0.5"})
+    assert err.value.field == "oversubscription"

@@ -27,7 +27,12 @@ from calc.models.architecture import Architecture
 from calc.models.hf_config import parse_config_json
 from calc.models.presets import PRESETS, preset
 from calc.parallel.network import Network
-from calc.timing.efficiency import attention_efficiency, matmul_efficiency_for, straggler_allowance
+from calc.timing.efficiency import (
+    STRAGGLER_PER_DOUBLING,
+    attention_efficiency,
+    matmul_efficiency_for,
+    straggler_allowance,
+)
 from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor
 from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _stage_compute, step_time
 
@@ -110,6 +115,7 @@ class _Ctx:
     zeros: list[int]
     recs: list[str]
     allow_tp_across_nodes: bool
+    knobs: dict[str, Any] = field(default_factory=dict)
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
@@ -133,7 +139,8 @@ class _Ctx:
 
     def time(self, lay: Layout) -> StepTime:
         """[`step_time`][calc.timing.steptime.step_time] of ``lay`` on this cluster (checked already)."""
-        return step_time(self.arch, lay, gpu=self.g, network=self.net, matmul_efficiency=self.eff, check=False)
+        return step_time(self.arch, lay, gpu=self.g, network=self.net, matmul_efficiency=self.eff, check=False,
+                         **self.knobs)  # fmt: skip
 
 
 def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:
@@ -233,8 +240,9 @@ def bound(x: _Ctx, cands: list[_Candidate]) -> None:
     straggler allowance. Every state of the candidate takes at least that long."""
     peak = x.g.peak_flops("bf16")
     eff = matmul_efficiency_for(x.g) if x.eff is None else x.eff
-    rates = (peak * eff, peak * attention_efficiency(x.g, x.s))
-    allowance = 1 + straggler_allowance(x.n)
+    attn = x.knobs.get("attention_efficiency") or attention_efficiency(x.g, x.s)
+    rates = (peak * eff, peak * attn)
+    allowance = 1 + straggler_allowance(x.n, x.knobs.get("straggler_per_doubling", STRAGGLER_PER_DOUBLING))
     cache: dict[tuple[int, int, int, int], float] = {}
     for cand in cands:
         key = (cand.tp, cand.pp, cand.cp, cand.mb)

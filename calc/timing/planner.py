@@ -49,6 +49,8 @@ from calc.memory.model_state import CONVENTIONS
 from calc.models.architecture import Architecture
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU, interconnect
 from calc.parallel.network import Network
+from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
+from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_report import by_reason, tp_across
 from calc.timing.plan_search import _RECOMPUTE, _Ctx, _gb, _model, bound, candidates, rank
 from calc.units import parse_positive_int
@@ -94,10 +96,18 @@ def plan(
     matmul_efficiency: float | None = None,
     allow_tp_across_nodes: bool = False,
     top: int = 5,
+    attention_efficiency: float | None = None,
+    tp_overlap: float = TP_OVERLAP,
+    overlap_param_gather: bool = False,
+    straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
+    pod_gpus: int | None = None,
+    oversubscription: float = 1.0,
 ) -> dict[str, Any]:
     """Search the layouts of ``model`` on ``gpus`` GPUs; return the best that fit and the best rejected.
 
-    See the module docstring for the search. Pinned arguments restrict it; ``None`` searches.
+    See the module docstring for the search. Pinned arguments restrict it; ``None`` searches. The step-time
+    knobs (``matmul_efficiency`` to ``straggler_per_doubling``) are [`step_time`][calc.timing.steptime.step_time]'s;
+    ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s.
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
@@ -127,13 +137,25 @@ def plan(
     if not allow_tp_across_nodes and not x.pins["tp"]:
         tp_across(x, kept, rejected)
     rejected.sort(key=lambda r: r.pop("bound_s", 0.0))
+    return _result(x, kept, rejected, (searched, len(cands), evaluated, top), implementation)
+
+
+def _result(
+    x: _Ctx,
+    kept: list[dict[str, Any]],
+    rejected: list[dict[str, Any]],
+    counts: tuple[int, int, int, int],
+    implementation: str,
+) -> dict[str, Any]:
+    """[`plan`][calc.timing.planner.plan]'s answer as plain data (``counts``: searched, candidates, evaluated, top)."""
+    searched, n_cands, evaluated, top = counts
     eff = kept[0]["time"][0]["why"].split("matmuls at ")[1].split(" ")[0]
     return {
         "layouts": kept,
         "rejected": rejected[:top],
         "rejected_by_reason": by_reason(x, rejected),
         "searched": searched,
-        "candidates": len(cands),
+        "candidates": n_cands,
         "evaluated": evaluated,
         "best_step_time_s": kept[0]["step_time_s"],
         "assumptions": [
@@ -162,6 +184,8 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         interconnect(a["inter"]),
         gpus_per_node=gpn,
         nics_per_node=a["nics_per_node"],
+        pod_gpus=a["pod_gpus"],
+        oversubscription=a["oversubscription"],
     )
     margin = a["safety_margin"]
     if not 0 <= float(margin) < 1:
@@ -196,6 +220,9 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         zeros=[zero_stage] if zero_stage is not None else [0, 1, 2, 3],
         recs=[recompute] if recompute else list(_RECOMPUTE),
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
+        knobs={
+            k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")
+        },
     )
 
 
@@ -223,11 +250,18 @@ PLAN_FIELDS: tuple[str, ...] = (
     "matmul_efficiency",
     "allow_tp_across_nodes",
     "top",
+    "attention_efficiency",
+    "tp_overlap",
+    "overlap_param_gather",
+    "straggler_per_doubling",
+    "pod_gpus",
+    "oversubscription",
 )
 """The ``field=value`` inputs [`plan_from_fields`][calc.timing.planner.plan_from_fields] accepts (blank = search)."""
 
 _INT_FIELDS = {"gpus", "gpus_per_node", "nics_per_node", "seq_len", "global_batch", "dp", "tp", "pp", "cp", "ep"}
-_INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top"}
+_INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus"}
+_SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
 
 
 def plan_from_fields(model: str | Architecture, fields: dict[str, str]) -> dict[str, Any]:
@@ -253,24 +287,26 @@ def plan_from_fields(model: str | Architecture, fields: dict[str, str]) -> dict[
             continue
         if key in _INT_FIELDS:
             kw[key] = parse_positive_int(text, key, minimum=0 if key == "zero_stage" else 1, maximum=1 << 30)
-        elif key == "allow_tp_across_nodes":
+        elif key in ("allow_tp_across_nodes", "overlap_param_gather"):
             if text.lower() not in ("0", "1", "true", "false", "yes", "no"):
                 raise CalcError(key, "must be true or false (1 or 0)", text)
             kw[key] = text.lower() in ("1", "true", "yes")
-        elif key in ("safety_margin", "matmul_efficiency"):
+        elif key in _SHARE_FIELDS or key == "oversubscription":
             try:
                 kw[key] = float(text)
             except ValueError:
                 raise CalcError(key, "must be a number", text) from None
-            if not math.isfinite(kw[key]) or not 0 <= kw[key] <= 1:
-                raise CalcError(key, "must be a number from 0 to 1", text)
+            top = math.inf if key == "oversubscription" else 1
+            if not math.isfinite(kw[key]) or not (1 if key == "oversubscription" else 0) <= kw[key] <= top:
+                raise CalcError(key, "must be a number from 0 to 1" if top == 1 else "must be at least 1", text)
         else:
             kw[key] = text
     for need in ("gpus", "seq_len", "global_batch"):
         if need not in kw:
             raise CalcError(need, "is required", "")
-    if "matmul_efficiency" in kw and kw["matmul_efficiency"] <= 0:
-        raise CalcError("matmul_efficiency", "must be above 0", fields["matmul_efficiency"])
+    for key in ("matmul_efficiency", "attention_efficiency"):
+        if key in kw and kw[key] <= 0:
+            raise CalcError(key, "must be above 0", fields[key])
     return plan(model, **kw)
 
 
