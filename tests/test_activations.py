@@ -587,7 +587,7 @@ def test_bad_input(call, field: str, code: str) -> None:
 
 
 def test_recompute_error_message() -> None:
-    with pytest.raises(CalcError, match=r"^recompute must be one of none, selective, op, full \(got 'partial'\)$"):
+    with pytest.raises(CalcError, match=r"^recompute must be one of none, selective, full \(got 'partial'\)$"):
         activation_bytes_per_layer(2048, 1, 4096, 32, recompute="partial")
 
 
@@ -762,7 +762,10 @@ def hf_layers(draw):
 def test_stock_transformers_saves_at_least_the_fused_accounting(kw) -> None:
     """Unfused kernels save a superset: eager >= Megatron's unfused core, SDPA >= Megatron with FlashAttention."""
     fused = {k: v for k, v in kw.items() if k != "qk_norm"}
-    assert layer_activations(**kw, implementation="hf-eager").total >= layer_activations(**fused).total
+    # eager multi-query attention at batch 1 keeps K and V unexpanded (repeat_kv and matmul's fold are views),
+    # below Megatron's unfused core, which saves them expanded to every head
+    if not (kw["kv_heads"] == 1 and kw["micro_batch"] == 1):
+        assert layer_activations(**kw, implementation="hf-eager").total >= layer_activations(**fused).total
     sdpa = layer_activations(**kw, implementation="hf-sdpa").total
     assert sdpa >= layer_activations(**fused, flash_attention=True).total
     # eager keeps the s² scores, SDPA one fp32 log-sum-exp per query and head plus 16 bytes of RNG state,

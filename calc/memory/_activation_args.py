@@ -15,12 +15,16 @@ from calc.units import parse_positive_int
 
 __all__: list[str] = []
 
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "op", "full")
-"""Activation-recomputation modes: ``none`` keeps every activation, ``selective`` recomputes the attention
-core (Korthikanti et al. 2022, Sec. 5), ``op`` is torchtitan's per-op selective checkpointing (the outputs of every
-other matmul, of the attention kernel and of reduce-scatters are saved, all else recomputed:
-``torchtitan/distributed/activation_checkpoint.py``, ``_op_sac_save_list`` and its policy), ``full`` keeps only
-each layer's input (Narayanan et al. 2021, Sec. 3.5)."""
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+"""Activation-recomputation modes every calculator offers: ``none`` keeps every activation, ``selective``
+recomputes the attention core (Korthikanti et al. 2022, Sec. 5), ``full`` keeps only each layer's input
+(Narayanan et al. 2021, Sec. 3.5)."""
+
+LAYOUT_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "op", "full")
+"""The modes a [`Layout`][calc.memory.layout.Layout] and ``layer_activations`` take: also ``op``, torchtitan's
+per-op selective checkpointing (the outputs of every other matmul, of the attention kernel and of reduce-scatters
+are saved, all else recomputed: ``torchtitan/distributed/activation_checkpoint.py``, ``_op_sac_save_list`` and
+its policy)."""
 
 ACTIVATION_BYTES: int = 2
 """Bytes per stored activation element: 16-bit (fp16/bf16), as Korthikanti et al. 2022 Sec. 4.1 assume."""
@@ -39,9 +43,9 @@ def _ceil(x: Fraction | int) -> int:
     return -(-x.numerator // x.denominator)
 
 
-def _recompute(value: object) -> str:
-    if value not in RECOMPUTE_MODES:
-        raise CalcError("recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", value, code="unknown-name")
+def _recompute(value: object, modes: tuple[str, ...] = RECOMPUTE_MODES) -> str:
+    if value not in modes:
+        raise CalcError("recompute", f"must be one of {', '.join(modes)}", value, code="unknown-name")
     return str(value)
 
 

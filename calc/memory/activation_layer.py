@@ -30,6 +30,7 @@ from calc.errors import CalcError
 from calc.memory._activation_args import (
     ACTIVATION_BYTES,
     FP32_BYTES,
+    LAYOUT_RECOMPUTE_MODES,
     MASK_BYTES,
     _ceil,
     _choice,
@@ -398,7 +399,7 @@ class _Layer:
             t=_count(v["tp"], "tp"),
             sp=_flag(v["sequence_parallel"], "sequence_parallel"),
             c=_count(v["cp"], "cp"),
-            mode=_recompute(v["recompute"]),
+            mode=_recompute(v["recompute"], LAYOUT_RECOMPUTE_MODES),
             flash=_flag(v["flash_attention"], "flash_attention"),
             impl=_choice(v["implementation"], "implementation", IMPLEMENTATIONS),
             qkn=_flag(v["qk_norm"], "qk_norm"),

@@ -159,7 +159,7 @@ def activation_bytes_per_layer(
         >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="some")
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: recompute must be one of none, selective, op, full (got 'some')
+        calc.errors.CalcError: recompute must be one of none, selective, full (got 'some')
     """
     s = _count(seq_len, "seq_len")
     b = _count(micro_batch, "micro_batch")

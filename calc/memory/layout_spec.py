@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calc.errors import CalcError
-from calc.memory._activation_args import RECOMPUTE_MODES
+from calc.memory._activation_args import LAYOUT_RECOMPUTE_MODES
 from calc.memory.activations import IMPLEMENTATIONS
 from calc.memory.layout_rules import _LAYOUT_NAMES, _bool, check_parallelism
 from calc.memory.model_state import SHARD_MODES, resolve_convention
@@ -158,10 +158,9 @@ class Layout:
             "reshard_after_forward",
         ):
             _bool(getattr(self, name), name)
-        if self.recompute not in RECOMPUTE_MODES:
-            raise CalcError(
-                "recompute", f"must be one of {', '.join(RECOMPUTE_MODES)}", self.recompute, code="unknown-name"
-            )
+        if self.recompute not in LAYOUT_RECOMPUTE_MODES:
+            modes = ", ".join(LAYOUT_RECOMPUTE_MODES)
+            raise CalcError("recompute", f"must be one of {modes}", self.recompute, code="unknown-name")
         if self.implementation not in IMPLEMENTATIONS:
             raise CalcError(
                 "implementation",
