@@ -52,7 +52,7 @@ def megatron_activation_bytes(
 
     NVIDIA/Megatron-LM ``megatron/training/theoretical_memory_usage.py``, first pipeline stage; its two
     formulas (with and without sequence parallelism and selective recomputation) are written out in
-    [`calc.memory.activation_megatron`][calc.memory.activation_megatron]. Bytes, exact, rounded up.
+    ``calc.memory.activation_megatron``. Bytes, exact, rounded up.
 
     Args:
         seq_len: ``--seq-length``.

@@ -198,7 +198,7 @@ def stage_activations(
 
     Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4.2.3 and 4.3: the stage's layers for its in-flight
     micro-batches, the embedding dropout (stage 0), the output layer's inputs and fp32 logits (last stage),
-    all divided by ``cp``; each term is written out in [`calc.memory.activation_stages`][calc.memory.activation_stages].
+    all divided by ``cp``; each term is written out in ``calc.memory.activation_stages``.
 
     Args:
         layer_bytes: Bytes one layer holds for one micro-batch (e.g. from

@@ -49,18 +49,23 @@ from calc.memory.layout_rules import check_parallelism
 from calc.memory.layout_spec import Layout, check_layout
 from calc.memory.per_gpu import LayoutMemory, layout_memory, layout_stages, stage_memory
 from calc.memory.pipeline_split import split_layers
+from calc.memory.stacks import LOSS_KINDS, STACKS, loss_bytes, stack_defaults
 from calc.memory.stage_plan import StagePlan, stage_layers, stage_plan
 
 __all__ = [
+    "LOSS_KINDS",
     "Layout",
     "LayoutMemory",
+    "STACKS",
     "StagePlan",
     "check_layout",
     "check_parallelism",
     "layout_memory",
     "layout_stages",
+    "loss_bytes",
     "stage_layers",
     "stage_memory",
     "split_layers",
+    "stack_defaults",
     "stage_plan",
 ]

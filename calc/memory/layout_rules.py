@@ -51,7 +51,7 @@ def check_parallelism(
 
     The communication, training-memory, activations and pipeline-bubble calculators each pass the
     numbers they have (``None`` for what they do not take), so the same layout fails the same way
-    everywhere. The rules and their sources are listed in [`calc.memory.layout_rules`][calc.memory.layout_rules].
+    everywhere. The rules and their sources are listed in ``calc.memory.layout_rules``.
 
     Args:
         tp: Tensor-parallel degree.

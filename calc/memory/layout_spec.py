@@ -86,9 +86,9 @@ class Layout:
             the stages not given share the rest evenly.
         last_stage_layers: Layers on the last stage (``decoder_last_pipeline_num_layers``), likewise.
         stack: The training stack whose defaults the knobs left ``None`` take, one of
-            [`STACKS`][calc.memory.stacks.STACKS]: ``"megatron"`` (the default) or ``"torchtitan"``
-            ([`calc.memory.stacks`][calc.memory.stacks] lists each default and its source).
-        loss: How the cross-entropy is computed, one of [`LOSS_KINDS`][calc.memory.stacks.LOSS_KINDS]:
+            [`STACKS`][calc.memory.layout.STACKS]: ``"megatron"`` (the default) or ``"torchtitan"``
+            (``calc.memory.stacks`` lists each default and its source).
+        loss: How the cross-entropy is computed, one of [`LOSS_KINDS`][calc.memory.layout.LOSS_KINDS]:
             ``"fused"`` (Megatron's), ``"stock"`` (``F.cross_entropy`` on fp32 logits), ``"chunked"``, ``"compiled"``.
         loss_chunk_tokens: Tokens per chunk of the ``"chunked"`` loss.
         reshard_after_forward: FSDP / ZeRO-3 frees each unit's gathered weights after its forward (``True``) or
@@ -220,7 +220,7 @@ class Layout:
             )
 
     def _apply_stack(self) -> None:
-        """Give the knobs left ``None`` the stack's defaults ([`stack_defaults`][calc.memory.stacks.stack_defaults])."""
+        """Give the knobs left ``None`` the stack's defaults ([`stack_defaults`][calc.memory.layout.stack_defaults])."""
         put = object.__setattr__
         _bool(self.compile, "compile")
         pp = parse_positive_int(self.pp, "pp")

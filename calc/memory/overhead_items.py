@@ -196,7 +196,7 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
 
 
 def _loss_item(arch: Architecture, layout: Layout) -> Overhead:
-    """The loss's backward transient on the last stage ([`loss_bytes`][calc.memory.stacks.loss_bytes])."""
+    """The loss's backward transient on the last stage ([`loss_bytes`][calc.memory.layout.loss_bytes])."""
     tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
     if layout.loss == "fused":
         grad = -(-2 * tokens * arch.vocab_size // layout.tp)

@@ -15,7 +15,7 @@ set alone, and a knob given explicitly wins. Two stacks:
   (torchtitan's ``fsdp_reshard_after_forward = "default"``: resharded, except with PP).
 
 The loss peak per logit (``T`` tokens per context-parallel rank times the vocabulary, per tensor-parallel rank),
-[`loss_bytes`][calc.memory.stacks.loss_bytes]:
+[`loss_bytes`][calc.memory.layout.loss_bytes]:
 
 * ``"fused"``: Megatron-LM's ``vocab_parallel_cross_entropy`` keeps the fp32 logits (4 B, saved in place as the
   softmax) and computes the gradient in place, cast back to the compute dtype (2 B): 6 B;
@@ -42,7 +42,7 @@ STACKS: tuple[str, ...] = ("megatron", "torchtitan")
 """The training stacks a [`Layout`][calc.memory.layout.Layout] can name (``stack``)."""
 
 LOSS_KINDS: tuple[str, ...] = ("fused", "stock", "chunked", "compiled")
-"""How the cross-entropy loss is computed (``Layout.loss``); see [`calc.memory.stacks`][calc.memory.stacks]."""
+"""How the cross-entropy loss is computed (``Layout.loss``); see ``calc.memory.stacks``."""
 
 DEFAULT_LOSS_CHUNK_TOKENS = 1024
 """Tokens per chunk of the ``"chunked"`` loss when ``loss_chunk_tokens`` is not given (LitGPT's
