@@ -9,7 +9,8 @@ the frameworks do, each rule a named knob with its default and source.
 * **CP and EP**: on the critical path (no overlap modelled; DualPipe's all-to-all overlap is a schedule).
 * **Pipeline p2p** (``p2p_overlap``): Megatron-LM overlaps the interleaved schedule's sends with compute
   (``--overlap-p2p-communication``, on by default with interleaving; Llama 3 runs its sends asynchronously,
-  Dubey et al. 2024 Sec. 3.3.2): one send per step shows. Plain 1F1B's sends are exposed.
+  Dubey et al. 2024 Sec. 3.3.2): the bandwidth of one send per step shows, and every send's NCCL latency (a
+  chunk waits for its input however early it was sent). Plain 1F1B's sends are exposed.
 * **Data-parallel gradients**: the reduce-scatter (or all-reduce) overlaps the backward it follows except its
   last bucket (``dp_bucket_params``, Megatron-LM's ``max(40M, 1M × dp)``).
 * **ZeRO-1/2 parameter all-gather** (``overlap_param_gather``, default off): Megatron-LM's
@@ -97,7 +98,10 @@ def exposed_communication(
         elif term.group == "ep":
             out[name] = (t, "on the critical path of every MoE layer")
         elif term.group == "pp":
-            out[name] = (one, "overlapped with compute except one send (p2p_overlap)") if p2p else (t, "exposed")
+            # Overlapped, each send still waits its NCCL latency before the next chunk can start; the bandwidth of
+            # all but one send hides under compute.
+            hidden = (term.latency_s + (t - term.latency_s) / max(1, term.calls), "overlapped except the latency")
+            out[name] = hidden if p2p else (t, "exposed")
         elif name.endswith(("grad-all-reduce", "grad-reduce-scatter")):
             params = max(1, term.message_bytes // 2)
             bucket = min(1.0, max(bucket_params, 1_000_000 * layout.dp) / params)

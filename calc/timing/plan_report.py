@@ -43,8 +43,8 @@ def tp_across(x: _Ctx, kept: list[dict[str, Any]], rejected: list[dict[str, Any]
             "step_time_s": st.step_time_s,
             "bound_s": -1.0,
             "reason": (
-                f"TP={t2} spans {t2 // gpn} nodes: its all-gathers run over "
-                f"{net.inter.label} and add {more:.0%} to the step"  # type: ignore[union-attr]
+                f"TP={t2} spans {t2 // gpn} nodes: its all-gathers run over {net.inter.label} and "  # type: ignore[union-attr]
+                + (f"add {more:.0%} to the step" if more > 0 else "would not shorten the step (more collectives)")
             ),
         }
     )
