@@ -332,7 +332,7 @@ def inference_memory(
         >>> from calc.models.presets import preset
         >>> m = inference_memory(preset("llama2-70b"), seq_len=4096, batch=8, tp=4)
         >>> m.weights_per_gpu_bytes, m.kv_per_sequence_bytes, m.max_concurrent_sequences
-        (34488324096, 1342177280, 111)
+        (34488324096, 1342177280, 126)
     """
     t = parse_positive_int(tp, "tp")
     b = parse_positive_int(batch, "batch")
