@@ -198,7 +198,56 @@ def _decode() -> str:
     return chart("decode-batch", spec, label)
 
 
+ROOFLINE_INTENSITIES = tuple(2**k for k in range(13))
+"""Arithmetic intensities of the roofline chart, FLOPs per byte (``docs/systems/roofline.md#intensity``)."""
+
+
+def roofline_rows() -> list[dict[str, object]]:
+    """Attainable dense bf16 TFLOP/s against arithmetic intensity, ``min(peak, I × HBM)`` (Williams et al. 2009),
+    for an H100 and a B200."""
+    rows = []
+    for g in ("h100-sxm", "b200"):
+        hw = gpu(g)
+        ridge = hw.bf16_flops / hw.hbm_bytes_per_s  # the kink, drawn exactly
+        for i in sorted({*ROOFLINE_INTENSITIES, ridge}):
+            rows.append({"gpu": hw.label, "intensity": i, "tflops": min(hw.bf16_flops, i * hw.hbm_bytes_per_s) / 1e12})
+    return rows
+
+
+def _roofline() -> str:
+    rows = roofline_rows()
+    spec = {
+        "title": "The roofline: attainable bf16 TFLOP/s against FLOPs per byte",
+        "description": "Attainable dense bf16 throughput against arithmetic intensity, log axes, H100 and B200.",
+        "width": CHART_WIDTH,
+        "height": 240,
+        "data": {"values": rows},
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": {
+                "field": "intensity",
+                "type": "quantitative",
+                "title": "Arithmetic intensity (FLOPs per byte of HBM; ≈ tokens per weight read)",
+                "scale": {"type": "log", "base": 2},
+            },
+            "y": {"field": "tflops", "type": "quantitative", "title": "Attainable TFLOP/s", "scale": {"type": "log"}},
+            "color": {"field": "gpu", "type": "nominal", "title": None},
+        },
+    }
+    ridges = "; ".join(f"{gpu(g).label} {gpu(g).bf16_flops / gpu(g).hbm_bytes_per_s:.0f}" for g in ("h100-sxm", "b200"))
+    return chart(
+        "roofline", spec, f"Roofline of the H100 and the B200, log axes; ridge points in FLOPs per byte: {ridges}."
+    )
+
+
 CHARTS: dict[str, tuple[str, Callable[[], str]]] = {
+    "roofline": (
+        (
+            "Below its ridge point a kernel runs at intensity × memory bandwidth; above it, at the peak. Decode at "
+            "batch 1 sits at the far left, a training matmul of thousands of tokens at the far right."
+        ),
+        _roofline,
+    ),
     "decode-batch": (
         (
             "Decode throughput rises almost linearly with the batch while the step is bandwidth-bound, and the latency "

@@ -167,6 +167,7 @@ PROSE_CHART_PAGES = {
     "finetune-methods": "memory/finetuning/",
     "finetune-methods-70b": "memory/finetuning/",
     "decode-batch": "systems/inference-performance/",
+    "roofline": "systems/roofline/",
 }
 
 
