@@ -938,3 +938,20 @@ def test_every_preset_runs_on_any_pp(name):
         stages = layout_stages(arch, Layout(pp=pp, seq_len=256))
         assert sum(m.layers for m in stages) == n
         assert min(m.layers for m in stages) >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 200), st.integers(1, 64), st.integers(1, 4))
+def test_every_split_places_every_layer_once(layers, pp, v):
+    """Any pp × interleave up to the layers: each virtual stage gets at least one layer, within 2 of the others,
+    and stage k's layer indices are its virtual stages' blocks (k, k + pp, ...), every layer exactly once."""
+    if pp * v > layers or (v > 1 and pp < 2):
+        return
+    layout = Layout(pp=pp, interleave=v)
+    virtual = layout.virtual_stage_layer_counts(layers)
+    assert len(virtual) == pp * v and sum(virtual) == layers and min(virtual) >= 1
+    assert max(virtual) - min(virtual) <= 2
+    if layers % (pp * v) == 0:
+        assert len(set(virtual)) == 1
+    held = sorted(i for k in range(pp) for i in stage_layers(layers, pp, v, k, virtual))
+    assert held == list(range(layers))
