@@ -57,3 +57,26 @@ def test_check_rows_flags_a_miss() -> None:
 
 def test_report_doctests() -> None:
     assert doctest.testmod(validation.report).failed == 0
+
+
+def test_sample_is_the_pinned_hypothesis_draw() -> None:
+    """``validation/sample.json`` is what ``validation.sample.draw`` gives (derandomized, fixed seed)."""
+    pytest.importorskip("hypothesis")
+    from validation.sample import draw, load
+
+    assert load() == json.loads(json.dumps(draw())), "run python -m validation.sample"
+
+
+def test_sample_varies_what_the_hand_picked_cases_keep_fixed() -> None:
+    """Off the 256 tokens of the hand-picked cases: shapes, vocabularies, position tables, dropout, both kernels."""
+    from validation.sample import load
+
+    sample = load()
+    cases, models = sample["cases"], sample["models"]
+    assert {c["seq_len"] * c["micro_batch"] for c in cases} - {256}
+    assert {c["micro_batch"] for c in cases} == {1, 2, 4} and {c["attn"] for c in cases} == {"eager", "sdpa"}
+    assert len({m["vocab_size"] for m in models.values()}) >= 3
+    drop = {(m["model_type"], bool(m.get("attn_pdrop", m.get("attention_dropout")))) for m in models.values()}
+    assert {("gpt2", True), ("gpt2", False)} <= drop and len({t for t, _ in drop}) >= 4
+    names = {r["name"] for r in DATA["rows"] if r["category"] == "activations-model"}
+    assert all(f"{c['model']} {c['attn']} s={c['seq_len']} b={c['micro_batch']}" in names for c in cases)

@@ -7,6 +7,8 @@ same dictionary (``Architecture.from_hf_config``) that builds the real model.
 
 from __future__ import annotations
 
+from validation.sample import load as _load_sample
+
 __all__ = ["ACTIVATION_CASES", "MODELS", "REFERENCE_LAYERS", "SHARDING_CASES", "STATE_CASES"]
 
 # use_cache=False as a training script sets it: with the cache on, GPT-2 under SDPA saves K and V again
@@ -73,7 +75,13 @@ ACTIVATION_CASES: list[dict] = [
     for attn in ("eager", "sdpa")
     for seq, batch in ((128, 2), (256, 1))
 ] + [dict(model="gpt2-dropout", attn="eager", seq_len=128, micro_batch=2)]
-"""Saved-for-backward measurements: each model, both attention implementations, two shapes, bf16."""
+"""Saved-for-backward measurements: each model, both attention implementations, two shapes, bf16; then the
+Hypothesis-drawn sample of small models over shapes, vocabularies, position tables and dropout
+(``validation/sample.py``, committed as ``validation/sample.json``)."""
+
+_SAMPLE = _load_sample()
+MODELS.update(_SAMPLE["models"])
+ACTIVATION_CASES += _SAMPLE["cases"]
 
 REFERENCE_LAYERS: list[dict] = [
     # Megatron-style layers (fused norm, fused SwiGLU/GeLU, fused softmax) built from torch ops with the

@@ -22,7 +22,7 @@ __all__ = ["SAMPLE", "SAMPLE_SIZE", "draw", "load"]
 SAMPLE = Path(__file__).with_name("sample.json")
 """The committed draw: ``{"models": {name: config.json}, "cases": [activation case, ...]}``."""
 
-SAMPLE_SIZE = 24
+SAMPLE_SIZE = 64
 """Configurations drawn (the measuring time of ``make validate`` grows with it: a few seconds each)."""
 
 _SEQ = (64, 128, 256, 512, 1024)
