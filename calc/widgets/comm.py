@@ -175,8 +175,9 @@ _STEP_INTS = (*(name for name, _ in _INT_FIELDS), "zero_stage")
 """The whole-number fields passed to [`step_communication`][calc.parallel.comm.step_communication] as they are."""
 
 
-def _step(v: dict[str, str], params: int, ints: dict[str, int], expert_params: int):
-    return step_communication(
+def _step_kwargs(v: dict[str, str], params: int, ints: dict[str, int], expert_params: int) -> dict[str, object]:
+    """The arguments of [`step_communication`][calc.parallel.comm.step_communication] the fields give."""
+    return dict(
         params=params,
         **{k: ints[k] for k in _STEP_INTS},
         sequence_parallel=checked(v["sequence_parallel"]),
@@ -232,7 +233,7 @@ _HOW = (
 def _compute(v: dict[str, str]) -> str:
     fmt = byte_formatter(v["unit"])
     choice, v, (params, ints, expert_params) = _inputs(v)
-    step = _step(v, params, ints, expert_params)
+    step = step_communication(**_step_kwargs(v, params, ints, expert_params))
     if not step.terms:
         return (
             verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.")
@@ -262,21 +263,7 @@ def _compute(v: dict[str, str]) -> str:
 def _python(v: dict[str, str]) -> str:
     """[`step_communication`][calc.parallel.comm.step_communication] with every field (a model's shape filled in)."""
     choice, v, (params, ints, expert_params) = _inputs(v)
-    step = call(
-        "step_communication",
-        fn=step_communication,
-        params=params,
-        **{k: ints[k] for k in _STEP_INTS},
-        sequence_parallel=checked(v["sequence_parallel"]),
-        recompute=checked(v["recompute"]),
-        expert_params=expert_params,
-        bytes_per_element=2,
-        grad_bytes_per_element=ints["grad_bytes"],
-        intra=v["intra"],
-        inter=v["inter"],
-        intra_efficiency=_percent(v["intra_efficiency"], "intra_efficiency"),
-        inter_efficiency=_percent(v["inter_efficiency"], "inter_efficiency"),
-    )
+    step = call("step_communication", fn=step_communication, **_step_kwargs(v, params, ints, expert_params))
     shape = [f"# {choice.label}: its parameters and shape, as the calculator reads them"] if choice else []
     return snippet(
         [*shape, f"step = {step}"], [("total_bytes", "step.total_bytes"), ("total_time", "step.total_time_s")]
