@@ -155,19 +155,6 @@ CONVENTIONS: dict[str, Convention] = {
             "Megatron-LM theoretical_memory_usage.py and dist_optimizer.md: bf16 params + fp32 main grads, 18 B/param",
         ),
         Convention(
-            "mixed-bf16-states",
-            "Mixed precision + Adam, bf16 optimizer moments, 14 B/param (2+4+4+2+2)",
-            2,
-            4,
-            4,
-            2,
-            2,
-            "Megatron-Core precision-aware optimizer (--use-precision-aware-optimizer --exp-avg-dtype bf16 "
-            "--exp-avg-sq-dtype bf16, megatron/training/arguments.py; Transformer Engine FusedAdam keeps the "
-            "moments in bf16): bf16 params + fp32 main grads + fp32 master + bf16 moments; with the distributed "
-            "optimizer 6 + 8/d B/param (NVIDIA's Nemotron-4 340B recipe)",
-        ),
-        Convention(
             "mixed-adam-20",
             "Mixed precision + Adam, fp16 and fp32 gradients, 20 B/param (2+6+4+4+4)",
             2,
@@ -273,6 +260,19 @@ CONVENTIONS: dict[str, Convention] = {
             0,
             "torch.optim.SGD with momentum > 0 keeps one momentum_buffer per parameter, created as "
             "clone(grad) in the parameter's dtype (fp32 here); no master copy",
+        ),
+        Convention(
+            "mixed-bf16-states",
+            "Mixed precision + Adam, bf16 optimizer moments, 14 B/param (2+4+4+2+2)",
+            2,
+            4,
+            4,
+            2,
+            2,
+            "Megatron-Core precision-aware optimizer (--use-precision-aware-optimizer --exp-avg-dtype bf16 "
+            "--exp-avg-sq-dtype bf16, megatron/training/arguments.py; Transformer Engine FusedAdam keeps the "
+            "moments in bf16): bf16 params + fp32 main grads + fp32 master + bf16 moments; with the distributed "
+            "optimizer 6 + 8/d B/param (NVIDIA's Nemotron-4 340B recipe)",
         ),
     )
 }
