@@ -75,12 +75,19 @@ test-site: setup
 	@start=$$(date +%s%N); env -u SITE_URL $(BIN)/mkdocs build --strict --quiet --site-dir $(TEST_SITE) \
 	  && echo "site built in $$(( ($$(date +%s%N) - start) / 1000000 )) ms" && touch $(TEST_SITE).done
 
+# pytest-xdist (pinned): JOBS workers (default: one per core), each handed whole test files, slowest first
+# (tests/conftest.py::LAYERS: the Pyodide suite's one Node run, then the browser files, each worker with its one
+# Chromium and one Pyodide boot per tour as in a plain run, then the wheel); the engine, hook and doctest files fill
+# the workers around them. `make test JOBS=0` runs everything in one process, as before.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+XDIST := -n $(JOBS) --dist loadscope --no-loadscope-reorder
+
 test: lint $(pyodide-site) $(STAMPS)/chromium test-site
-	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest $(XDIST)
 
 # The engine, hook and site tests (doctests included) over pyproject's testpaths, without Pyodide or a browser.
 test-engine: setup test-site
-	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest -m "not browser and not pyodide"
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest $(XDIST) -m "not browser and not pyodide"
 
 test-pyodide: setup $(pyodide-site)
 	$(BIN)/python -m pytest tests -m pyodide
@@ -93,8 +100,9 @@ bench: setup $(STAMPS)/chromium test-site
 	$(BIN)/python bench/run.py --site $(TEST_SITE)
 
 # The validation harness (validation/): PyTorch's CPU build and transformers in their own venv, installed
-# once (stamped), then every configuration re-measured; validation/results.json is rewritten and the
-# target fails if any prediction is out of tolerance.
+# once (stamped), then the configurations whose stamp (case, model config, harness code, pinned versions) is not in
+# validation/measured.json re-measured (`make validate FULL=1`: every one); validation/results.json is rewritten
+# with fresh predictions and the target fails if any is out of tolerance.
 VVENV := .venv-validation
 
 $(STAMPS)/venv-validation: requirements-validation.txt
@@ -106,7 +114,7 @@ $(STAMPS)/venv-validation: requirements-validation.txt
 	touch $@
 
 validate: $(STAMPS)/venv-validation
-	$(VVENV)/bin/python -m validation.measure
+	$(VVENV)/bin/python -m validation.measure $(if $(FULL),--full)
 
 clean:
 	rm -rf site $(STAMPS) $(VVENV) .pytest_cache .hypothesis .cache

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -47,7 +48,24 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         stamp = site.with_name(site.name + ".done")
         assert stamp.is_file() and (site / "index.html").is_file(), f"{BUILT_SITE_ENV}={prebuilt}: no stamped build"
         return site
-    out = tmp_path_factory.mktemp("site")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build_site(tmp_path_factory.mktemp("site"))
+    # Under pytest-xdist every worker asks: the first builds into the run's shared temporary folder, the
+    # others wait on the lock (a signal, not a time) and use that build.
+    import fcntl  # host-only (the Pyodide run never gets here)
+
+    shared = tmp_path_factory.getbasetemp().parent
+    with (shared / "site.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = shared / "site"
+        if not out.with_name("site.done").is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            _build_site(out)
+            out.with_name("site.done").touch()
+    return out
+
+
+def _build_site(out: Path) -> Path:
     env = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | {"NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
@@ -60,6 +78,37 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert proc.returncode == 0, f"strict build failed:\n{proc.stdout}\n{proc.stderr}"
     return out
+
+
+LAYERS = ("pyodide", "browser", "wheel")
+"""Markers of the slow layers, in the order ``make test`` starts them: the engine suite under Pyodide (one long
+Node run), the browser tours (one Chromium per process, one Pyodide boot per tour), the wheel. A test that asks
+for the ``browser`` fixture belongs to the browser layer whatever its marks."""
+
+
+def _layer(item: pytest.Item) -> int:
+    for rank, name in enumerate(LAYERS):
+        if item.get_closest_marker(name) or (name == "browser" and "browser" in getattr(item, "fixturenames", ())):
+            return rank
+    return len(LAYERS)
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k deselection: order what will run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``: ``--dist loadscope --no-loadscope-reorder``), hand out whole files,
+    slowest first: files holding a slow layer's tests in [`LAYERS`][] order, then the others by test count, so
+    the long runs start at once and the engine and doctest files fill the workers around them. Inside a file
+    the order is the collected one; a plain run (no worker) keeps pytest's order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        rank[path] = min(rank.get(path, len(LAYERS)), _layer(item))
+        count[path] = count.get(path, 0) + 1
+    first = {path: i for i, path in reversed(list(enumerate(item.nodeid.split("::", 1)[0] for item in items)))}
+    items.sort(key=lambda item: (rank[p := item.nodeid.split("::", 1)[0]], -count[p], first[p]))
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,20 @@
 """Measure with real PyTorch and transformers: saved-for-backward bytes, model states, per-rank shards.
 
 Run by ``make validate`` (``python -m validation.measure``), which then rewrites ``validation/results.json``
-and fails when a prediction is out of tolerance. Nothing is downloaded: every model is built from a
+and fails when a prediction is out of tolerance. Only the configurations whose stamp ([`case_key`][]: the case,
+its model config, the harness code and the pinned versions) is not in ``validation/measured.json`` are measured
+again; ``make validate FULL=1`` (``--full``) measures every one. Nothing is downloaded: every model is built from a
 small config (``validation/configs.py``) with random weights.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -298,20 +303,78 @@ def measure_sharding(case: dict) -> dict[str, Any]:
     return {"ranks": ranks}
 
 
-def main() -> int:
-    """Measure everything and rewrite ``validation/results.json`` (see ``validation/report.py``)."""
-    from validation.report import write_results
+MEASURED = Path(__file__).with_name("measured.json")
+"""Every configuration's raw measurement, under [`case_key`][]: what ``make validate`` re-uses when neither the
+configuration nor the harness changed (committed beside ``results.json``)."""
 
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    measured = {
-        "activations": [],
-        "reference_layers": [measure_reference_layer(c) for c in REFERENCE_LAYERS],
-        "states": [measure_state(c) for c in STATE_CASES],
-        "sharding": [measure_sharding(c) for c in SHARDING_CASES],
-    }
+HARNESS = ("validation/measure.py", "validation/saved.py", "requirements-validation.txt")
+"""Files whose bytes decide what a measurement is: the measuring code and the pinned torch / transformers."""
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def harness_stamp() -> str:
+    """SHA-256 over [`HARNESS`][] and the Python minor version: when it changes, every case is measured again."""
+    digest = hashlib.sha256(f"python {sys.version_info[0]}.{sys.version_info[1]}".encode())
+    for name in HARNESS:
+        digest.update(b"\0" + name.encode() + b"\0" + (_ROOT / name).read_bytes())
+    return digest.hexdigest()
+
+
+def case_key(kind: str, case: dict, stamp: str) -> str:
+    """The key of one measurement: its kind, its case, the model config it builds and the harness stamp.
+
+    Examples:
+        >>> a = case_key("states", {"model": "gpt2", "convention": "fp32-adam-16"}, "s")
+        >>> a == case_key("states", {"convention": "fp32-adam-16", "model": "gpt2"}, "s"), len(a)
+        (True, 64)
+        >>> a == case_key("states", {"model": "gpt2", "convention": "fp32-adam-16"}, "other harness")
+        False
+    """
+    from validation.configs import MODELS
+
+    what = {"kind": kind, "case": case, "model": MODELS.get(case.get("model", ""))}
+    return hashlib.sha256((stamp + json.dumps(what, sort_keys=True, default=str)).encode()).hexdigest()
+
+
+def measure_all(full: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Every configuration's measurement, taken again only where [`case_key`][] is not in [`MEASURED`][]
+    (everything when ``full``); rewrites [`MEASURED`][] with exactly the current keys."""
     from validation.configs import ACTIVATION_CASES
 
-    measured["activations"] = [measure_activations(c) for c in ACTIVATION_CASES]
+    kinds: dict[str, tuple[list[dict], Any]] = {
+        "activations": (ACTIVATION_CASES, measure_activations),
+        "reference_layers": (REFERENCE_LAYERS, measure_reference_layer),
+        "states": (STATE_CASES, measure_state),
+        "sharding": (SHARDING_CASES, measure_sharding),
+    }
+    stamp = harness_stamp()
+    known = {} if full or not MEASURED.exists() else json.loads(MEASURED.read_text())
+    kept: dict[str, Any] = {}
+    measured: dict[str, list[dict[str, Any]]] = {}
+    fresh = 0
+    for kind, (cases, measure) in kinds.items():
+        measured[kind] = []
+        for case in cases:
+            key = case_key(kind, case, stamp)
+            if key not in known:
+                known[key], fresh = measure(case), fresh + 1
+            kept[key] = known[key]
+            measured[kind].append(known[key])
+    MEASURED.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    total = sum(len(cases) for cases, _ in kinds.values())
+    print(f"measured {fresh} of {total} configurations; {total - fresh} unchanged since {MEASURED.name} (FULL=1: all)")
+    return measured
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure what changed (``--full``: everything) and rewrite ``validation/results.json`` (see
+    ``validation/report.py``): the engine's predictions are always computed afresh."""
+    from validation.report import write_results
+
+    args = sys.argv[1:] if argv is None else argv
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    measured = measure_all(full="--full" in args)
     rc = write_results(measured, device="cpu")
     from validation.llm_analysis import check  # the engine's llm-analysis reproduction vs the real package
 
