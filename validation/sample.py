@@ -20,7 +20,7 @@ from pathlib import Path
 __all__ = ["SAMPLE", "SAMPLE_SIZE", "draw", "load"]
 
 SAMPLE = Path(__file__).with_name("sample.json")
-"""The committed draw: ``{"models": {name: config.json}, "cases": [activation case, ...]}``."""
+"""The committed draw: ``{"hypothesis": version, "models": {name: config.json}, "cases": [activation case, ...]}``."""
 
 SAMPLE_SIZE = 64
 """Configurations drawn (the measuring time of ``make validate`` grows with it: a few seconds each)."""
@@ -122,8 +122,10 @@ def load() -> dict:
 
 
 def main() -> int:
-    """Rewrite ``validation/sample.json`` from a fresh draw."""
-    SAMPLE.write_text(json.dumps(draw(), indent=1, sort_keys=True) + "\n")
+    """Rewrite ``validation/sample.json`` from a fresh draw (with the Hypothesis version that drew it)."""
+    import hypothesis
+
+    SAMPLE.write_text(json.dumps({"hypothesis": hypothesis.__version__, **draw()}, indent=1, sort_keys=True) + "\n")
     print(f"wrote {SAMPLE}")
     return 0
 
