@@ -314,3 +314,40 @@ def test_a_low_mfu_plan_names_its_bubble_and_the_fix() -> None:
 
 def test_a_good_plan_has_no_diagnosis() -> None:
     assert 'data-output="diagnosis"' not in str(render("plan", {})["html"])
+
+
+_LLAMA3_8B_CONFIG = json.dumps(
+    {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+    }
+)
+
+
+_CHOOSE_A_MODEL = (
+    "parameter-count",
+    "training-compute",
+    "serving-memory",
+    "communication",
+    "training-memory",
+    "plan",
+    "finetune-memory",
+)
+
+
+@pytest.mark.parametrize("name", _CHOOSE_A_MODEL)
+def test_a_pasted_config_is_summed_up_where_the_model_is_chosen(name: str) -> None:
+    """Issue 19 (one source of truth): what was read from config.json, as one line (the page puts it by the select)."""
+    reply = render(name, {"config": _LLAMA3_8B_CONFIG})
+    assert reply["ok"], reply
+    chip = re.search(r'data-output="model_chip">([^<]*)<', str(reply["html"]))[1]
+    assert chip == (
+        "From config.json: llama · 8.03B parameters · 32 layers · GQA, 32 heads / 8 KV · vocabulary 128,256"
+    )
+    assert "model_chip" not in str(render(name, {})["html"])

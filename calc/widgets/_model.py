@@ -22,7 +22,9 @@ from calc.errors import CalcError
 from calc.models.architecture import Architecture
 from calc.models.hf_config import HF_MODEL_TYPES, parse_config_json
 from calc.models.presets import PRESET_LABELS, preset
+from calc.units import format_count
 from calc.widgets import Calculator, Field
+from calc.widgets._html import out
 
 __all__ = [
     "CONFIG_HELP",
@@ -30,6 +32,7 @@ __all__ = [
     "LEGACY_MODEL_FIELD",
     "ModelChoice",
     "accept_legacy_model",
+    "model_chip",
     "model_fields",
     "read_model",
 ]
@@ -180,3 +183,31 @@ def read_model(v: Mapping[str, str], *, allow_custom: bool = False) -> ModelChoi
     except CalcError as err:
         raise CalcError("config", f"cannot be read: {err.message}", code=err.code) from None
     return ModelChoice(arch, _label(config, arch), "config")
+
+
+def model_chip(choice: ModelChoice | None) -> str:
+    """For a pasted config, one line saying what was read: type · parameters · layers · attention · vocabulary
+    (``data-output="model_chip"``, for the page to show by the Model select, issue 19); nothing for a preset.
+
+    Examples:
+        >>> config = '{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, '
+        >>> config += '"num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}'
+        >>> chip = model_chip(read_model({"preset": "llama3-8b", "config": config}))
+        >>> print(chip[chip.index("From") : -len("</span></p>")])
+        From config.json: llama · 202k parameters · 2 layers · GQA, 4 heads / 2 KV · vocabulary 1,000
+        >>> model_chip(read_model({"preset": "llama3-8b", "config": ""}))
+        ''
+    """
+    if choice is None or choice.source != "config":
+        return ""
+    a = choice.arch
+    if a.uses_mla:
+        attention = f"latent attention, {a.num_heads} heads"
+    elif a.num_kv_heads == a.num_heads:
+        attention = f"{a.num_heads} heads"
+    else:
+        attention = f"{'MQA' if a.num_kv_heads == 1 else 'GQA'}, {a.num_heads} heads / {a.num_kv_heads} KV"
+    moe = [f"{a.num_experts} experts, top-{a.experts_per_token}"] if a.is_moe else []
+    parts = [a.model_type, f"{format_count(a.param_count)} parameters", f"{a.num_layers} layers", attention, *moe]
+    text = "From config.json: " + " · ".join([*parts, f"vocabulary {a.vocab_size:,}"])
+    return f'<p class="lc-model-chip">{out("model_chip", text)}</p>'

@@ -8,7 +8,7 @@ from calc.widgets import Calculator
 from calc.widgets._code import model_code, snippet
 from calc.widgets._fields import unit_field
 from calc.widgets._html import byte_formatter, out, table, verdict
-from calc.widgets._model import model_fields, read_model
+from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import kv
 
 __all__ = ["CALCULATOR"]
@@ -108,6 +108,7 @@ def _compute(v: dict[str, str]) -> str:
         weights += f" (active per token: {out('active_weights_bytes', fmt(_BF16_BYTES * active))})"
     return (
         verdict(True, answer + ".")  # the answer first
+        + model_chip(choice)
         + kv("Model", out("model", label))
         + kv("Shape", out("shape", _shape(arch)))
         + kv("Total parameters", out("total_params", format_count(total), "strong", value=total))

@@ -23,7 +23,7 @@ from calc.widgets._fields import (
     zero_field,
 )
 from calc.widgets._html import byte_formatter, checked, out, table, verdict
-from calc.widgets._model import CUSTOM, ModelChoice, model_fields, read_model
+from calc.widgets._model import CUSTOM, ModelChoice, model_chip, model_fields, read_model
 from calc.widgets._parts import duration, kv, plural
 
 __all__ = ["CALCULATOR"]
@@ -237,6 +237,7 @@ def _compute(v: dict[str, str]) -> str:
     if not step.terms:
         return (
             verdict(True, "One GPU per model replica and no parallelism: nothing to communicate.")
+            + model_chip(choice)
             + _model_line(choice, v)
             + kv("Bytes sent per GPU per step", out("total_bytes", fmt(0)))
             + kv("Communication time per step", out("total_time", "0 s", value=0.0, unit="s"))
@@ -250,6 +251,7 @@ def _compute(v: dict[str, str]) -> str:
     head = ("Parallelism", "Collective × calls / step", "Sent per GPU", "Runs on", "Time")
     return (
         verdict(True, line)
+        + model_chip(choice)
         + _model_line(choice, v)
         + step_time_chart(
             [(t.name, t.time_s, t.time_s) for t in step.terms],  # the names the planner's chart uses

@@ -13,7 +13,7 @@ from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, lit, model_code, snippet
 from calc.widgets._fields import one_of, select
 from calc.widgets._html import GPU_FIELD_OPTIONS, formulas, out, verdict
-from calc.widgets._model import CUSTOM, model_fields, read_model
+from calc.widgets._model import CUSTOM, model_chip, model_fields, read_model
 from calc.widgets._parts import kv_notes
 
 __all__ = ["CALCULATOR"]
@@ -165,6 +165,7 @@ def _compute(v: dict[str, str]) -> str:
     source = "Kaplan et al. 2020, Sec. 2.1 (C ≈ 6ND)" if factor == 6 else "Narayanan et al. 2021, Eq. 4 (8ND)"
     return (
         verdict(True, line)
+        + model_chip(choice)
         + kv_notes(rows, escaped=False)
         + formulas(lines, source + "; Chowdhery et al. 2022 (PaLM), App. B (MFU)")
     )

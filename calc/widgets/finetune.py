@@ -40,7 +40,7 @@ from calc.widgets._fields import (
     unit_field,
 )
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
-from calc.widgets._model import model_fields, read_model
+from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, headroom, kv
 
 __all__ = ["CALCULATOR"]
@@ -142,6 +142,7 @@ def _compute(v: dict[str, str]) -> str:
     )
     return (
         verdict(total <= memory, _verdict_line(head, total, memory, gpu_label, fmt))
+        + model_chip(choice)
         + memory_chart([(label, n) for _, label, n, _ in parts], memory, gpu_label, v["unit"])
         + table(("Component", "Per GPU"), rows, raw_cells=True)
         + formulas([(label, f"{math} = {fmt(n)}") for _, label, n, math in parts], _SOURCE)

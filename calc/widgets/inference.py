@@ -11,7 +11,7 @@ from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, gpu_code, model_code, snippet
 from calc.widgets._fields import gpu_fields, one_of, select, seq_len_field, unit_field
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
-from calc.widgets._model import accept_legacy_model, model_fields, read_model
+from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes
 
 __all__ = ["CALCULATOR"]
@@ -158,6 +158,7 @@ def _compute(v: dict[str, str]) -> str:
     most = out("max_sequences", f"{m.max_concurrent_sequences:,}", value=m.max_concurrent_sequences)
     return (
         verdict(m.fits, _verdict_line(m, choice.label, v, seq_len, batch, tp, memory, gpu_label, fmt))
+        + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + table(("", "Whole model", "Per GPU"), _rows(m, arch, v, seq_len, batch, fmt), raw_cells=True)
         + _formulas(arch, m, v, fmt, seq_len, batch, tp, memory)

@@ -17,7 +17,7 @@ from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import convention_field, one_of, select, seq_len_field
 from calc.widgets._html import out, table, verdict
-from calc.widgets._model import accept_legacy_model, model_fields, read_model
+from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._parts import duration, kv, plural
 
 __all__ = ["CALCULATOR", "plan_result"]
@@ -262,6 +262,7 @@ def _compute(v: dict[str, str]) -> str:
     step = out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
     return (
         verdict(True, _verdict_line(choice.label, r))
+        + model_chip(choice)
         + _diagnosis(best, v)
         + kv("Best step time", step)
         + _ranking(r["layouts"])

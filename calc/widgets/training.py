@@ -38,7 +38,7 @@ from calc.widgets._html import (
     table,
     verdict,
 )
-from calc.widgets._model import model_fields, read_model
+from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes, plural
 
 __all__ = ["CALCULATOR"]
@@ -320,6 +320,7 @@ def _compute(v: dict[str, str]) -> str:
     kept, totals = _tables(p, fmt)
     return (
         verdict(p.nvidia_smi_bytes <= memory, _verdict_line(p, layout, choice.label, memory, gpu_label, fmt))
+        + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + kept
         + _formulas(p, layout, fmt, in_flight)
