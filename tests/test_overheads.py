@@ -378,18 +378,25 @@ def test_moe_routing_is_nothing_for_a_dense_model() -> None:
 @pytest.mark.parametrize(
     ("kw", "expected"),
     [
-        (dict(), dict(recompute="none", loss="fused", zero_stage=0, shard="even", dropout=True)),
-        (dict(stack="torchtitan"), dict(recompute="op", loss="stock", zero_stage=3, shard="fsdp2", dropout=False)),
-        (dict(stack="torchtitan", compile=True), dict(loss="compiled")),
-        (dict(stack="torchtitan", pp=2), dict(reshard_after_forward=False)),  # torchtitan: not resharded under PP
-        (dict(stack="torchtitan", pp=1), dict(reshard_after_forward=True)),
-        (dict(stack="torchtitan", recompute="full", loss="chunked"), dict(recompute="full", loss="chunked")),
+        (dict(), dict(recompute="none", loss_kind="fused", zero_stage=0, shard="even", dropout=True)),
+        (dict(stack="torchtitan"), dict(recompute="op", loss_kind="stock", zero_stage=3, shard="fsdp2", dropout=False)),
+        (dict(stack="torchtitan", compile=True), dict(loss_kind="compiled")),
+        (dict(stack="torchtitan", pp=2), dict(reshards_after_forward=False)),  # torchtitan: not resharded under PP
+        (dict(stack="torchtitan", pp=1), dict(reshards_after_forward=True)),
+        (dict(stack="torchtitan", recompute="full", loss="chunked"), dict(recompute="full", loss_kind="chunked")),
     ],
 )
 def test_stack_defaults_and_knobs(kw, expected):
     layout = Layout(**kw)
     for name, value in expected.items():
         assert getattr(layout, name) == value, name
+
+
+def test_stack_defaults_that_follow_other_fields_follow_replace():
+    layout = Layout(stack="torchtitan", pp=2)
+    assert not layout.reshards_after_forward
+    assert replace(layout, pp=1, gpus=None).reshards_after_forward
+    assert replace(layout, compile=True).loss_kind == "compiled"
 
 
 def test_per_op_checkpointing_saves_every_other_matmul():

@@ -24,6 +24,12 @@ from calc.units import parse_positive_int
 
 __all__ = ["Layout", "check_layout"]
 
+_FOLLOWS_OTHER_FIELDS = frozenset({"loss", "reshard_after_forward"})
+"""Stack defaults that depend on other fields (``compile``, ``pp``): left ``None`` and read through
+[`Layout.loss_kind`][calc.memory.layout.Layout.loss_kind] and
+[`Layout.reshards_after_forward`][calc.memory.layout.Layout.reshards_after_forward], so ``dataclasses.replace``
+with another ``pp`` or ``compile`` gets the right one."""
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -155,7 +161,6 @@ class Layout:
             "offload_params",
             "zero_over_cp",
             "cp_load_balance",
-            "reshard_after_forward",
         ):
             _bool(getattr(self, name), name)
         if self.recompute not in LAYOUT_RECOMPUTE_MODES:
@@ -225,10 +230,12 @@ class Layout:
         _bool(self.compile, "compile")
         pp = parse_positive_int(self.pp, "pp")
         for name, value in stack_defaults(self.stack, pp=pp, compile=self.compile).items():
-            if getattr(self, name) is None:
+            if getattr(self, name) is None and name not in _FOLLOWS_OTHER_FIELDS:
                 put(self, name, value)
-        if self.loss not in LOSS_KINDS:
+        if self.loss is not None and self.loss not in LOSS_KINDS:
             raise CalcError("loss", f"must be one of {', '.join(LOSS_KINDS)}", self.loss, code="unknown-name")
+        if self.reshard_after_forward is not None:
+            _bool(self.reshard_after_forward, "reshard_after_forward")
         chunk = self.loss_chunk_tokens or DEFAULT_LOSS_CHUNK_TOKENS
         put(self, "loss_chunk_tokens", parse_positive_int(chunk, "loss_chunk_tokens"))
 
@@ -299,6 +306,31 @@ class Layout:
         virtual = self.virtual_stage_layer_counts(num_layers)
         p = self.pp
         return tuple(sum(virtual[k::p]) for k in range(p))
+
+    @property
+    def loss_kind(self) -> str:
+        """The loss in use: ``loss``, or the stack's default (under ``"torchtitan"``, ``"compiled"`` with ``compile``).
+
+        Examples:
+            >>> titan = Layout(stack="torchtitan")
+            >>> Layout().loss_kind, titan.loss_kind, Layout(stack="torchtitan", compile=True).loss_kind
+            ('fused', 'stock', 'compiled')
+        """
+        return self.loss or str(stack_defaults(self.stack, pp=self.pp, compile=self.compile)["loss"])
+
+    @property
+    def reshards_after_forward(self) -> bool:
+        """Whether FSDP / ZeRO-3 reshards after forward: ``reshard_after_forward``, or the stack's default
+        (torchtitan: not under pipeline parallelism).
+
+        Examples:
+            >>> titan = Layout(stack="torchtitan")
+            >>> Layout(stack="torchtitan", pp=2).reshards_after_forward, titan.reshards_after_forward
+            (False, True)
+        """
+        if self.reshard_after_forward is not None:
+            return self.reshard_after_forward
+        return bool(stack_defaults(self.stack, pp=self.pp, compile=self.compile)["reshard_after_forward"])
 
     @property
     def num_microbatches(self) -> int | None:

@@ -150,7 +150,7 @@ def _unit_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> in
 def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) -> list[Overhead]:
     conv = CONVENTIONS[layout.convention]
     items = []
-    if layout.effective_zero_stage == 3 and layout.zero_ranks > 1 and not layout.reshard_after_forward:
+    if layout.effective_zero_stage == 3 and layout.zero_ranks > 1 and not layout.reshards_after_forward:
         items.extend(_unsharded_items(layout, memory, conv))
     elif layout.effective_zero_stage == 3 and layout.zero_ranks > 1:
         unit = _unit_params(arch, layout, memory)
@@ -198,7 +198,7 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
 def _loss_item(arch: Architecture, layout: Layout) -> Overhead:
     """The loss's backward transient on the last stage ([`loss_bytes`][calc.memory.layout.loss_bytes])."""
     tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
-    if layout.loss == "fused":
+    if layout.loss_kind == "fused":
         grad = -(-2 * tokens * arch.vocab_size // layout.tp)
         return Overhead(
             "loss_logits",
@@ -213,10 +213,10 @@ def _loss_item(arch: Architecture, layout: Layout) -> Overhead:
             "gradient computed in place and cast back); Hugging Face upcasts the logits to fp32 "
             "(counted in the logits term) and returns a logits-sized gradient",
         )
-    _, transient, formula = loss_bytes(layout.loss, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens)
+    _, transient, formula = loss_bytes(layout.loss_kind, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens)
     return Overhead(
         "loss_logits",
-        f"Loss and logits peak ({layout.loss} cross-entropy's backward)",
+        f"Loss and logits peak ({layout.loss_kind} cross-entropy's backward)",
         transient,
         "allocated",
         "backward",
