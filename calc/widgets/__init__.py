@@ -218,7 +218,7 @@ class Calculator:
             raises [`CalcError`][calc.errors.CalcError] on bad input.
         description: One sentence under the title.
         python: Maps the same values to the Python that computes the shown numbers with the public engine
-            (``import calc`` …), offered as "Copy as Python" (written with [`calc.widgets._code`][calc.widgets._code]).
+            (``import calc`` …), offered as "Copy as Python" (written by ``calc.widgets._code``).
     """
 
     name: str
