@@ -11,8 +11,8 @@ reader's inputs, printing ``name = value`` for the page's ``data-output`` number
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import inspect
 import shlex
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -176,9 +176,14 @@ def call(name: str, *args: object, fn: Callable | None = None, **kwargs: object)
 
 @functools.cache
 def _defaults(fn: Callable) -> dict[str, object]:
-    """``fn``'s keyword defaults (read once: ``inspect.signature`` costs more than the rest of a snippet)."""
-    params = inspect.signature(fn).parameters.values()
-    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    """``fn``'s keyword defaults, read once from the function (or a dataclass's fields) without ``inspect``, which
+    would load a dozen modules more into the browser's runtime."""
+    if isinstance(fn, type) and dataclasses.is_dataclass(fn):
+        return {f.name: f.default for f in dataclasses.fields(fn) if f.default is not dataclasses.MISSING}
+    fn = getattr(fn, "__wrapped__", fn)
+    code, positional = fn.__code__, fn.__defaults__ or ()
+    names = code.co_varnames[: code.co_argcount]
+    return {**dict(zip(names[len(names) - len(positional) :], positional, strict=True)), **(fn.__kwdefaults__ or {})}
 
 
 class Code(str):
