@@ -50,6 +50,7 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("training-compute", "config"): frozenset({"", "   "}),
     ("plan", "config"): frozenset({"", "   "}),
     ("finetune-memory", "config"): frozenset({"", "   "}),
+    ("serving-time", "config"): frozenset({"", "   "}),
     # The planner searches a degree left blank (as "any").
     **{("plan", d): frozenset({"", "   "}) for d in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")},
     # Blank or 0 routed-expert parameters means a dense model; 1e9 of 70B is a plausible MoE share.

@@ -57,6 +57,7 @@ CALCULATOR_MODULES: tuple[str, ...] = (
     "training",
     "planner",
     "finetune",
+    "serving",
 )
 """Modules of ``calc.widgets`` that each define a ``CALCULATOR``; their names are the registry keys."""
 
@@ -244,6 +245,7 @@ _MODULE_OF: dict[str, str] = {
     "pipeline-bubble": "pipeline",
     "plan": "planner",
     "serving-memory": "inference",
+    "serving-time": "serving",
     "training-compute": "compute",
     "training-memory": "training",
     "will-it-fit": "fit",
