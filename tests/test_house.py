@@ -25,12 +25,7 @@ MAX_FUNCTION_LINES = 80
 MODULE_EXCEPTIONS: dict[str, str] = {}
 """``calc/...py`` paths allowed over ``MAX_MODULE_LINES``, each with its reason."""
 
-FUNCTION_EXCEPTIONS: dict[str, str] = {
-    "calc/memory/activation_layer.py::layer_activations": "81 lines after the activations split (issue 16): one line "
-    "over; calc.memory's owner to shorten it",
-    "calc/memory/overheads.py::peak_memory": "83 lines after the overheads split (issue 16): three over; calc.memory's "
-    "owner to shorten it",
-}
+FUNCTION_EXCEPTIONS: dict[str, str] = {}
 """``path::qualified.name`` of functions allowed over ``MAX_FUNCTION_LINES``, each with its reason."""
 
 PRIVATE_EXCEPTIONS: dict[str, str] = {

@@ -67,6 +67,13 @@ Examples:
     ...                        v_head_dim=32, ffn_hidden=688, mlp="swiglu", norm="rmsnorm", attention="eager")
     >>> int(sum(terms.values()))  # measured: 4,556,800 (transformers 5.24, PyTorch 2.13)
     4556800
+    >>> # Llama's dropout: a mask on the attention probabilities (1 B each on CUDA), none on the residuals
+    >>> t = hf_layer_terms(tokens=4, seq_len=4, hidden=8, heads=2, kv_heads=1, head_dim=4, v_head_dim=4,
+    ...                    ffn_hidden=8, mlp="swiglu", norm="rmsnorm", attention="eager", dropout=True)
+    >>> t["softmax_dropout_mask"], t["attention_dropout_mask"], t["mlp_dropout_mask"]
+    (Fraction(32, 1), Fraction(0, 1), Fraction(0, 1))
+    >>> t["value"]  # multi-query at batch 1: V saved at its one head, not expanded (2 B x 4 tokens x 4)
+    Fraction(32, 1)
 """
 
 from __future__ import annotations
@@ -150,13 +157,6 @@ def hf_layer_terms(
         ...                    ffn_hidden=8, mlp="swiglu", norm="rmsnorm", attention="sdpa")
         >>> t["norm_fp32_inputs"], t["rng_state"]
         (Fraction(64, 1), Fraction(16, 1))
-        >>> # Llama's dropout: a mask on the attention probabilities (1 B each on CUDA), none on the residuals
-        >>> t = hf_layer_terms(tokens=4, seq_len=4, hidden=8, heads=2, kv_heads=1, head_dim=4, v_head_dim=4,
-        ...                    ffn_hidden=8, mlp="swiglu", norm="rmsnorm", attention="eager", dropout=True)
-        >>> t["softmax_dropout_mask"], t["attention_dropout_mask"], t["mlp_dropout_mask"]
-        (Fraction(32, 1), Fraction(0, 1), Fraction(0, 1))
-        >>> t["value"]  # multi-query at batch 1: V saved at its one head, not expanded (2 B x 4 tokens x 4)
-        Fraction(32, 1)
     """
     T = Fraction(tokens)
     k = experts_per_token

@@ -197,9 +197,8 @@ def peak_memory(
 
     ``allocated = model states + always-alive items + max(activations + logits + backward-phase items,
     step-phase items)``;
-    ``reserved = allocated + allocator reserve``, the reserve being ``allocated × f`` rounded up to
-    2 MiB (``f`` from [`ALLOCATOR_FRAGMENTATION`][calc.memory.overheads.ALLOCATOR_FRAGMENTATION]);
-    ``nvidia-smi = reserved + CUDA context + NCCL buffers``.
+    ``reserved = allocated + allocated × f`` rounded up to 2 MiB (``f`` per stack:
+    [`ALLOCATOR_RESERVE`][calc.memory.overheads.ALLOCATOR_RESERVE]); ``nvidia-smi = reserved + context + NCCL``.
 
     Args:
         arch: The model.
