@@ -26,7 +26,9 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -74,9 +76,36 @@ def _npm_package(name: str) -> Path:
     return path
 
 
+class _Background(threading.Thread):
+    """``build_runtime.compiled`` in a daemon thread (a failed build does not wait for it); ``result()`` joins
+    and re-raises its error."""
+
+    def __init__(self, pyodide: Path) -> None:
+        super().__init__(name="lc_build-runtime", daemon=True)
+        self.pyodide, self.error = pyodide, None
+
+    def run(self) -> None:
+        try:
+            build_runtime.compiled(self.pyodide)
+        except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as err:  # re-raised by result()
+            self.error = err
+
+    def result(self) -> None:
+        self.join()
+        if self.error is not None:
+            raise self.error
+
+
+_compiling: dict[str, _Background] = {}
+
+
 def on_config(config):
-    _npm_package("pyodide")
+    pyodide = _npm_package("pyodide")
     _npm_package("katex")
+    # The compiled runtime (a Node run when the engine changed, see tools/build_runtime.py) depends on the sources
+    # only: start it now, beside the page rendering, and take it in on_post_build.
+    _compiling["runtime"] = _Background(pyodide)
+    _compiling["runtime"].start()
     return config
 
 
@@ -204,8 +233,10 @@ def on_post_build(config) -> None:
     site = Path(config["site_dir"])
     pyo, katex = _npm_package("pyodide"), _npm_package("katex")
     try:
+        if "runtime" in _compiling:  # started by on_config; its errors surface here, as a failed build
+            _compiling.pop("runtime").result()
         build_runtime.write_runtime(site, pyo)
-    except RuntimeError as err:
+    except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as err:
         raise PluginError(str(err)) from None
     for name in KATEX_FILES:
         src, dst = katex / "dist" / name, site / "assets" / "katex" / name

@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -149,8 +150,42 @@ def compress_site(site: Path, cache: Path | None = CACHE, workers: int | None = 
     return totals
 
 
+VENDORED = (
+    "node_modules/pyodide/pyodide.asm.wasm",
+    "node_modules/pyodide/python_stdlib.zip",
+    "node_modules/pyodide/pyodide.asm.mjs",
+)
+"""The largest files the site ships unchanged under ``assets/`` (brotli 11 of the wasm alone takes about a minute):
+[`on_config`][] starts compressing them into the cache at once, so a fresh build's pages render meanwhile."""
+
+_warming: list[threading.Thread] = []
+
+
+def warm(paths: tuple[str, ...] = VENDORED, cache: Path = CACHE) -> threading.Thread:
+    """Compress ``paths`` (relative to the repository, shipped under ``assets/``) into ``cache`` in a thread."""
+
+    def run() -> None:
+        for rel in paths:
+            source = ROOT / rel
+            if source.is_file():
+                data = source.read_bytes()
+                for entry in _codecs(f"assets/{source.name}").values():
+                    _cached(data, entry, cache)
+
+    thread = threading.Thread(target=run, name="lc_compress-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def on_config(config):
+    _warming.append(warm())
+    return config
+
+
 def on_post_build(config) -> None:
     site = Path(config["site_dir"])
+    while _warming:  # the warm-up's entries are what compress_site would compute again
+        _warming.pop().join()
     try:
         compress_site(site)
     except OSError as err:
