@@ -34,9 +34,10 @@ def test_row_is_predicted_within_tolerance_or_marked(row):
 def test_row_says_where_it_comes_from_and_what_was_measured(row):
     src, m = row["source"], row["measured"]
     assert src["url"].startswith("https://") and src["name"] and src["table"] and src["row"]
-    assert row["kind"] in ("ttft", "throughput")
+    assert row["kind"] in ("ttft", "latency", "throughput")
     assert m["value"] > 0 and m["how"] and m["unit"]
-    assert m["metric"] == "ttft_s" if row["kind"] == "ttft" else m["metric"].startswith("output_tokens_per_s")
+    expected = {"ttft": ("ttft_s",), "latency": ("latency_s",)}
+    assert m["metric"] in expected.get(row["kind"], ("output_tokens_per_s", "output_tokens_per_s_per_gpu"))
     for key in ("gpu", "tp", "batch", "prompt_tokens", "output_tokens", "dtype", "kv_dtype"):
         assert row[key], (row["id"], key)
     assert row["model"] in PRESETS or (row["model"] is None and row.get("not_modelled"))

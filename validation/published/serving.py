@@ -1,10 +1,11 @@
 """Re-predict every published serving measurement in ``serving.json`` with the serving time model.
 
 Each row is compared on time, the quantity the model predicts: a first-token row on the prefill of its prompt
-([`prefill_time`][calc.timing.serving.prefill_time]); a throughput row on the whole latency of its static batch,
-``batch × output tokens / measured tokens/s`` (per GPU times ``tp`` where the source counts per GPU), against the
-prefill of the batch plus ``output − 1`` decode steps ([`decode_step`][calc.timing.serving.decode_step]) at the
-mean context of the generation, ``prompt + output // 2`` cached tokens.
+([`prefill_time`][calc.timing.serving.prefill_time]); a latency row on the measured latency of its static batch,
+a throughput row on the same latency as ``batch × output tokens / measured tokens/s`` (per GPU times ``tp`` where
+the source counts per GPU), both against the prefill of the batch plus ``output − 1`` decode steps
+([`decode_step`][calc.timing.serving.decode_step]) at the mean context of the generation,
+``prompt + output // 2`` cached tokens.
 
 A row marked ``not_modelled`` (with its reason) is reported but not predicted. A row marked ``outside`` is one
 the model expresses but misses: the test checks that it is still outside tolerance, so a model that gets it right
@@ -55,11 +56,11 @@ def measured_s(row: dict[str, Any]) -> float:
         4.0
     """
     m = row["measured"]
-    if m["metric"] == "ttft_s":
+    if m["metric"] in ("ttft_s", "latency_s"):
         return float(m["value"])
     rate = m["value"] * (row["tp"] if m["metric"] == "output_tokens_per_s_per_gpu" else 1)
     if m["metric"] not in ("output_tokens_per_s_per_gpu", "output_tokens_per_s"):
-        known = "ttft_s, output_tokens_per_s, output_tokens_per_s_per_gpu"
+        known = "ttft_s, latency_s, output_tokens_per_s, output_tokens_per_s_per_gpu"
         raise ValueError(f"measured.metric must be one of {known} (got {m['metric']!r})")
     return row["batch"] * row["output_tokens"] / rate
 
@@ -77,7 +78,7 @@ def predicted_s(row: dict[str, Any]) -> float:
     kw = dict(gpu=row["gpu"], tp=row["tp"], dtype=row["dtype"])
     n, out = row["prompt_tokens"], row["output_tokens"]
     t = prefill_time(arch, n, batch=row["batch"], **kw).time_s
-    if row["kind"] == "throughput" and out > 1:
+    if row["kind"] in ("throughput", "latency") and out > 1:
         step = decode_step(arch, batch=row["batch"], context=n + out // 2, kv_dtype=row["kv_dtype"], **kw)
         t += (out - 1) * step.time_s
     return t
