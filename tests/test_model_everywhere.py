@@ -69,6 +69,8 @@ def test_pasted_config_gives_the_presets_numbers(name: str, preset: str) -> None
     extra = LAYOUTS.get(name, {})
     by_preset = _numbers(name, {**extra, "preset": preset})
     by_config = _numbers(name, {**extra, "preset": "gpt2", "config": json.dumps(PRESETS[preset])})
+    chip = by_config.pop("model_chip", None)  # only a pasted config gets the summary chip, naming its source
+    assert chip is None or chip[1].startswith("From config.json: ")
     assert by_preset and by_config == by_preset
 
 
