@@ -16,6 +16,8 @@ The public names are re-exported by [`calc.memory.layout`][calc.memory.layout].
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import accumulate
 
 from calc.memory.activations import in_flight_chunks
 from calc.memory.layout_spec import Layout
@@ -59,8 +61,12 @@ class StagePlan:
     placement: str = ""
 
 
+@lru_cache(maxsize=256)
 def stage_plan(arch: Architecture, layout: Layout) -> StagePlan:
     """The [`StagePlan`][calc.memory.layout.StagePlan] of ``layout`` for ``arch`` (a layout already checked).
+
+    Both are frozen values, so the plan is computed once per pair and then read from a small cache by every
+    stage's memory, overheads and step time.
 
     Args:
         arch: The model.
@@ -80,7 +86,8 @@ def stage_plan(arch: Architecture, layout: Layout) -> StagePlan:
     virtual, placement = layout._split(arch.num_layers)
     p = layout.pp
     counts = tuple(sum(virtual[k::p]) for k in range(p))
-    layers = tuple(tuple(stage_layers(arch.num_layers, p, layout.interleave, k, virtual)) for k in range(p))
+    starts = (0, *accumulate(virtual))
+    layers = tuple(tuple(starts[i] + j for i in range(k, len(virtual), p) for j in range(virtual[i])) for k in range(p))
     params = tuple(_stage_params(arch, layout, list(ks), k) for k, ks in enumerate(layers))
     in_flight = tuple(
         in_flight_chunks(layout.pp, interleave=layout.interleave, num_microbatches=layout.num_microbatches, stage=k)
@@ -108,7 +115,7 @@ def stage_layers(
     """
     if counts is None:
         counts = split_layers(num_layers, pp * interleave)[0]
-    starts = [sum(counts[:i]) for i in range(len(counts))]
+    starts = (0, *accumulate(counts))
     return [starts[i] + j for i in range(stage, len(counts), pp) for j in range(counts[i])]
 
 
