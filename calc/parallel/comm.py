@@ -61,6 +61,7 @@ latency per call and per hop.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from calc.parallel.collectives import (
@@ -192,7 +193,7 @@ class StepComm:
     @property
     def total_time_s(self) -> float:
         """Seconds of communication per step with no overlap at all (an upper bound on exposed time)."""
-        return sum(t.time_s for t in self.terms)
+        return math.fsum(t.time_s for t in self.terms)  # the same digits under 3.11's and 3.12's sum()
 
     def by_group(self) -> dict[str, int]:
         """Bytes sent per step, summed per process group.

@@ -32,6 +32,7 @@ congestion between concurrent groups, and overlap of TP communication with compu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -259,9 +260,11 @@ def step_time(
                                     prefetch_interference=prefetch_interference, tp_overlap=tp_overlap,
                                     overlap_param_gather=overlap_param_gather, p2p_overlap=p2p_overlap)  # fmt: skip
     p, v = layout.pp, layout.interleave
-    critical = sum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
+    # fsum: exact whatever the order (a set's order follows the hash seed) and the Python (3.12's sum() of
+    # floats compensates, 3.11's does not), so the page shows the same digits in Pyodide and CPython.
+    critical = math.fsum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
     bubble = _bubble(p, m, v, schedule) * (compute + critical)
-    busy = compute + bubble + sum(s for s, _ in exposed.values())
+    busy = compute + bubble + math.fsum(s for s, _ in exposed.values())
     allowance = straggler_allowance(layout.gpus or 1, _fraction_or_zero(straggler_per_doubling))
     total = busy * (1 + allowance)
     rows = _rows(c, (m, p, v, schedule), (eff, attn_eff, peak), compute, bubble, step, exposed)
