@@ -310,6 +310,27 @@ def _moe_peak(routing: str):
     return peak_memory(preset(MOE_ARCH), MOE_LAYOUT, moe_routing=routing)
 
 
+def moe_fit_verdict() -> str:
+    """Where the MoE example fits an H100 as exposed, in words: balanced, at a 1.25 capacity factor, at 2."""
+    fits = {r: _moe_peak(r).nvidia_smi_bytes <= gpu("h100-sxm").memory_bytes for r in _MOE_ROUTINGS}
+    if not fits["balanced"]:
+        return "does not fit it even balanced"
+    if fits["capacity-2"]:
+        return "fits it balanced and even at the worst case of a capacity factor of 2"
+    if fits["capacity-1.25"]:
+        return (
+            "fits it balanced and at the worst case of a 1.25 capacity factor, and does not at a capacity factor of 2"
+        )
+    return (
+        "fits it balanced, but not at the worst case of a 1.25 capacity factor "
+        f"({format_bytes(_moe_peak('capacity-1.25').nvidia_smi_bytes)}, expert parallelism's all-to-all buffers "
+        "included), nor at a capacity factor of 2"
+    )
+
+
+_MOE_ROUTINGS = ("balanced", "capacity-1.25", "capacity-2")
+
+
 def _a2a_bytes(tokens: int) -> int:
     """One dispatch (or combine) buffer of one MoE layer: a bf16 hidden vector per token-expert assignment."""
     return 2 * tokens * preset(MOE_ARCH).hidden_size
@@ -322,6 +343,7 @@ def _expert_weights_per_gpu(ep: int, etp: int) -> int:
 
 NUMBERS.update(
     {
+        "g2-moe-fit-verdict": moe_fit_verdict,
         "g2-moe-tokens-balanced": lambda: f"{_moe_range(None).tokens.balanced:,}",
         "g2-moe-tokens-dropless": lambda: f"{_moe_range(None).tokens.worst:,}",
         "g2-moe-tokens-c125": lambda: f"{_moe_range(1.25).tokens.worst:,}",
