@@ -88,6 +88,14 @@ def _table2_kwargs(model: str, config: str) -> dict:
     return dict(seq_len=SEQ, micro_batch=b, hidden=h, heads=a, **{"tp": t, **CONFIGS[config]})
 
 
+def _table3_stage(model: str, recompute: str = "selective", **overrides):
+    """Korthikanti Table 3's ``model``, TP + SP: (per-layer bytes, stage activations); ``overrides`` go to the stage."""
+    a, h, layers, t, p, b = TABLE_3[model]
+    per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute=recompute)
+    kw = dict(num_layers=layers, seq_len=SEQ, micro_batch=b, hidden=h, vocab_size=VOCAB, pp=p, tp=t)
+    return per_layer, stage_activations(per_layer, **{**kw, "sequence_parallel": True, **overrides})
+
+
 def _gpt_dims(heads: int, hidden: int) -> dict:
     """The GPT layer written out as explicit dimensions: MHA, head size h/a, ffn 4h, GeLU, dropout."""
     return dict(kv_heads=heads, head_dim=hidden // heads, ffn_hidden=4 * hidden, mlp="gelu", dropout=True)
@@ -166,50 +174,17 @@ def test_sec_5_worked_numbers(model: str, five_as_over_h: int, saving_percent: i
 # DERIVED first-stage totals, TP + SP + selective (Eq. 6: 34sbhL/t), printed in GiB to two decimals.
 @pytest.mark.parametrize(("model", "gib"), [("22B", 9.56), ("175B", 9.56), ("530B", 17.43), ("1T", 26.56)])
 def test_first_stage_totals(model: str, gib: float) -> None:
-    a, h, layers, t, p, b = TABLE_3[model]
-    per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    stage = stage_activations(
-        per_layer,
-        num_layers=layers,
-        seq_len=SEQ,
-        micro_batch=b,
-        hidden=h,
-        vocab_size=VOCAB,
-        pp=p,
-        tp=t,
-        sequence_parallel=True,
-    )
+    _, h, layers, t, _, b = TABLE_3[model]
+    _, stage = _table3_stage(model)
     assert stage.layers == 34 * SEQ * b * h * layers // t  # L layers' worth on stage 0, whatever p
     assert round(stage.layers / GiB, 2) == gib
 
 
 def test_interleaved_first_stage_factor() -> None:
     """Korthikanti Sec. 4.2.3: interleaving multiplies stage 0's activations by 1 + (p-1)/(pm); 175B, m=3."""
-    a, h, layers, t, p, b = TABLE_3["175B"]
-    per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    plain = stage_activations(
-        per_layer,
-        num_layers=layers,
-        seq_len=SEQ,
-        micro_batch=b,
-        hidden=h,
-        vocab_size=VOCAB,
-        pp=p,
-        tp=t,
-        sequence_parallel=True,
-    )
-    inter = stage_activations(
-        per_layer,
-        num_layers=layers,
-        seq_len=SEQ,
-        micro_batch=b,
-        hidden=h,
-        vocab_size=VOCAB,
-        pp=p,
-        tp=t,
-        sequence_parallel=True,
-        interleave=3,
-    )
+    p = TABLE_3["175B"][4]
+    _, plain = _table3_stage("175B")
+    _, inter = _table3_stage("175B", interleave=3)
     assert Fraction(inter.layers, plain.layers) == 1 + Fraction(p - 1, p * 3)
     assert Fraction(inter.embedding_dropout, plain.embedding_dropout) == 1 + Fraction(p - 1, p * 3)
 
@@ -226,23 +201,8 @@ def test_extras_share_22b_does_not_match_the_papers_claim() -> None:
     Reference numbers Sec. 2 ("claim does not reproduce"): 0.57% of Eq. 5 (TP + SP, no recompute),
     2.3% of the selective-recompute total (Eq. 6).
     """
-    a, h, layers, t, p, b = TABLE_3["22B"]
-
-    def stage(recompute: str):
-        per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute=recompute)
-        return stage_activations(
-            per_layer,
-            num_layers=layers,
-            seq_len=SEQ,
-            micro_batch=b,
-            hidden=h,
-            vocab_size=VOCAB,
-            pp=p,
-            tp=t,
-            sequence_parallel=True,
-        )
-
-    eq5, eq6 = stage("none"), stage("selective")
+    _, h, layers, t, p, b = TABLE_3["22B"]
+    (_, eq5), (_, eq6) = _table3_stage("22B", "none"), _table3_stage("22B")
     sbhl_t = Fraction(SEQ * b * h * layers, t)
     assert eq5.extras == sbhl_t * (Fraction(p, layers) + Fraction(4, layers) * (1 + Fraction(VOCAB, h)))
     share = Fraction(eq5.extras, eq5.layers)
@@ -270,21 +230,8 @@ def test_megatron_theoretical_memory_example() -> None:
 )
 def test_megatron_estimate_equals_ours_plus_token_ids(model, pp, interleave, microbatches) -> None:
     """With SP + selective, Megatron's estimate is stage 0 here plus the int64 token ids it adds (8sb/t each)."""
-    a, h, layers, t, _, b = TABLE_3[model]
-    per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    ours = stage_activations(
-        per_layer,
-        num_layers=layers,
-        seq_len=SEQ,
-        micro_batch=b,
-        hidden=h,
-        vocab_size=VOCAB,
-        pp=pp,
-        interleave=interleave,
-        num_microbatches=microbatches,
-        tp=t,
-        sequence_parallel=True,
-    )
+    _, h, layers, t, _, b = TABLE_3[model]
+    _, ours = _table3_stage(model, pp=pp, interleave=interleave, num_microbatches=microbatches)
     megatron = megatron_activation_bytes(
         SEQ, b, h, layers, VOCAB, tp=t, pp=pp, interleave=interleave, num_microbatches=microbatches
     )
@@ -326,20 +273,8 @@ def test_in_flight_chunks(pp, interleave, microbatches, stage, chunks) -> None:
 
 
 def test_last_stage_holds_the_output_layer() -> None:
-    a, h, layers, t, p, b = TABLE_3["175B"]
-    per_layer = activation_bytes_per_layer(SEQ, b, h, a, tp=t, sequence_parallel=True, recompute="selective")
-    last = stage_activations(
-        per_layer,
-        num_layers=layers,
-        seq_len=SEQ,
-        micro_batch=b,
-        hidden=h,
-        vocab_size=VOCAB,
-        pp=p,
-        tp=t,
-        sequence_parallel=True,
-        stage=p - 1,
-    )
+    _, h, layers, t, p, b = TABLE_3["175B"]
+    per_layer, last = _table3_stage("175B", stage=p - 1)
     sbh_t = SEQ * b * h // t
     assert (last.embedding_dropout, last.final_norm_input, last.output_input) == (0, 2 * sbh_t, 2 * sbh_t)
     assert last.logits == 4 * SEQ * b * VOCAB // t
