@@ -1,0 +1,52 @@
+"""Issue 21 Build 3: unpinned, the published layout ranks in the planner's top 3 or within 5% of its top.
+
+The published layout is never refused when pinned. The share of rows that pass is a ratchet: it may not fall
+below ``RATCHET`` (measured 2026-12-02: 8 of 20 modelled throughput rows, 40%). The 80% target is an xfail
+with the measured share until the engine meets it; once it does, the xfail is strict and fails, so the mark goes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from validation.published.rank import rank_all, share
+
+RATCHET = 0.40
+"""The share measured when this test was written (8 of 20 rows); raise it as the planner improves."""
+
+TARGET = 0.80
+
+
+@pytest.fixture(scope="module")
+def results():
+    return rank_all()
+
+
+def test_rows_exist(results):
+    assert len(results) >= 20
+
+
+def test_published_layout_never_refused_when_pinned(results):
+    refused = {r["id"]: r["refused"] for r in results if r["refused"]}
+    assert not refused
+
+
+def test_share_does_not_fall(results):
+    got = share(results)
+    print(f"published layout in the top 3 or within 5%: {got:.0%} of {len(results)} rows")
+    assert got >= RATCHET - 1e-9, f"share fell to {got:.0%} (ratchet {RATCHET:.0%})"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 21 Build 3 target: 40% (8 of 20) today; the planner prefers layouts with less exposed "
+    "communication and bubble than Megatron's published ones (validation/published/rank.py says which)",
+)
+def test_share_meets_target(results):
+    assert share(results) >= TARGET
+
+
+def test_why_given_where_not_top(results):
+    for r in results:
+        if r["rank"] != 1:
+            assert r["why"].startswith("published layout spends more on"), r["id"]

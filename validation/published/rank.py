@@ -1,0 +1,166 @@
+"""Where the planner ranks each published layout (issue 21 Build 3: top 3, or within 5% of its top).
+
+For every throughput row of ``runs.json`` that the engine models (no ``not_modelled`` mark),
+[`plan`][calc.timing.planner.plan] runs twice on the row's model, GPU, GPU count, global batch and sequence
+(and its network's links where the row names them):
+
+- **pinned** to the published layout (``dp tp pp cp ep``, and ``micro_batch`` and ``interleave`` where the row
+  gives them; the ZeRO stage and recomputation are left to the planner, which takes the cheapest that fits):
+  its step time as the planner times it, or the planner's refusal;
+- **unpinned**, ``top=3``: the planner's ranking.
+
+**How the layout is matched.** The planner keeps one entry per set of degrees (its fastest micro-batch and
+interleaving), so the published layout's rank is 1 + the ranked entries strictly faster than its pinned step time;
+a rank above ``top`` is reported as ``None`` (outside the top 3). ``within`` is the pinned step time over the top
+pick's, less 1; a row *passes* at rank ≤ 3 or ``within`` ≤ 5%. ``why`` names, in breakdown terms (compute,
+bubble, exposed communication, recompute), what the top pick saves against the published layout.
+
+``python -m validation.published.rank`` prints the table.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from typing import Any
+
+from calc.errors import CalcError
+from calc.timing.planner import plan
+from validation.published.predict import load
+
+__all__ = ["SLOW_S", "TOP", "WITHIN", "rank_all", "rank_row", "share", "table"]
+
+TOP: int = 3
+"""Issue 21 Build 3: the published layout in the planner's top 3 ..."""
+
+WITHIN: float = 0.05
+"""... or within 5% of its top pick's step time."""
+
+SLOW_S: float = 3.0
+"""A plan slower than this (CPython seconds) is recorded as ``slow``."""
+
+_DEGREES = ("dp", "tp", "pp", "cp", "ep")
+
+
+def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
+    lay = row["layout"]
+    kw: dict[str, Any] = {
+        "gpus": row["gpus"],
+        "gpu": row["gpu"],
+        "seq_len": lay["seq_len"],
+        "global_batch": lay["global_batch"],
+    }
+    net = row.get("predict", {}).get("network")
+    if net:
+        kw["intra"], kw["inter"] = net[0], net[1]
+    return kw
+
+
+def _pins(row: dict[str, Any]) -> dict[str, Any]:
+    lay = row["layout"]
+    pins = {k: lay.get(k, 1) for k in _DEGREES}
+    for k in ("micro_batch", "interleave"):
+        if k in lay:
+            pins[k] = lay[k]
+    return pins
+
+
+def _parts(layout: dict[str, Any]) -> dict[str, float]:
+    """The breakdown grouped: compute, bubble, exposed communication, straggler."""
+    out = {"compute": 0.0, "bubble": 0.0, "communication": 0.0, "straggler": 0.0}
+    for p in layout["time"]:
+        name = p["part"]
+        key = "compute" if name == "compute" else "bubble" if "bubble" in name else None
+        key = key or ("straggler" if "straggler" in name else "communication")
+        out[key] += p["seconds"]
+    return out
+
+
+def _why(top: dict[str, Any], pub: dict[str, Any]) -> str:
+    """In words: what the top pick saves against the published layout, biggest term first."""
+    a, b = _parts(top), _parts(pub)
+    diffs = sorted(((b[k] - a[k], k) for k in a), reverse=True)
+    saved = [f"{k} {d:+.3g} s" for d, k in diffs if abs(d) >= 0.005 * pub["step_time_s"]]
+    rec = ""
+    if top["recompute"] != pub["recompute"]:
+        rec = f"; recompute {pub['recompute']} → {top['recompute']}"
+    terms = ", ".join(saved) or "no term differs by more than 0.5%"
+    return f"published layout spends more on: {terms}{rec}"
+
+
+def _layout_text(x: dict[str, Any]) -> str:
+    return (
+        f"TP{x['tp']} PP{x['pp']} DP{x['dp']}"
+        + (f" CP{x['cp']}" if x["cp"] > 1 else "")
+        + (f" EP{x['ep']}" if x["ep"] > 1 else "")
+        + (f" v{x['interleave']}" if x["interleave"] > 1 else "")
+        + f" ZeRO-{x['zero_stage']} mb{x['micro_batch']} {x['recompute']}"
+    )
+
+
+@functools.cache
+def _rank_cached(row_json: str) -> str:
+    row = json.loads(row_json)
+    kw = _kwargs(row)
+    out: dict[str, Any] = {"id": row["id"], "refused": None}
+    t0 = time.perf_counter()
+    top = plan(row["model"], top=TOP, **kw)
+    out["plan_s"] = time.perf_counter() - t0
+    out["slow"] = out["plan_s"] > SLOW_S
+    best = top["layouts"][0]
+    out["pick"] = _layout_text(best)
+    out["best_s"] = best["step_time_s"]
+    try:
+        pub = plan(row["model"], top=1, **kw, **_pins(row))["layouts"][0]
+    except CalcError as err:
+        out.update(refused=str(err), rank=None, within=None, passes=False, why="", published=None)
+        return json.dumps(out)
+    out["published"] = _layout_text(pub)
+    out["published_s"] = pub["step_time_s"]
+    faster = sum(1 for x in top["layouts"] if x["step_time_s"] < pub["step_time_s"])
+    out["rank"] = faster + 1 if faster < TOP else None
+    out["within"] = pub["step_time_s"] / best["step_time_s"] - 1
+    out["passes"] = out["rank"] is not None or out["within"] <= WITHIN
+    out["why"] = "" if out["rank"] == 1 else _why(best, pub)
+    return json.dumps(out)
+
+
+def rank_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One row's rank (cached by the row's contents).
+
+    Returns:
+        ``{"id", "rank", "within", "passes", "pick", "published", "best_s", "published_s", "why", "refused",
+        "plan_s", "slow"}``; ``rank`` is 1-based, ``None`` outside the top 3.
+    """
+    return json.loads(_rank_cached(json.dumps(row, sort_keys=True)))
+
+
+def modelled(rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The throughput rows the engine models."""
+    return [r for r in (load() if rows is None else rows) if r["kind"] == "throughput" and not r.get("not_modelled")]
+
+
+def rank_all(rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """[`rank_row`][validation.published.rank.rank_row] for every modelled throughput row."""
+    return [rank_row(r) for r in modelled(rows)]
+
+
+def share(results: list[dict[str, Any]]) -> float:
+    """The share of rows in the top 3 or within 5% of the top."""
+    return sum(r["passes"] for r in results) / len(results) if results else 0.0
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """A plain-text table: rank, within, the pick, and why."""
+    lines = [f"{'id':32} {'rank':>4} {'within':>7}  pick / why"]
+    for r in results:
+        rk = "-" if r["rank"] is None else str(r["rank"])
+        w = "refused" if r["within"] is None else f"{r['within']:+.1%}"
+        lines.append(f"{r['id']:32} {rk:>4} {w:>7}  {r['pick']} ({r['plan_s']:.2f} s) {r['why'] or r['refused'] or ''}")
+    lines.append(f"share in top {TOP} or within {WITHIN:.0%}: {share(results):.0%} of {len(results)}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table(rank_all()))
