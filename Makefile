@@ -75,15 +75,16 @@ test-site: setup
 	@start=$$(date +%s%N); env -u SITE_URL $(BIN)/mkdocs build --strict --quiet --site-dir $(TEST_SITE) \
 	  && echo "site built in $$(( ($$(date +%s%N) - start) / 1000000 )) ms" && touch $(TEST_SITE).done
 
-# pytest-xdist (pinned): JOBS workers (default: one per core), each handed whole test files, slowest first
-# (tests/conftest.py::LAYERS: the Pyodide suite's one Node run, then the browser files, each worker with its one
-# Chromium and one Pyodide boot per tour as in a plain run, then the wheel); the engine, hook and doctest files fill
-# the workers around them. `make test JOBS=0` runs everything in one process, as before.
+# pytest-xdist (pinned): first every test but the browser layer on JOBS workers (default: one per core), each
+# handed whole test files, slowest first (tests/conftest.py::LAYERS: the Pyodide suite's one Node run, the wheel,
+# then the engine, hook and doctest files around them); then the browser layer in one process as before (one
+# Chromium, one Pyodide boot per tour). `make test JOBS=0` runs the first pass in one process too.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST := -n $(JOBS) --dist loadscope --no-loadscope-reorder
 
 test: lint $(pyodide-site) $(STAMPS)/chromium test-site
-	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest $(XDIST)
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest $(XDIST) -m "not browser"
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest -m browser
 
 # The engine, hook and site tests (doctests included) over pyproject's testpaths, without Pyodide or a browser.
 test-engine: setup test-site
