@@ -23,17 +23,22 @@ from calc.widgets._html import GPU_FIELD_OPTIONS, UNIT_FIELD_OPTIONS
 
 __all__ = [
     "DEGREE_LABELS",
+    "LOSS_OPTIONS",
     "RECOMPUTE_OPTIONS",
+    "RECOMPUTE_OPTIONS_OP",
+    "STACK_OPTIONS",
     "ZERO_OPTIONS",
     "checkbox",
     "convention_field",
     "degree",
     "gpu_fields",
+    "loss_field",
     "micro_batch_field",
     "one_of",
     "recompute_field",
     "select",
     "seq_len_field",
+    "stack_field",
     "unit_field",
     "whole_numbers",
     "zero_field",
@@ -58,6 +63,52 @@ ZERO_OPTIONS: tuple[tuple[str, str], ...] = (
 
 RECOMPUTE_OPTIONS: tuple[tuple[str, str], ...] = (("none", "None"), ("selective", "Selective"), ("full", "Full"))
 """Activation recomputation (Korthikanti et al. 2022, Sec. 5: selective recomputes the attention core)."""
+
+RECOMPUTE_OPTIONS_OP: tuple[tuple[str, str], ...] = (
+    *RECOMPUTE_OPTIONS[:2],
+    ("op", "Per-op selective (torchtitan)"),
+    RECOMPUTE_OPTIONS[2],
+)
+"""The recomputation modes a [`Layout`][calc.memory.layout.Layout] takes: also ``op``, torchtitan's per-op
+selective checkpointing (``torchtitan/distributed/activation_checkpoint.py``)."""
+
+STACK_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("megatron", "Megatron-LM / Megatron-Core"),
+    ("torchtitan", "torchtitan (PyTorch FSDP2)"),
+)
+"""The training stacks (``Layout.stack``, ``calc.memory.stacks``)."""
+
+STACK_DEFAULT = "stack"
+"""The ``loss`` value that leaves the loss to the stack (``Layout(loss=None)``)."""
+
+LOSS_OPTIONS: tuple[tuple[str, str], ...] = (
+    (STACK_DEFAULT, "The stack's (Megatron: fused; torchtitan: stock, compiled with torch.compile)"),
+    ("fused", "Fused vocab-parallel (Megatron), 6 B per logit"),
+    ("stock", "F.cross_entropy on fp32 logits, 12 B per logit"),
+    ("chunked", "Chunked (torchtitan, LitGPT)"),
+    ("compiled", "Compiled (torch.compile)"),
+)
+"""How the cross-entropy is computed (``Layout.loss``; the bytes per logit are ``calc.memory.stacks``')."""
+
+
+def stack_field(**kw: object) -> Field:
+    """The ``stack`` select: whose defaults the knobs left to the stack take (``"megatron"``, today's accounting).
+
+    Examples:
+        >>> stack_field().default, stack_field().options[1][0]
+        ('megatron', 'torchtitan')
+    """
+    return Field("stack", "Training stack", "megatron", kind="select", options=STACK_OPTIONS, **kw)
+
+
+def loss_field(**kw: object) -> Field:
+    """The ``loss`` select, the stack's by default.
+
+    Examples:
+        >>> loss_field().default
+        'stack'
+    """
+    return Field("loss", "Loss", STACK_DEFAULT, kind="select", options=LOSS_OPTIONS, **kw)
 
 
 def degree(name: str, default: str, help: str = "", *, label: str = "", **kw: object) -> Field:

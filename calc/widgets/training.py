@@ -4,25 +4,30 @@ from __future__ import annotations
 
 from html import escape
 
+from calc.memory._activation_args import LAYOUT_RECOMPUTE_MODES
 from calc.memory.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.memory.layout import Layout
 from calc.memory.model_state import resolve_convention
 from calc.memory.moe_routing import activation_range
 from calc.memory.overheads import PeakMemory, peak_memory, stage_peaks
-from calc.timing.compute import RECOMPUTE_MODES
+from calc.memory.stacks import LOSS_KINDS, STACKS
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import (
+    RECOMPUTE_OPTIONS_OP,
+    STACK_DEFAULT,
     checkbox,
     convention_field,
     degree,
     gpu_fields,
+    loss_field,
     micro_batch_field,
     one_of,
     recompute_field,
     select,
     seq_len_field,
+    stack_field,
     unit_field,
     whole_numbers,
     zero_field,
@@ -83,10 +88,16 @@ def _layout_kwargs(v: dict[str, str]) -> dict[str, object]:
     ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     text = v["global_batch"].strip()
     global_batch = parse_positive_int(text, "global_batch", maximum=1 << 30) if text else None
+    stack = {}  # only when not the default, so "Copy as Python" stays as it was for megatron
+    if one_of(v, "stack", STACKS) != "megatron":
+        stack["stack"] = v["stack"]
+    if one_of(v, "loss", (STACK_DEFAULT, *LOSS_KINDS)) != STACK_DEFAULT:
+        stack["loss"] = v["loss"]
     return dict(
         **ints,
         global_batch=global_batch,
-        recompute=one_of(v, "recompute", RECOMPUTE_MODES),
+        recompute=one_of(v, "recompute", LAYOUT_RECOMPUTE_MODES),
+        **stack,
         convention=v["convention"],
         shard=v["shard"],
         implementation=v["implementation"],
@@ -234,6 +245,8 @@ def _notes(p: PeakMemory, layout: Layout, arch, low: str | None, fmt) -> list[st
             "backward (activations, logits and transient buffers) or of the optimizer step, whichever is larger."
         )
     ]
+    if layout.pp > 1:
+        found.append(f"Layers placed on the {layout.pp} pipeline stages: {layout.placement(arch.num_layers)}.")
     if layout.pp > 1 and m.stage != 0:
         found.append(
             f"Pipeline stage {m.stage} outweighs stage 0 here (its {m.layers} layers, fp32 logits "
@@ -370,7 +383,9 @@ CALCULATOR = Calculator(
             help="blank: at least pp micro-batches per step",
         ),
         seq_len_field("4096"),
-        recompute_field("selective"),
+        recompute_field("selective", RECOMPUTE_OPTIONS_OP),
+        stack_field(group="Precision & optimizer"),
+        loss_field(group="Precision & optimizer"),
         checkbox("flash_attention", "FlashAttention", "1"),
         checkbox("sequence_parallel", "Sequence parallelism"),
         checkbox("dropout", "Dropout"),
