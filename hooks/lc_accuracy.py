@@ -37,6 +37,10 @@ from validation.llm_analysis import predict_activations, predict_states
 from validation.predict import CATEGORIES, TOLERANCE
 from validation.published.predict import load as load_published
 from validation.published.predict import predict as predict_published
+from validation.published.rank import TARGET as RANK_TARGET
+from validation.published.rank import TOP as RANK_TOP
+from validation.published.rank import WITHIN as RANK_WITHIN
+from validation.published.rank import rank_all, share
 
 RESULTS = ROOT / "validation" / "results.json"
 GPU_RESULTS = ROOT / "validation" / "results-gpu.json"
@@ -269,6 +273,29 @@ def _published(_data: dict[str, Any]) -> str:
         lines.append(
             f"| {stack} | {len(rs)} | {sum(r['ok'] for r in rs)} | {', '.join(f'`{k}`' for k in missing) or 'none'} |"
         )
+    return "\n".join(lines + ["", _published_rank()])
+
+
+def _published_rank() -> str:
+    """Where the unpinned planner ranks each modelled published layout, its pick, and why it prefers it."""
+    ranks = rank_all()
+    ok = sum(r["passes"] for r in ranks)
+    lines = [
+        (
+            f"Unpinned, the planner ranks the published layout in its top {RANK_TOP} or within {RANK_WITHIN:.0%} of "
+            f"its top pick on {ok} of {len(ranks)} modelled step-time rows ({share(ranks):.0%}; the target is "
+            f"{RANK_TARGET:.0%}). The published layout is pinned by its degrees (and micro-batch and interleaving "
+            "where published); the planner picks its ZeRO stage and recomputation."
+        ),
+        "",
+        "| Run | Published layout | Rank | Slower than the pick | Planner's pick | Why the engine prefers its pick |",
+        "|---|---|---:|---:|---|---|",
+    ]
+    for r in ranks:
+        rank = "refused" if r["refused"] else (str(r["rank"]) if r["rank"] else f"below {RANK_TOP}")
+        within = "" if r["within"] is None else f"{r['within']:+.1%}"
+        why = r["why"] or r["refused"] or "it is the pick"
+        lines.append(f"| `{r['id']}` | {r['published'] or ''} | {rank} | {within} | {r['pick']} | {why} |")
     return "\n".join(lines)
 
 
