@@ -140,22 +140,11 @@ NOT_MODELLED: tuple[str, ...] = (
 """What [`peak_memory`][calc.memory.overheads.peak_memory] still does not count, said next to its numbers."""
 
 
-def overheads(
-    arch: Architecture,
-    layout: Layout,
-    *,
-    stage: int | None = None,
-    channels: int | None = None,
-    p2p_channels: int = _DEFAULT_P2P_CHANNELS,
-    expandable_segments: bool = False,
-    optimizer: str = "foreach",
-    low_precision: str | None = None,
-    moe_routing: str = "balanced",
-    gpu: GPU | str | None = None,
-) -> tuple[Overhead, ...]:
+def overheads(arch: Architecture, layout: Layout, **options) -> tuple[Overhead, ...]:
     """The named overheads of one GPU: the busiest stage's, or ``stage``'s.
 
-    See [`peak_memory`][calc.memory.overheads.peak_memory] for the arguments.
+    ``options`` are [`peak_memory`][calc.memory.overheads.peak_memory]'s keyword arguments (``stage``, ``channels``,
+    ``p2p_channels``, ``expandable_segments``, ``optimizer``, ``low_precision``, ``moe_routing``, ``gpu``).
 
     Examples:
         >>> from calc.models.presets import preset
@@ -163,18 +152,7 @@ def overheads(
         ... # doctest: +ELLIPSIS
         ['cuda_context', 'nccl_dp', 'nccl_tp', 'nccl_tp_dp', 'zero3_gathered', 'loss_logits', ...]
     """
-    return peak_memory(
-        arch,
-        layout,
-        stage=stage,
-        channels=channels,
-        p2p_channels=p2p_channels,
-        expandable_segments=expandable_segments,
-        optimizer=optimizer,
-        low_precision=low_precision,
-        moe_routing=moe_routing,
-        gpu=gpu,
-    ).overheads
+    return peak_memory(arch, layout, **options).overheads
 
 
 def peak_memory(
@@ -228,21 +206,8 @@ def peak_memory(
         >>> format_bytes(p.memory.total), format_bytes(p.allocated_bytes), format_bytes(p.nvidia_smi_bytes)
         ('85.0 GB', '87.1 GB', '92.2 GB')
     """
-    if stage is not None:
-        k = parse_positive_int(stage, "stage", minimum=0, maximum=layout.pp - 1)
-        return stage_peaks(
-            arch,
-            layout,
-            channels=channels,
-            p2p_channels=p2p_channels,
-            expandable_segments=expandable_segments,
-            optimizer=optimizer,
-            low_precision=low_precision,
-            moe_routing=moe_routing,
-            gpu=gpu,
-        )[k]
-    best = None
-    for p in stage_peaks(
+    k = None if stage is None else parse_positive_int(stage, "stage", minimum=0, maximum=layout.pp - 1)
+    peaks = stage_peaks(
         arch,
         layout,
         channels=channels,
@@ -252,11 +217,8 @@ def peak_memory(
         low_precision=low_precision,
         moe_routing=moe_routing,
         gpu=gpu,
-    ):
-        if best is None or p.nvidia_smi_bytes > best.nvidia_smi_bytes:
-            best = p
-    assert best is not None  # pp >= 1
-    return best
+    )
+    return peaks[k] if k is not None else max(peaks, key=lambda p: p.nvidia_smi_bytes)  # ties: the earlier stage
 
 
 def stage_peaks(
