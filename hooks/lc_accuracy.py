@@ -295,7 +295,7 @@ def _published_rank() -> str:
         rank = "refused" if r["refused"] else (str(r["rank"]) if r["rank"] else f"below {RANK_TOP}")
         within = "" if r["within"] is None else f"{r['within']:+.1%}"
         why = r["why"] or r["refused"] or "it is the pick"
-        lines.append(f"| `{r['id']}` | {r['published'] or ''} | {rank} | {within} | {r['pick']} | {why} |")
+        lines.append(f"| {r['id']} | {r['published'] or ''} | {rank} | {within} | {r['pick']} | {why} |")
     return "\n".join(lines)
 
 
