@@ -430,30 +430,41 @@ def _communication(arch: Architecture, layout: Layout, net: Network, m: int, res
         seq=layout.seq_len,
         micro_batch=layout.micro_batch,
         num_microbatches=m,
-        dp=layout.dp,
-        tp=layout.tp,
-        pp=layout.pp,
-        cp=layout.cp,
-        ep=layout.ep,
+        **_same_names(layout, "dp", "tp", "pp", "cp", "ep", "sequence_parallel"),
         zero_stage=layout.effective_zero_stage,
-        sequence_parallel=layout.sequence_parallel,
         virtual_stages=layout.interleave,
         recompute=layout.recompute == "full",
         expert_params=arch.num_moe_layers * arch.expert_params_per_layer,
         moe_layers=arch.num_moe_layers or None,
         top_k=max(1, arch.experts_per_token),
         kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
-        gpus_per_node=net.gpus_per_node,
-        intra=net.intra,
-        inter=net.inter,
-        intra_efficiency=net.intra_efficiency,
-        inter_efficiency=net.inter_efficiency,
-        nics_per_node=net.nics_per_node,
-        latency=net.latency,
+        **_same_names(net, *_NETWORK_ARGS),
         reshard_after_forward=reshard,
-        pod_gpus=net.pod_gpus,
-        oversubscription=net.oversubscription,
     )
+
+
+_NETWORK_ARGS = (
+    "gpus_per_node",
+    "intra",
+    "inter",
+    "intra_efficiency",
+    "inter_efficiency",
+    "nics_per_node",
+    "latency",
+    "pod_gpus",
+    "oversubscription",
+)
+"""The [`Network`][calc.parallel.comm.Network] fields ``step_communication`` takes under the same names."""
+
+
+def _same_names(obj: object, *names: str) -> dict:
+    """``{name: obj.name}`` for each of ``names``: attributes passed on as keyword arguments of the same name.
+
+    Examples:
+        >>> _same_names(Layout(tp=2), "tp", "pp")
+        {'tp': 2, 'pp': 1}
+    """
+    return {name: getattr(obj, name) for name in names}
 
 
 def _result(
