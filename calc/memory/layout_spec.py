@@ -196,18 +196,13 @@ class Layout:
         put(self, "gpus", self.dp * model)
         if self.global_batch is not None:
             put(self, "global_batch", parse_positive_int(self.global_batch, "global_batch"))
-        check_parallelism(
-            tp=self.tp,
-            pp=self.pp,
-            dp=self.dp,
-            cp=self.cp,
-            virtual_stages=self.interleave,
+        _check_layout_parallelism(
+            self,
             global_batch=self.global_batch,
             micro_batch=self.micro_batch,
             seq_len=self.seq_len,
             sequence_parallel=self.sequence_parallel,
             cp_load_balance=self.cp_load_balance,
-            names=_LAYOUT_NAMES,
         )
         if self.offload_params and self.zero_stage < 3:
             raise CalcError(
@@ -405,16 +400,7 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
             t,
             code="not-divisible",
         )
-    check_parallelism(
-        tp=layout.tp,
-        pp=layout.pp,
-        dp=layout.dp,
-        cp=layout.cp,
-        virtual_stages=layout.interleave,
-        layers=arch.num_layers,
-        hidden=arch.hidden_size,
-        names=_LAYOUT_NAMES,
-    )
+    _check_layout_parallelism(layout, layers=arch.num_layers, hidden=arch.hidden_size)
     layout.stage_layer_counts(arch.num_layers)  # raises when the given counts do not fit the model
     e = layout.ep
     if e > 1:
@@ -430,3 +416,16 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
                 e,
                 code="not-divisible",
             )
+
+
+def _check_layout_parallelism(layout: Layout, **checks: object) -> None:
+    """[`check_parallelism`][calc.memory.layout.check_parallelism] on ``layout``'s degrees plus ``checks``."""
+    check_parallelism(
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        cp=layout.cp,
+        virtual_stages=layout.interleave,
+        names=_LAYOUT_NAMES,
+        **checks,
+    )
