@@ -80,6 +80,9 @@ GOLDEN_PER_LAYER_MIB = {
 EXACT = Fraction(0)
 """Tolerance for the DERIVED golden cells: they are exact multiples of 1/2 MiB."""
 
+LLAMA_BLOCK = dict(mlp="swiglu", dropout=False, norm="rmsnorm")
+"""A Llama-style block (SwiGLU MLP, RMSNorm, no dropout), as ``layer_activations`` keywords."""
+
 GOLDEN_CELLS = [(m, c, v) for m, row in GOLDEN_PER_LAYER_MIB.items() for c, v in row.items()]
 
 
@@ -366,9 +369,7 @@ def test_full_recompute_with_sequence_parallel_keeps_the_shard(tp, sp, want) -> 
         64,
         kv_heads=8,
         ffn_hidden=28672,
-        mlp="swiglu",
-        dropout=False,
-        norm="rmsnorm",
+        **LLAMA_BLOCK,
         tp=tp,
         sequence_parallel=sp,
         recompute="full",
@@ -398,9 +399,7 @@ def test_gqa_without_flash_saves_expanded_kv(flash, recompute, want) -> None:
         8,
         kv_heads=2,
         ffn_hidden=688,
-        mlp="swiglu",
-        dropout=False,
-        norm="rmsnorm",
+        **LLAMA_BLOCK,
         flash_attention=flash,
         recompute=recompute,
     )
