@@ -14,6 +14,7 @@ from calc.memory.model_state import (
     smallest_fitting_layout,
 )
 from calc.memory.overheads import peak_memory
+from calc.memory.stacks import STACKS
 from calc.models.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
@@ -23,8 +24,10 @@ from calc.widgets._fields import (
     degree,
     gpu_fields,
     micro_batch_field,
+    one_of,
     select,
     seq_len_field,
+    stack_field,
     unit_field,
     zero_field,
 )
@@ -70,12 +73,20 @@ def _row(key: str, bytes_per: int, params: int, stage: int, dp: int, fmt) -> tup
     return _LABELS[key], f"{bytes_per} B", math, value
 
 
+def _stack(v: dict[str, str]) -> dict[str, str]:
+    """The ``stack`` argument of the layout, only when it is not the default (``"megatron"``)."""
+    return {} if one_of(v, "stack", STACKS) == "megatron" else {"stack": v["stack"]}
+
+
 def _peak(arch, stage: int, dp: int, v: dict[str, str], seq: int, micro: int) -> int:
     """``nvidia-smi`` bytes of the busiest GPU, activations and overheads included.
 
-    From [`peak_memory`][calc.memory.overheads.peak_memory] with FlashAttention, no recomputation and no dropout.
+    From [`peak_memory`][calc.memory.overheads.peak_memory] with FlashAttention and no dropout; recomputation,
+    the loss and the shard are the stack's (Megatron: none, fused; torchtitan: per-op, stock, FSDP2).
     """
-    layout = Layout(dp=dp, zero_stage=stage, seq_len=seq, micro_batch=micro, convention=v["convention"], **_AS_SHOWN)
+    layout = Layout(
+        dp=dp, zero_stage=stage, seq_len=seq, micro_batch=micro, convention=v["convention"], **_AS_SHOWN, **_stack(v)
+    )
     return peak_memory(arch, layout).nvidia_smi_bytes
 
 
@@ -107,6 +118,7 @@ def _read(v: dict[str, str]) -> tuple[int, int, int, int, object]:
     dp = parse_positive_int(v["dp"], "dp", maximum=_MAX_DP)
     seq = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)  # checked even while no model uses them
     micro = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
+    _stack(v)  # checked even while no model uses it, like the sequence
     arch = preset(v["preset"]) if v["preset"] != _NO_MODEL else None
     return stage, dp, seq, micro, arch
 
@@ -231,7 +243,9 @@ def _handoff(v: dict[str, str], hint: str, stage: int, dp: int, seq: int, micro:
     if v["preset"] == _NO_MODEL or not hint.startswith("Nothing fits"):
         return ""
     inputs = {"preset": v["preset"], "dp": dp, "zero_stage": stage, "micro_batch": micro, "seq_len": seq}
-    inputs |= {"recompute": "none", "flash_attention": 1, "dropout": 0, "convention": v["convention"]}
+    recompute = "op" if v["stack"] == "torchtitan" else "none"
+    inputs |= {"recompute": recompute, "flash_attention": 1, "dropout": 0, "convention": v["convention"]}
+    inputs |= {"stack": v["stack"]} if v["stack"] != "megatron" else {}
     inputs |= {"gpu": v["gpu"], "unit": v["unit"]} | ({"gpu_memory": v["gpu_memory"]} if v["gpu"] == "custom" else {})
     query = "&".join(f"{_HANDOFF_ID}.{k}={quote(str(value))}" for k, value in inputs.items())
     href = f"{_HANDOFF_PAGE}?{query}#rival-model-state"
@@ -265,6 +279,7 @@ def _python(v: dict[str, str]) -> str:
             micro_batch=micro,
             convention=v["convention"],
             **_AS_SHOWN,
+            **_stack(v),
         )
         body += [f"layout = {layout}", "peak = max(calc.peak_memory(arch, layout).nvidia_smi_bytes, state.total)"]
         prints += [("activations_overheads", "peak - state.total"), ("peak", "peak")]
@@ -302,6 +317,7 @@ CALCULATOR = Calculator(
         ),
         seq_len_field("4096", group=_ACTIVATIONS, advanced=True),
         micro_batch_field(group=_ACTIVATIONS, advanced=True),
+        stack_field(group=_ACTIVATIONS, advanced=True, help="torchtitan: per-op recomputation, stock loss, FSDP2"),
     ),
     compute=_compute,
     python=_python,
