@@ -99,10 +99,15 @@ def activations_chart(
         ...                           flash_attention=False, unit="GiB")
         >>> 'data-chart="activations-by-sequence"' in html_
         True
+        >>> activations_chart(2048, 1, 4096, 32, tp=1, sequence_parallel=False, recompute="op",
+        ...                   flash_attention=True, unit="GiB")
+        ''
     """
     kw = dict(tp=tp, sequence_parallel=sequence_parallel, flash_attention=flash_attention)
     top = min(1 << 24, max(32768, 1 << (4 * seq_len - 1).bit_length()))
     names = {"none": "None", "selective": "Selective", "full": "Full"}
+    if recompute not in names:  # "op" (torchtitan's per-op policy) has no per-layer formula of this chart's shape
+        return ""
     series: dict[str, list[tuple[int, int]]] = {}
     for mode, name in names.items():
         points = []
