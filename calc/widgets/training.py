@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from calc.memory._activation_args import LAYOUT_RECOMPUTE_MODES
+from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.memory.layout import Layout
 from calc.memory.model_state import resolve_convention
