@@ -6,6 +6,8 @@ Issue 17 item 5 (per-GPU peak memory: ±15% eager, ±25% with torch.compile or F
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from validation.published.predict import TOLERANCE, load, predict
@@ -70,6 +72,7 @@ def test_a_modelled_row_stays_marked_only_while_it_fails():
     assert not healed, f"now within tolerance, remove not_modelled: {healed}"
 
 
+@pytest.mark.skipif(sys.platform == "emscripten", reason="runs the MkDocs hook and the planner ranking: host only")
 def test_accuracy_page_shows_every_published_row():
     import sys
     from pathlib import Path
