@@ -78,7 +78,7 @@ NAME_OF = """el => el.name || (el.dataset.copyLink !== undefined ? 'copy-link' :
 # scroller keyboard-focusable so it can be scrolled without a mouse). A control folded in a closed <details> keeps
 # its boxes (content-visibility: hidden) but is not focusable: checkVisibility() tells.
 FOCUSABLE_IN = f"""root => [...root.querySelectorAll(
-    'input, select, textarea, button, a[href], summary, [data-results]')]
+    'input, select, textarea, button, a[href], summary, [data-results], table[tabindex="0"]')]
   .filter(el => el.matches('[data-results]')
                 ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex], summary')
                 : !el.disabled && el.tabIndex >= 0 && el.getClientRects().length && el.checkVisibility())

@@ -92,8 +92,7 @@ def test_moe_fits_balanced_not_at_the_worst_case() -> None:
     assert peaks["balanced"] <= CAPACITY < peaks["capacity-2"]
     assert peaks["balanced"] <= peaks["capacity-1.25"] <= peaks["capacity-2"]
     verdict = NUMBERS["g2-moe-fit-verdict"]()  # the sentence on the page says what the engine finds
-    assert ("and at the worst case of a 1.25" in verdict) == (peaks["capacity-1.25"] <= CAPACITY), verdict
-    assert verdict.startswith("fits it balanced") and "capacity factor of 2" in verdict
+    assert verdict == ("fits" if peaks["capacity-1.25"] <= CAPACITY else "does not fit"), verdict
     assert NUMBERS["g2-moe-experts-ep8"]() == NUMBERS["g2-moe-experts-ep4-etp2"]()  # the product decides
 
 

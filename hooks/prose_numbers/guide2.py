@@ -311,21 +311,10 @@ def _moe_peak(routing: str):
 
 
 def moe_fit_verdict() -> str:
-    """Where the MoE example fits an H100 as exposed, in words: balanced, at a 1.25 capacity factor, at 2."""
-    fits = {r: _moe_peak(r).nvidia_smi_bytes <= gpu("h100-sxm").memory_bytes for r in _MOE_ROUTINGS}
-    if not fits["balanced"]:
-        return "does not fit it even balanced"
-    if fits["capacity-2"]:
-        return "fits it balanced and even at the worst case of a capacity factor of 2"
-    if fits["capacity-1.25"]:
-        return (
-            "fits it balanced and at the worst case of a 1.25 capacity factor, and does not at a capacity factor of 2"
-        )
-    return (
-        "fits it balanced, but not at the worst case of a 1.25 capacity factor "
-        f"({format_bytes(_moe_peak('capacity-1.25').nvidia_smi_bytes)}, expert parallelism's all-to-all buffers "
-        "included), nor at a capacity factor of 2"
-    )
+    """Whether the MoE example fits an H100 as exposed at the worst case of a 1.25 capacity factor, in words
+    (the page states the balanced and capacity-factor-2 cases, which tests/test_guide2.py holds)."""
+    fits = _moe_peak("capacity-1.25").nvidia_smi_bytes <= gpu("h100-sxm").memory_bytes
+    return "fits" if fits else "does not fit"
 
 
 _MOE_ROUTINGS = ("balanced", "capacity-1.25", "capacity-2")
