@@ -38,10 +38,11 @@ def _memory_floor(
     arch: Architecture, cand: _Candidate, z: int, r: str, s: int, batch: int, convention: str, dist: bool
 ) -> int:
     """A lower bound on a GPU's peak: ``_state_floor`` plus half of the stored activations of its in-flight
-    micro-batches (Korthikanti et al. 2022 Table 2 per layer; ``2sbh/t`` per layer under full recomputation)."""
+    micro-batches (Korthikanti et al. 2022 Table 2 per layer; ``2sbh/t`` per layer under full recomputation, and
+    under torchtitan's per-op policy, which keeps the same layer input and more)."""
     floor = _state_floor(arch, cand, z, convention, dist)
     tp_sp = cand.tp > 1
-    if r == "full":
+    if r in ("full", "op"):
         per_layer = 2 * s * cand.mb * arch.hidden_size // (cand.tp if tp_sp else 1) // cand.cp
     else:
         per_layer = _elementwise_bytes(s, cand.mb, arch.hidden_size, arch.num_heads, cand.tp, cand.cp, tp_sp, True)

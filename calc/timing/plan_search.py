@@ -40,6 +40,15 @@ __all__: list[str] = []
 
 _RECOMPUTE = ("none", "selective", "full")
 
+_STACK_SEARCH: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "megatron": ((0, 1, 2, 3), _RECOMPUTE),
+    "torchtitan": ((0, 3), ("none", "op", "full")),
+}
+"""ZeRO stages and recomputation modes searched per training stack, cheapest first. torchtitan's data parallelism
+is DDP (``data_parallel_replicate_degree``, ZeRO 0) or FSDP2 (``data_parallel_shard_degree``, ZeRO 3), and its
+``activation_checkpoint.mode`` is ``none``, ``selective`` with ``selective_ac_option = "op"`` or ``full``
+(``torchtitan/config/job_config.py``); a stack not listed here raises when its layout is built."""
+
 MAX_MICRO_BATCH = 64
 """Largest micro-batch searched (any divisor of the per-replica batch up to it, and only while it can fit)."""
 
@@ -116,6 +125,8 @@ class _Ctx:
     recs: list[str]
     allow_tp_across_nodes: bool
     knobs: dict[str, Any] = field(default_factory=dict)
+    stack: str = "megatron"
+    stack_knobs: dict[str, Any] = field(default_factory=dict)
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
@@ -134,13 +145,13 @@ class _Ctx:
             dp=cand.dp, tp=cand.tp, pp=cand.pp, cp=cand.cp, ep=cand.ep, zero_stage=z, micro_batch=cand.mb,
             global_batch=self.batch, seq_len=self.s, sequence_parallel=cand.tp > 1, recompute=r,
             flash_attention=True, dropout=False, convention=self.convention, distributed_optimizer=self.dist,
-            interleave=1 if for_memory else cand.v, implementation=self.impl,
+            interleave=1 if for_memory else cand.v, implementation=self.impl, stack=self.stack, **self.stack_knobs,
         )  # fmt: skip
 
     def time(self, lay: Layout) -> StepTime:
         """[`step_time`][calc.timing.steptime.step_time] of ``lay`` on this cluster (checked already)."""
         return step_time(self.arch, lay, gpu=self.g, network=self.net, matmul_efficiency=self.eff, check=False,
-                         **self.knobs)  # fmt: skip
+                         reshard_after_forward=lay.reshards_after_forward, **self.knobs)  # fmt: skip
 
 
 def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:

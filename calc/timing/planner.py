@@ -16,12 +16,17 @@ timed in full is pruned for a stated reason, counted in ``rejected_by_reason``.
    is carved from ``dp × cp`` and divides the experts ([`check_layout`][calc.memory.layout.check_layout] has the
    rules). Micro-batches: every divisor of the per-replica batch from 1 up to what can still fit (at most
    64); interleaving: 1 up to ``layers / pp`` chunks per stage when the micro-batches are a multiple of ``pp``;
-   ZeRO 0 to 3; recomputation none, selective, full.
+   ZeRO 0 to 3; recomputation none, selective, full. The training ``stack`` sets what is searched and the knobs
+   that are not: ``"megatron"`` (the default) as above; ``"torchtitan"`` ZeRO 0 (DDP,
+   ``data_parallel_replicate_degree``) or 3 (FSDP2, ``data_parallel_shard_degree``) and recomputation none,
+   ``op`` (its per-op selective checkpointing) or full, with its loss and ``reshard_after_forward``
+   (``calc.memory.stacks``); ``loss``, ``loss_chunk_tokens``, ``reshard_after_forward`` and ``compile`` given
+   explicitly win, and ``recompute`` may pin any mode a [`Layout`][calc.memory.layout.Layout] takes.
 2. Each set of degrees (with its micro-batch and interleaving) gets a lower bound on its step time: its busiest
    stage's compute and bubble at the fastest state, no communication, times the straggler allowance. Sets are
    visited best bound first; once the bound passes the ``top``-th best kept time, the rest cannot enter and
    are skipped (branch and bound). Of one set of degrees only its fastest micro-batch and interleaving is kept.
-3. Within a set, recomputation is tried cheapest first (none, selective, full) and, at each, the lower ZeRO
+3. Within a set, recomputation is tried cheapest first (none, selective or op, full) and, at each, the lower ZeRO
    stage first: the first state that fits is kept, since the others only add time. A state whose step time
    cannot enter the top is not sized.
 4. Fit: the full per-GPU peak of [`calc.memory.overheads.peak_memory`][calc.memory.overheads.peak_memory] (as
@@ -44,6 +49,7 @@ from typing import Any
 from calc.errors import CalcError
 from calc.hardware import GPU
 from calc.hardware import gpu as gpu_preset
+from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.layout import Layout
 from calc.memory.model_state import CONVENTIONS
 from calc.models.architecture import Architecture
@@ -52,7 +58,7 @@ from calc.parallel.network import Network
 from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_report import by_reason, tp_across
-from calc.timing.plan_search import _RECOMPUTE, _Ctx, _gb, _model, bound, candidates, rank
+from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
 from calc.units import parse_positive_int
 
 __all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
@@ -102,12 +108,18 @@ def plan(
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
     pod_gpus: int | None = None,
     oversubscription: float = 1.0,
+    stack: str = "megatron",
+    loss: str | None = None,
+    loss_chunk_tokens: int | None = None,
+    reshard_after_forward: bool | None = None,
+    compile: bool = False,
 ) -> dict[str, Any]:
     """Search the layouts of ``model`` on ``gpus`` GPUs; return the best that fit and the best rejected.
 
     See the module docstring for the search. Pinned arguments restrict it; ``None`` searches. The step-time
     knobs (``matmul_efficiency`` to ``straggler_per_doubling``) are [`step_time`][calc.timing.steptime.step_time]'s;
-    ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s.
+    ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s; ``stack`` to
+    ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default).
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
@@ -125,6 +137,9 @@ def plan(
         >>> best = r["layouts"][0]
         >>> best["dp"] * best["tp"] * best["pp"] * best["cp"], best["tp"] <= 8
         (64, True)
+        >>> titan = plan("llama3-8b", gpus=8, seq_len=8192, global_batch=16, stack="torchtitan", tp=1, pp=1)
+        >>> {x["recompute"] for x in titan["layouts"]} <= {"none", "op", "full"}, titan["layouts"][0]["zero_stage"]
+        (True, 3)
     """
     x = _context(model, locals())
     cands, searched = candidates(x)
@@ -138,6 +153,19 @@ def plan(
         tp_across(x, kept, rejected)
     rejected.sort(key=lambda r: r.pop("bound_s", 0.0))
     return _result(x, kept, rejected, (searched, len(cands), evaluated, top), implementation)
+
+
+def _stack_assumption(x: _Ctx) -> list[str]:
+    """The assumption line a non-default stack or stack knob adds (none for Megatron's defaults)."""
+    if x.stack == "megatron" and all(v in (None, False) for v in x.stack_knobs.values()):
+        return []
+    probe = Layout(pp=2, **x.stack_knobs, stack=x.stack)  # the loss and resharding the stack gives under PP
+    reshard = "as the stack sets it" if x.stack_knobs["reshard_after_forward"] is None else "as given"
+    line = (
+        f"stack {x.stack}: ZeRO {', '.join(map(str, x.zeros))}, recomputation {', '.join(x.recs)}, loss "
+        f"{probe.loss_kind}; FSDP reshards after forward {reshard} (torchtitan: not under pipeline parallelism)"
+    )
+    return [line]
 
 
 def _result(
@@ -166,6 +194,7 @@ def _result(
                 f"{implementation} does"
             ),
             f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}",  # type: ignore[union-attr]
+            *_stack_assumption(x),
         ],
     }
 
@@ -178,7 +207,8 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
     gpn = parse_positive_int(a["gpus_per_node"] or g.gpus_per_node, "gpus_per_node", maximum=1024)
     if a["convention"] not in CONVENTIONS:
         raise CalcError("convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", a["convention"])
-    Layout(implementation=a["implementation"])  # raises, naming the field, for an unknown implementation
+    knobs = {k: a[k] for k in ("loss", "loss_chunk_tokens", "reshard_after_forward", "compile")}
+    Layout(implementation=a["implementation"], stack=a["stack"], **knobs)  # raises, naming a field, when unknown
     net = Network(
         interconnect(a["intra"] or SCALE_UP_FOR_GPU.get(g.name, "nvlink4")),
         interconnect(a["inter"]),
@@ -197,8 +227,9 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
     zero_stage, recompute = a["zero_stage"], a["recompute"]
     if zero_stage is not None:
         zero_stage = parse_positive_int(zero_stage, "zero_stage", minimum=0, maximum=3)
-    if recompute is not None and recompute not in _RECOMPUTE:
-        raise CalcError("recompute", f"must be one of {', '.join(_RECOMPUTE)}", recompute)
+    if recompute is not None and recompute not in LAYOUT_RECOMPUTE_MODES:
+        raise CalcError("recompute", f"must be one of {', '.join(LAYOUT_RECOMPUTE_MODES)}", recompute)
+    zeros, recs = _STACK_SEARCH[a["stack"]]
     for k in ("tp", "pp", "cp", "dp"):
         if pins[k] is not None and n % pins[k]:
             raise CalcError(k, f"must divide gpus (gpus={n})", pins[k], code="not-divisible")
@@ -217,12 +248,14 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         margin=float(margin),
         capacity=int(g.memory_bytes * (1 - float(margin))),
         pins=pins,
-        zeros=[zero_stage] if zero_stage is not None else [0, 1, 2, 3],
-        recs=[recompute] if recompute else list(_RECOMPUTE),
+        zeros=[zero_stage] if zero_stage is not None else list(zeros),
+        recs=[recompute] if recompute else list(recs),
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
         knobs={
             k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")
         },
+        stack=a["stack"],
+        stack_knobs=knobs,
     )
 
 
@@ -256,11 +289,17 @@ PLAN_FIELDS: tuple[str, ...] = (
     "straggler_per_doubling",
     "pod_gpus",
     "oversubscription",
+    "stack",
+    "loss",
+    "loss_chunk_tokens",
+    "reshard_after_forward",
+    "compile",
 )
 """The ``field=value`` inputs [`plan_from_fields`][calc.timing.planner.plan_from_fields] accepts (blank = search)."""
 
 _INT_FIELDS = {"gpus", "gpus_per_node", "nics_per_node", "seq_len", "global_batch", "dp", "tp", "pp", "cp", "ep"}
-_INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus"}
+_INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus", "loss_chunk_tokens"}
+_BOOL_FIELDS = ("allow_tp_across_nodes", "overlap_param_gather", "reshard_after_forward", "compile")
 _SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
 
 
@@ -287,7 +326,7 @@ def plan_from_fields(model: str | Architecture, fields: dict[str, str]) -> dict[
             continue
         if key in _INT_FIELDS:
             kw[key] = parse_positive_int(text, key, minimum=0 if key == "zero_stage" else 1, maximum=1 << 30)
-        elif key in ("allow_tp_across_nodes", "overlap_param_gather"):
+        elif key in _BOOL_FIELDS:
             if text.lower() not in ("0", "1", "true", "false", "yes", "no"):
                 raise CalcError(key, "must be true or false (1 or 0)", text)
             kw[key] = text.lower() in ("1", "true", "yes")
