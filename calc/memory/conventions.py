@@ -3,6 +3,11 @@
 Published estimators disagree on which bytes to count (16 in the ZeRO paper, 18 in Megatron-LM, 20 in
 DeepSpeed's ZeRO-2 estimator), so each choice is a named [`Convention`][calc.memory.model_state.Convention]
 with its source. The public names are re-exported by [`calc.memory.model_state`][calc.memory.model_state].
+
+Optimizers beyond Adam (Lion, Muon, Adafactor, Shampoo, SOAP) are conventions too. Where a state depends on a
+matrix's shape (Adafactor's row and column statistics, Shampoo's and SOAP's Kronecker factors), the convention's
+integer bytes per parameter are those of square blocks (named assumptions below), and ``matrix_state_bytes``
+counts one matrix of any shape exactly.
 """
 
 from __future__ import annotations
@@ -10,14 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calc.errors import CalcError
+from calc.units import parse_positive_int
 
 __all__ = [
     "COMPONENTS",
     "CONVENTIONS",
     "CONVENTION_ALIASES",
     "Convention",
+    "KRONECKER_BYTES_PER_PARAM",
+    "SHAMPOO_BLOCK",
+    "SOAP_MAX_DIM",
     "Split",
     "convention_options",
+    "matrix_state_bytes",
     "resolve_convention",
 ]
 
@@ -70,11 +80,16 @@ class Convention:
         weights: Bytes per parameter of the working (forward/backward) weights.
         gradients: Bytes per parameter of gradients (all gradient copies the framework keeps).
         master: Bytes per parameter of the fp32 master copy kept by the optimizer (0 when none).
-        momentum: Bytes per parameter of the first optimizer moment (Adam's m, SGD's momentum).
-        variance: Bytes per parameter of the second optimizer moment (Adam's v).
+        momentum: Bytes per parameter of the first optimizer moment (Adam's m, SGD's, Lion's or Muon's momentum).
+        variance: Bytes per parameter of the second-moment statistics (Adam's v; Adafactor's factored v;
+            Shampoo's and SOAP's Kronecker factors, their inverse roots or eigenvectors, and SOAP's v).
         source: Where this accounting is published.
         splits: Frameworks that hold the same total in other components
             ([`Split`][calc.memory.model_state.Split]); their totals equal this one's.
+        shape: How the second-moment statistics of a matrix depend on its shape: ``""`` elementwise (the
+            bytes per parameter hold for any shape), ``"factored"`` (Adafactor: one value per row and per
+            column), ``"kronecker"`` (Shampoo: two factors and their inverse roots per block) or
+            ``"eigenbasis"`` (SOAP: two factors and their eigenvectors per matrix, then Adam's v).
     """
 
     name: str
@@ -86,6 +101,7 @@ class Convention:
     variance: int
     source: str
     splits: tuple[Split, ...] = ()
+    shape: str = ""
 
     def split(self, framework: str) -> Split:
         """The [`Split`][calc.memory.model_state.Split] ``framework`` uses for this convention.
@@ -274,6 +290,85 @@ CONVENTIONS: dict[str, Convention] = {
             "moments in bf16): bf16 params + fp32 main grads + fp32 master + bf16 moments; with the distributed "
             "optimizer 6 + 8/d B/param (NVIDIA's Nemotron-4 340B recipe)",
         ),
+        Convention(
+            "mixed-lion-12",
+            "Mixed precision + Lion, 12 B/param (2+2+4+4+0)",
+            2,
+            2,
+            4,
+            4,
+            0,
+            "Chen et al. 2023, 'Symbolic Discovery of Optimization Algorithms' (arXiv:2302.06675), Program 1: "
+            "Lion keeps only the momentum (one fp32 state), updated after the sign step",
+        ),
+        Convention(
+            "mixed-muon-12",
+            "Mixed precision + Muon (hidden matrices), 12 B/param (2+2+4+4+0)",
+            2,
+            2,
+            4,
+            4,
+            0,
+            "Jordan et al. 2024, 'Muon: An optimizer for hidden layers in neural networks' (one momentum buffer "
+            "per 2-D weight, orthogonalized by Newton-Schulz); Liu et al. 2025, 'Muon is Scalable for LLM "
+            "Training' (arXiv:2502.16982), Sec. 2 and Alg. 1 (Distributed Muon gathers each whole matrix "
+            "before orthogonalizing). Embeddings, output head, norms and biases stay on AdamW (mixed-adam-16)",
+        ),
+        Convention(
+            "mixed-adafactor-8",
+            "Mixed precision + Adafactor without momentum, 8 B/param (2+2+4+0+0, factored v)",
+            2,
+            2,
+            4,
+            0,
+            0,
+            "Shazeer and Stern 2018, 'Adafactor' (arXiv:1804.04235), Sec. 3 and Alg. 4, beta1 = 0 (Sec. 4): an "
+            "n x m matrix keeps n + m fp32 row and column statistics, 4(n + m)/(nm) B/param (0.002 at "
+            "4096 x 4096), not counted in the integer total; matrix_state_bytes counts them",
+            shape="factored",
+        ),
+        Convention(
+            "mixed-adafactor-momentum-12",
+            "Mixed precision + Adafactor with momentum, 12 B/param (2+2+4+4+0, factored v)",
+            2,
+            2,
+            4,
+            4,
+            0,
+            "Shazeer and Stern 2018 (arXiv:1804.04235), Alg. 4 with beta1 > 0: one full fp32 first moment "
+            "beside the factored second moment (n + m values per n x m matrix, not counted in the total)",
+            shape="factored",
+        ),
+        Convention(
+            "mixed-shampoo-28",
+            "Mixed precision + Shampoo, square blocks, 28 B/param (2+2+4+4+16)",
+            2,
+            2,
+            4,
+            4,
+            16,
+            "Gupta, Koren and Singer 2018, 'Shampoo' (arXiv:1802.09568), Alg. 1: L (m x m) and R (n x n) "
+            "statistics and their inverse 4th roots per m x n matrix; Shi et al. 2023, 'A Distributed "
+            "Data-Parallel PyTorch Implementation of Distributed Shampoo' (arXiv:2309.06497): fp32 factors, "
+            "blocks of at most max_preconditioner_dim = 1024, betas = (0.9, 1.0) keep one first moment. Square "
+            "b x b blocks hold 4 b^2 fp32 values per b^2 parameters, 16 B/param; grafting's diagonal state "
+            "(4 B/param with Adam or AdaGrad grafting) is not counted",
+            shape="kronecker",
+        ),
+        Convention(
+            "mixed-soap-32",
+            "Mixed precision + SOAP, square matrices, 32 B/param (2+2+4+4+4+16)",
+            2,
+            2,
+            4,
+            4,
+            20,
+            "Vyas et al. 2024, 'SOAP: Improving and Stabilizing Shampoo using Adam' (arXiv:2409.11321): "
+            "Adam's m and v (v in the eigenbasis) plus, per dimension of at most max_precond_dim = 10000 "
+            "(github.com/nikhilvyas/SOAP soap.py), the fp32 factor L or R and its eigenvectors Q: for an n x n "
+            "matrix 4 n^2 fp32 values per n^2 parameters, 16 B/param beside v's 4",
+            shape="eigenbasis",
+        ),
     )
 }
 """Named bytes-per-parameter conventions. The default, ``mixed-adam-16``, is the ZeRO paper's."""
@@ -285,6 +380,71 @@ CONVENTION_ALIASES: dict[str, str] = {"bf16-adam-fused-10": "bf16-adam-fused-6"}
 (PyTorch's fused-step tutorial with a stock optimizer) keeps moments in the parameters' dtype: 6 B/param
 with bf16 parameters, 12 with fp32 ones (``fp32-adam-fused-12``).
 """
+
+
+SHAMPOO_BLOCK = 1024
+"""The largest block side Shampoo preconditions (Shi et al. 2023, arXiv:2309.06497, Sec. 3.2, and
+``DistributedShampoo(max_preconditioner_dim=1024)``, its default): an m x n matrix is cut into blocks of at most
+this side, the last block of each dimension shorter."""
+
+SOAP_MAX_DIM = 10000
+"""The largest dimension SOAP keeps a factor for (``SOAP(max_precond_dim=10000)``, the default of the paper's code,
+github.com/nikhilvyas/SOAP): a longer dimension is left unrotated and keeps no factor."""
+
+KRONECKER_BYTES_PER_PARAM = 16
+"""Bytes per parameter of Shampoo's or SOAP's per-matrix state for square blocks: four fp32 b x b matrices (the two
+factors and their inverse roots, or their eigenvectors) per b x b block of parameters, whatever b is. Part of the
+``variance`` of ``mixed-shampoo-28`` and ``mixed-soap-32``."""
+
+_FACTOR_BYTES = 4  # fp32 statistics, as in all five papers' code
+
+
+def _blocks(dim: int, side: int) -> list[int]:
+    return [side] * (dim // side) + ([dim % side] if dim % side else [])
+
+
+def matrix_state_bytes(convention: str, rows: int, cols: int) -> int:
+    """Exact optimizer-state bytes (``momentum`` + ``variance``) of one ``rows x cols`` weight matrix.
+
+    Elementwise states cost their bytes per parameter; the shaped ones are counted from the shape:
+
+    * ``factored`` (Adafactor, Shazeer and Stern 2018, Sec. 3): ``rows + cols`` fp32 statistics.
+    * ``kronecker`` (Shampoo, Gupta et al. 2018, Alg. 1, blocked as Shi et al. 2023): per block ``r x c`` of at
+      most ``SHAMPOO_BLOCK`` a side, ``L`` (r x r), ``R`` (c x c) and their
+      inverse roots, ``2 (r² + c²)`` fp32 values.
+    * ``eigenbasis`` (SOAP, Vyas et al. 2024): Adam's ``v`` (4 B/param) plus, for each dimension ``d`` of at
+      most ``SOAP_MAX_DIM``, its factor and eigenvectors, ``2 d²`` fp32.
+
+    For square blocks this equals the convention's ``(momentum + variance) × rows × cols``.
+
+    Raises:
+        CalcError: On an unknown convention or a dimension that is not a positive whole number.
+
+    Examples:
+        >>> matrix_state_bytes("mixed-adam-16", 4, 6)  # m and v, 8 B each of 24 parameters
+        192
+        >>> matrix_state_bytes("mixed-adafactor-8", 4, 6)  # 4 + 6 fp32 statistics
+        40
+        >>> matrix_state_bytes("mixed-shampoo-28", 4, 6)  # momentum 4 x 24 + L, R and roots 2 (16 + 36) x 4
+        512
+        >>> matrix_state_bytes("mixed-shampoo-28", 2048, 1024) == 20 * 2048 * 1024  # two square blocks
+        True
+    """
+    conv = resolve_convention(convention)
+    r, c = parse_positive_int(rows, "rows"), parse_positive_int(cols, "cols")
+    params = r * c
+    if conv.shape == "factored":
+        return conv.momentum * params + _FACTOR_BYTES * (r + c)
+    if conv.shape == "kronecker":
+        rs, cs = _blocks(r, SHAMPOO_BLOCK), _blocks(c, SHAMPOO_BLOCK)
+        squares = len(cs) * sum(b * b for b in rs) + len(rs) * sum(b * b for b in cs)
+        elementwise = conv.momentum + conv.variance - KRONECKER_BYTES_PER_PARAM
+        return elementwise * params + 2 * _FACTOR_BYTES * squares
+    if conv.shape == "eigenbasis":
+        squares = sum(d * d for d in (r, c) if d <= SOAP_MAX_DIM)
+        elementwise = conv.momentum + conv.variance - KRONECKER_BYTES_PER_PARAM
+        return elementwise * params + 2 * _FACTOR_BYTES * squares
+    return (conv.momentum + conv.variance) * params
 
 
 def resolve_convention(name: str) -> Convention:
@@ -310,19 +470,16 @@ def resolve_convention(name: str) -> Convention:
 
 
 def convention_options() -> tuple[tuple[str, str], ...]:
-    """``(value, label)`` pairs for a calculator's convention select: every convention, then the old names.
+    """``(value, label)`` pairs for a calculator's convention select: every convention, in table order.
 
-    The old names stay selectable so that links carrying them keep working.
+    Old names ([`CONVENTION_ALIASES`][calc.memory.model_state.CONVENTION_ALIASES]) are not listed: a reader
+    chooses among current conventions only, while [`resolve_convention`][calc.memory.model_state.resolve_convention]
+    still accepts an old name typed or linked.
 
     Examples:
         >>> convention_options()[0]
         ('mixed-adam-16', 'Mixed precision + Adam, 16 B/param (2+2+4+4+4)')
-        >>> convention_options()[-1]
-        ('bf16-adam-fused-10', 'Old name of bf16-adam-fused-6 (6 B/param)')
+        >>> "bf16-adam-fused-10" in dict(convention_options())
+        False
     """
-    current = tuple((c.name, c.label) for c in CONVENTIONS.values())
-    old = tuple(
-        (alias, f"Old name of {new} ({CONVENTIONS[new].bytes_per_param} B/param)")
-        for alias, new in CONVENTION_ALIASES.items()
-    )
-    return current + old
+    return tuple((c.name, c.label) for c in CONVENTIONS.values())
