@@ -34,7 +34,7 @@ from calc.timing.efficiency import (
     straggler_allowance,
 )
 from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor
-from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _stage_compute, step_time
+from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _even_split, _stage_compute, step_time
 
 __all__: list[str] = []
 
@@ -70,15 +70,6 @@ class _Candidate:
 def _why(err: CalcError) -> str:
     """An error's words without its ``(got …)`` tail, for a message that adds its own."""
     return f"{err.field} {err.rule}"
-
-
-def _split(layers: int, p: int) -> tuple[int, ...]:
-    """Layers per stage for ``p`` stages: even, else as even as they go with the first and last stages short
-    (Llama 3's 126 layers on 16 stages: 7, 8 × 14, 7; Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2)."""
-    base, extra = divmod(layers, p)
-    order = sorted(range(p), key=lambda i: (min(i, p - 1 - i), i))
-    fewer = set(order[: p - extra]) if extra else set(range(p))
-    return tuple(base if i in fewer else base + 1 for i in range(p))
 
 
 def _model(model: str | Architecture) -> Architecture:
@@ -212,7 +203,7 @@ def _counts(x: _Ctx, p: int, v: int) -> tuple[int, ...]:
         except CalcError:
             counts = ()
         ok = len(counts) == p and sum(counts) == x.arch.num_layers
-        x.splits[key] = tuple(counts) if ok else _split(x.arch.num_layers, p)
+        x.splits[key] = tuple(counts) if ok else _even_split(x.arch.num_layers, p)
     return x.splits[key]
 
 

@@ -10,8 +10,9 @@ For an [`Architecture`][calc.models.architecture.Architecture], a [`Layout`][cal
   shared experts and ``top_k`` routed experts per token; the logit layer ``2·b·s·h·V``. Backward
   is twice the forward; full recomputation adds one more forward of every layer (Eq. 3: four
   forward passes), selective recomputation the attention core (Korthikanti et al. 2022,
-  arXiv:2205.05198, Eq. 8). Matmuls run at ``matmul_efficiency`` of the GPU's dense peak; the
-  element-wise work (norms, softmax, dropout, GeLU) is memory-bound: ``memory_passes`` reads and
+  arXiv:2205.05198, Eq. 8), torchtitan's per-op policy (``recompute="op"``) the forward of each matmul whose
+  output it does not save (``_op_recomputed_weights``). Matmuls run at ``matmul_efficiency`` of the GPU's dense
+  peak; the element-wise work (norms, softmax, dropout, GeLU) is memory-bound: ``memory_passes`` reads and
   writes of the layer's stored activations (Korthikanti Table 2: ``sbh(10 + 24/t + 5as/(ht))``, or
   ``sbh(34/t + 5as/(ht))`` with sequence parallelism) at HBM bandwidth.
 * **Exposed communication** ([`calc.parallel.comm`][calc.parallel.comm], α–β per link level): TP, CP and EP
@@ -33,7 +34,7 @@ congestion between concurrent groups, and overlap of TP communication with compu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 
 from calc.errors import CalcError
@@ -111,6 +112,30 @@ def layer_flops(arch: Architecture, seq_len: int, micro_batch: int, *, moe: bool
     return matmul, attention
 
 
+def _op_recomputed_weights(arch: Architecture, *, moe: bool = False) -> int:
+    """Weights of the matmuls torchtitan's per-op selective checkpointing re-runs in one layer's backward.
+
+    ``torchtitan/distributed/activation_checkpoint.py``: the policy saves the outputs of ``_op_sac_save_list``
+    (``aten.mm``, the SDPA kernels, ``reduce_scatter_tensor``) except every second ``mm`` of the layer's forward
+    (``mm_count % 2 == 0``) and re-runs the rest: of ``wq, wk, wv, wo, w1, w3, w2``, ``wk`` (``h × g·d``), ``wo``
+    (``a·d_v × h``) and SwiGLU's ``w3`` (``h × f`` per expert a token uses), as ``calc.memory.activation_layer``
+    counts what is saved. The attention kernel is saved (its core is not re-run); the all-gathers re-run under
+    tensor parallelism are not charged (``calc.parallel.comm`` counts whole forward passes).
+
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> _op_recomputed_weights(preset("llama3-8b"))  # wk 4096×1024 + wo 4096² + w3 4096×14336
+        79691776
+    """
+    h = arch.hidden_size
+    attention = h * arch.num_kv_heads * arch.head_dim + arch.num_heads * arch.v_head_dim * h
+    if arch.mlp != "swiglu":
+        return attention
+    if moe:
+        return attention + h * arch.moe_intermediate_size * (arch.experts_per_token + arch.num_shared_experts)
+    return attention + h * arch.intermediate_size
+
+
 def _elementwise_bytes(s: int, b: int, h: int, a: int, t: int, cp: int, sp: bool, flash: bool) -> int:
     """Stored activation bytes of one layer on one GPU, Korthikanti et al. 2022 Table 2: ``sbh(10 + 24/t +
     5as/(ht))`` with TP, ``sbh(34/t + 5as/(ht))`` with TP and SP; FlashAttention drops the ``5as/h`` scores
@@ -120,8 +145,11 @@ def _elementwise_bytes(s: int, b: int, h: int, a: int, t: int, cp: int, sp: bool
     return s * b * per_token // cp
 
 
-def _fraction(value: object, field_name: str) -> float:
+def _fraction(value: object, field_name: str, zero: float | None = None) -> float:
+    """``value`` as a share in ``(0, 1]``; ``0`` itself gives ``zero`` when that is given."""
     rule = "must be a number greater than 0 and at most 1"
+    if zero is not None and value == 0:
+        return zero
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
         raise CalcError(field_name, rule, value)
     number = float(value)
@@ -165,20 +193,10 @@ class StepTime:
 
     def as_dict(self) -> dict[str, object]:
         """Plain data for JSON and the calculators."""
-        return {
-            "step_time_s": self.step_time_s,
-            "compute_s": self.compute_s,
-            "bubble_s": self.bubble_s,
-            "exposed_s": dict(self.exposed_s),
-            "tokens_per_s": self.tokens_per_s,
-            "model_flops": self.model_flops,
-            "hardware_flops": self.hardware_flops,
-            "tflops_per_gpu": self.tflops_per_gpu,
-            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
-            "mfu": self.mfu,
-            "hfu": self.hfu,
-            "breakdown": [{"part": p, "seconds": s, "why": w} for p, s, w in self.breakdown],
-        }
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["exposed_s"] = dict(self.exposed_s)
+        out["breakdown"] = [{"part": p, "seconds": s, "why": w} for p, s, w in self.breakdown]
+        return out
 
 
 def _bubble(pp: int, m: int, v: int, schedule: str | None) -> float:
@@ -208,7 +226,7 @@ def step_time(
     overlap_param_gather: bool = False,
     p2p_overlap: bool | None = None,
     prefetch_interference: float = PREFETCH_INTERFERENCE,
-    reshard_after_forward: bool = True,
+    reshard_after_forward: bool | None = None,
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
 ) -> StepTime:
     """Predict one optimizer step of ``layout`` training ``arch`` (see the module docstring for the model).
@@ -231,7 +249,7 @@ def step_time(
         tp_overlap: Share of TP communication hidden; ``overlap_param_gather`` (ZeRO-1/2's gather in the next
             forward), ``p2p_overlap`` (default: with interleaving), ``prefetch_interference`` (ZeRO-3): the
             overlap knobs of [`calc.timing.overlap`][calc.timing.overlap].
-        reshard_after_forward: ZeRO-3: ``False`` gathers once per micro-batch (no re-gather in backward).
+        reshard_after_forward: ZeRO-3: ``False`` gathers once per micro-batch; ``None``: the layout's (its stack's).
         straggler_per_doubling: [`straggler_allowance`][calc.timing.efficiency.straggler_allowance]'s rate.
 
     Returns:
@@ -259,15 +277,13 @@ def step_time(
     exposed = exposed_communication(step, layout, c.t_mb, c.layers, bucket_params=dp_bucket_params,
                                     prefetch_interference=prefetch_interference, tp_overlap=tp_overlap,
                                     overlap_param_gather=overlap_param_gather, p2p_overlap=p2p_overlap)  # fmt: skip
-    p, v = layout.pp, layout.interleave
-    # fsum: exact whatever the order (a set's order follows the hash seed) and the Python (3.12's sum() of
-    # floats compensates, 3.11's does not), so the page shows the same digits in Pyodide and CPython.
+    # fsum: exact in any order (a set's follows the hash seed) and on 3.11 too, so Pyodide prints CPython's digits
     critical = math.fsum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
-    bubble = _bubble(p, m, v, schedule) * (compute + critical)
+    bubble = _bubble(layout.pp, m, layout.interleave, schedule) * (compute + critical)
     busy = compute + bubble + math.fsum(s for s, _ in exposed.values())
-    allowance = straggler_allowance(layout.gpus or 1, _fraction_or_zero(straggler_per_doubling))
+    allowance = straggler_allowance(layout.gpus or 1, _fraction(straggler_per_doubling, "straggler_per_doubling", 0.0))
     total = busy * (1 + allowance)
-    rows = _rows(c, (m, p, v, schedule), (eff, attn_eff, peak), compute, bubble, step, exposed)
+    rows = _rows(c, (m, layout.pp, layout.interleave, schedule), (eff, attn_eff, peak), compute, bubble, step, exposed)
     if allowance:
         rows.append(("straggler and congestion", busy * allowance, _straggler_why(layout.gpus or 1, allowance)))
     flat = {k: s for k, (s, _) in exposed.items()}
@@ -307,12 +323,6 @@ def _rates(g: GPU, layout: Layout, matmul: float | None, attention: float | None
     if attention is not None:
         return eff, _fraction(attention, "attention_efficiency")
     return eff, attention_efficiency_for(g, layout.seq_len) if layout.flash_attention else eff
-
-
-def _fraction_or_zero(value: object) -> float:
-    if value == 0:
-        return 0.0
-    return _fraction(value, "straggler_per_doubling")
 
 
 def _bubble_why(p: int, m: int, v: int, schedule: str | None) -> str:
@@ -361,12 +371,15 @@ def _stage_layers(arch: Architecture, layout: Layout) -> tuple[int, ...]:
         counts = layout.stage_layer_counts(n)
     except CalcError:  # a split the layout's rules refuse (more chunks than layers): time it as even as it goes
         counts = ()
-    if len(counts) == p and sum(counts) == n:
-        return counts
-    base, extra = divmod(n, p)
-    short = p - extra  # stages with one layer fewer: the first and last ones first
+    return counts if len(counts) == p and sum(counts) == n else _even_split(n, p)
+
+
+def _even_split(layers: int, p: int) -> tuple[int, ...]:
+    """Layers per stage for ``p`` stages as even as they go, the first and last stages short first (Llama 3's 126
+    layers on 16 stages: 7, 8 × 14, 7; Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2)."""
+    base, extra = divmod(layers, p)
     order = sorted(range(p), key=lambda i: (min(i, p - 1 - i), i))
-    fewer = set(order[:short])
+    fewer = set(order[: p - extra]) if extra else set(range(p))
     return tuple(base if i in fewer else base + 1 for i in range(p))
 
 
@@ -385,8 +398,7 @@ def _stage_compute(
     moe_layers = arch.num_moe_layers
     kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
     recompute = layout.recompute
-    model_fwd = hw_mm = hw_attn = 0
-    mem_bytes = 0
+    model_fwd = hw_mm = hw_attn = mem_bytes = 0
     for moe, count in kinds:
         if not count:
             continue
@@ -394,12 +406,12 @@ def _stage_compute(
         if layout.flash_attention:
             attn //= 2  # FlashAttention skips the masked half of a causal score matrix
         model_fwd += count * (mm + attn)
-        # Full recomputation re-runs every forward; selective, the attention core's forward once.
+        # Full recomputation re-runs every forward; selective, the attention core's; op, the matmuls it does not save
         hw_mm += count * mm * (4 if recompute == "full" else 3)
+        hw_mm += count * 2 * _op_recomputed_weights(arch, moe=moe) * s * b if recompute == "op" else 0
         hw_attn += count * attn * (4 if recompute in ("full", "selective") else 3)
-        per = _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c, layout.sequence_parallel,
-                                 layout.flash_attention)  # fmt: skip
-        mem_bytes += count * per
+        mem_bytes += count * _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c,
+                                                layout.sequence_parallel, layout.flash_attention)  # fmt: skip
     logits = 2 * b * s * arch.hidden_size * arch.vocab_size
     counts = counts or _stage_layers(arch, layout)
     n = arch.num_layers
@@ -421,8 +433,9 @@ def _stage_compute(
     )
 
 
-def _communication(arch: Architecture, layout: Layout, net: Network, m: int, reshard: bool) -> StepComm:
-    """Every collective of the step ([`step_communication`][calc.parallel.comm.step_communication])."""
+def _communication(arch: Architecture, layout: Layout, net: Network, m: int, reshard: bool | None) -> StepComm:
+    """Every collective of the step ([`step_communication`][calc.parallel.comm.step_communication]); ``reshard``
+    ``None`` is the layout's [`reshards_after_forward`][calc.memory.layout.Layout.reshards_after_forward]."""
     return step_communication(
         params=arch.param_count,
         layers=arch.num_layers,
@@ -439,31 +452,17 @@ def _communication(arch: Architecture, layout: Layout, net: Network, m: int, res
         top_k=max(1, arch.experts_per_token),
         kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
         **_same_names(net, *_NETWORK_ARGS),
-        reshard_after_forward=reshard,
+        reshard_after_forward=layout.reshards_after_forward if reshard is None else reshard,
     )
 
 
-_NETWORK_ARGS = (
-    "gpus_per_node",
-    "intra",
-    "inter",
-    "intra_efficiency",
-    "inter_efficiency",
-    "nics_per_node",
-    "latency",
-    "pod_gpus",
-    "oversubscription",
-)
+_NETWORK_ARGS = ("gpus_per_node", "intra", "inter", "intra_efficiency", "inter_efficiency", "nics_per_node",
+                 "latency", "pod_gpus", "oversubscription")  # fmt: skip
 """The [`Network`][calc.parallel.comm.Network] fields ``step_communication`` takes under the same names."""
 
 
 def _same_names(obj: object, *names: str) -> dict:
-    """``{name: obj.name}`` for each of ``names``: attributes passed on as keyword arguments of the same name.
-
-    Examples:
-        >>> _same_names(Layout(tp=2), "tp", "pp")
-        {'tp': 2, 'pp': 1}
-    """
+    """``{name: obj.name}`` for each of ``names``: attributes passed on as keyword arguments of the same name."""
     return {name: getattr(obj, name) for name in names}
 
 
