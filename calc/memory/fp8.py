@@ -92,51 +92,50 @@ class LowPrecisionRecipe:
         return self.copies * per_copy
 
 
-LOW_PRECISION_RECIPES: dict[str, LowPrecisionRecipe] = {
-    r.name: r
-    for r in (
-        LowPrecisionRecipe(
-            "fp8-hopper",
-            "FP8, per-tensor scaling, Hopper (2 B/param: copy + transpose)",
-            8,
-            2,
-            0,
-            4,
-            "Transformer Engine DelayedScaling / Float8CurrentScaling; Performance considerations: on Hopper "
-            "'columnwise tensors need to be physically transposed in memory'",
-        ),
-        LowPrecisionRecipe(
-            "fp8-blackwell",
-            "FP8, per-tensor scaling, Blackwell (1 B/param)",
-            8,
-            1,
-            0,
-            4,
-            "Transformer Engine Performance considerations: Blackwell 'supports columnwise access natively, so "
-            "no transpose is needed'",
-        ),
-        LowPrecisionRecipe(
-            "mxfp8-blackwell",
-            "MXFP8, Blackwell (2 B/param + E8M0 scales)",
-            8,
-            2,
-            32,
-            1,
-            "Transformer Engine MXFP8: one E8M0 scale per 32 values; rowwise and columnwise tensors are "
-            "numerically different and both are quantized",
-        ),
-        LowPrecisionRecipe(
-            "nvfp4-blackwell",
-            "NVFP4, Blackwell (1 B/param + E4M3 scales)",
-            4,
-            2,
-            16,
-            1,
-            "Transformer Engine NVFP4: 4-bit E2M1 values with one E4M3 scale per 16 (plus one fp32 scale per "
-            "tensor), rowwise and columnwise",
-        ),
-    )
-}
+_RECIPES: tuple[LowPrecisionRecipe, ...] = (
+    LowPrecisionRecipe(
+        "fp8-hopper",
+        "FP8, per-tensor scaling, Hopper (2 B/param: copy + transpose)",
+        8,
+        2,
+        0,
+        4,
+        "Transformer Engine DelayedScaling / Float8CurrentScaling; Performance considerations: on Hopper "
+        "'columnwise tensors need to be physically transposed in memory'",
+    ),
+    LowPrecisionRecipe(
+        "fp8-blackwell",
+        "FP8, per-tensor scaling, Blackwell (1 B/param)",
+        8,
+        1,
+        0,
+        4,
+        "Transformer Engine Performance considerations: Blackwell 'supports columnwise access natively, so "
+        "no transpose is needed'",
+    ),
+    LowPrecisionRecipe(
+        "mxfp8-blackwell",
+        "MXFP8, Blackwell (2 B/param + E8M0 scales)",
+        8,
+        2,
+        32,
+        1,
+        "Transformer Engine MXFP8: one E8M0 scale per 32 values; rowwise and columnwise tensors are "
+        "numerically different and both are quantized",
+    ),
+    LowPrecisionRecipe(
+        "nvfp4-blackwell",
+        "NVFP4, Blackwell (1 B/param + E4M3 scales)",
+        4,
+        2,
+        16,
+        1,
+        "Transformer Engine NVFP4: 4-bit E2M1 values with one E4M3 scale per 16 (plus one fp32 scale per "
+        "tensor), rowwise and columnwise",
+    ),
+)
+
+LOW_PRECISION_RECIPES: dict[str, LowPrecisionRecipe] = {r.name: r for r in _RECIPES}
 """The recipes, by name. Delayed and current per-tensor scaling lay out the weights alike (delayed
 scaling adds a per-tensor amax history of ``amax_history_len`` fp32 values, a few KiB per GEMM)."""
 
@@ -156,7 +155,7 @@ class LowPrecisionWeights:
     recipe: str
     values_bytes: int
     scale_bytes: int
-    kept_high_precision: tuple[str, ...]
+    kept_high_precision: tuple[str, ...] = HIGH_PRECISION
 
     @property
     def total(self) -> int:
@@ -195,4 +194,4 @@ def low_precision_weights(params: int | float | str, recipe: str) -> LowPrecisio
         ) from None
     values = r.copies * (-(-n * r.value_bits // 8))
     scales = r.copies * (-(-n // r.block)) * r.scale_bytes if r.block else 0
-    return LowPrecisionWeights(r.name, values, scales, HIGH_PRECISION)
+    return LowPrecisionWeights(r.name, values, scales)

@@ -4,8 +4,10 @@ Each builder writes the keys its family's published ``config.json`` carries (the
 preset's ``_source``), so a preset differs from its family only where its shape does.
 
 Examples:
-    >>> _llama(4096, 11008, 32, 32, 32, vocab=32000, ctx=4096, source="x")["architectures"]
+    >>> _llama2((4096, 11008, 32, 32, 32), source="x")["architectures"]
     ['LlamaForCausalLM']
+    >>> list(_qwen3((4096, 12288, 36, 32, 8), source="x"))[:4]
+    ['_source', 'architectures', 'attention_bias', 'head_dim']
 """
 
 from __future__ import annotations
@@ -30,27 +32,67 @@ def _gpt2(hidden: int, layers: int, heads: int, *, vocab: int = 50257, ctx: int 
     }
 
 
-def _llama(
-    hidden: int, inter: int, layers: int, heads: int, kv: int, *, vocab: int, ctx: int, source: str, **extra: Any
+def _decoder(
+    family: str,
+    model_type: str,
+    shape: tuple[int, int, int, int, int],
+    *,
+    vocab: int,
+    ctx: int,
+    source: str,
+    eps: float = 1e-05,
+    tied: bool = False,
+    **keys: Any,
 ) -> dict[str, Any]:
-    """A Llama ``config.json`` (meta-llama/* on the Hugging Face Hub)."""
-    return {
-        "_source": source,
-        "architectures": ["LlamaForCausalLM"],
+    """The keys every Llama-style ``config.json`` carries (SiLU, RMSNorm, bf16), with ``keys`` added, sorted.
+
+    ``shape`` is ``(hidden, intermediate, layers, heads, kv_heads)``; the keys come after ``_source`` in
+    alphabetical order, as the Hub files print them.
+    """
+    hidden, inter, layers, heads, kv = shape
+    base = {
+        "architectures": [f"{family}ForCausalLM"],
         "hidden_act": "silu",
         "hidden_size": hidden,
         "intermediate_size": inter,
         "max_position_embeddings": ctx,
-        "model_type": "llama",
+        "model_type": model_type,
         "num_attention_heads": heads,
         "num_hidden_layers": layers,
         "num_key_value_heads": kv,
-        "rms_norm_eps": 1e-05,
-        "tie_word_embeddings": False,
+        "rms_norm_eps": eps,
+        "tie_word_embeddings": tied,
         "torch_dtype": "bfloat16",
         "vocab_size": vocab,
-        **extra,
     }
+    return {"_source": source, **dict(sorted({**base, **keys}.items()))}
+
+
+def _llama(shape: tuple[int, int, int, int, int], *, vocab: int, ctx: int, source: str, **extra: Any) -> dict[str, Any]:
+    """A Llama ``config.json`` (meta-llama/* on the Hugging Face Hub): the common keys, then ``extra`` in order."""
+    return {**_decoder("Llama", "llama", shape, vocab=vocab, ctx=ctx, source=source), **extra}
+
+
+def _llama2(shape: tuple[int, int, int, int, int], *, source: str) -> dict[str, Any]:
+    """A Llama 2 ``config.json`` (meta-llama/Llama-2-*-hf): vocabulary 32,000, 4,096 positions."""
+    return _llama(shape, vocab=32000, ctx=4096, source=source, pretraining_tp=1, rope_scaling=None)
+
+
+def _llama3(
+    shape: tuple[int, int, int, int, int], *, ctx: int, source: str, rope_scaling: Any = None, **extra: Any
+) -> dict[str, Any]:
+    """A Llama 3 / 3.1 / 3.2 ``config.json``: vocabulary 128,256, no attention bias, RoPE base 500,000;
+    ``extra`` (in order) before the RoPE keys, as the Hub files print them."""
+    return _llama(
+        shape,
+        vocab=128256,
+        ctx=ctx,
+        source=source,
+        attention_bias=False,
+        **extra,
+        rope_theta=500000.0,
+        rope_scaling=rope_scaling,
+    )
 
 
 _LLAMA32_ROPE = {
@@ -61,6 +103,19 @@ _LLAMA32_ROPE = {
     "rope_type": "llama3",
 }
 """Llama 3.2's ``rope_scaling`` (meta-llama/Llama-3.2-1B and -3B config.json)."""
+
+
+def _llama32(shape: tuple[int, int, int, int, int], *, head_dim: int, source: str) -> dict[str, Any]:
+    """A Llama 3.2 ``config.json`` (meta-llama/Llama-3.2-*): 131,072 positions, tied embeddings."""
+    return _llama3(
+        shape,
+        ctx=131072,
+        source=source,
+        rope_scaling=_LLAMA32_ROPE,
+        head_dim=head_dim,
+        mlp_bias=False,
+        tie_word_embeddings=True,
+    )
 
 
 def _gpt_oss(layers: int, experts: int, *, source: str) -> dict[str, Any]:
@@ -116,23 +171,57 @@ def _qwen2(
     source: str,
 ) -> dict[str, Any]:
     """A Qwen2.5 ``config.json`` (Qwen/Qwen2.5-* on the Hugging Face Hub)."""
-    return {
-        "_source": source,
-        "architectures": ["Qwen2ForCausalLM"],
-        "hidden_act": "silu",
-        "hidden_size": hidden,
-        "intermediate_size": inter,
-        "max_position_embeddings": ctx,
-        "max_window_layers": layers,
-        "model_type": "qwen2",
-        "num_attention_heads": heads,
-        "num_hidden_layers": layers,
-        "num_key_value_heads": kv,
-        "rms_norm_eps": eps,
-        "rope_theta": 1000000.0,
-        "sliding_window": ctx,
-        "tie_word_embeddings": tied,
-        "torch_dtype": "bfloat16",
-        "use_sliding_window": False,
-        "vocab_size": vocab,
+    shape = (hidden, inter, layers, heads, kv)
+    window = {"max_window_layers": layers, "sliding_window": ctx, "use_sliding_window": False}
+    return _decoder(
+        "Qwen2", "qwen2", shape, vocab=vocab, ctx=ctx, source=source, eps=eps, tied=tied, rope_theta=1000000.0, **window
+    )
+
+
+def _qwen3(shape: tuple[int, int, int, int, int], *, source: str, moe_inter: int = 0) -> dict[str, Any]:
+    """A Qwen3 ``config.json`` (Qwen/Qwen3-* on the Hugging Face Hub): dense, or with ``moe_inter`` the MoE
+    models' (128 experts, 8 per token, ``Qwen3MoeForCausalLM``). The MoE files write ``rope_theta`` as a float."""
+    moe = {
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "moe_intermediate_size": moe_inter,
+        "norm_topk_prob": True,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "router_aux_loss_coef": 0.001,
     }
+    return _decoder(
+        "Qwen3Moe" if moe_inter else "Qwen3",
+        "qwen3_moe" if moe_inter else "qwen3",
+        shape,
+        vocab=151936,
+        ctx=40960,
+        source=source,
+        eps=1e-06,
+        attention_bias=False,
+        head_dim=128,
+        max_window_layers=shape[2],
+        rope_scaling=None,
+        rope_theta=1000000.0 if moe_inter else 1000000,
+        sliding_window=None,
+        use_sliding_window=False,
+        **(moe if moe_inter else {}),
+    )
+
+
+def _mixtral(
+    shape: tuple[int, int, int, int, int], *, vocab: int, ctx: int, aux_loss: float, source: str
+) -> dict[str, Any]:
+    """A Mixtral ``config.json`` (mistralai/Mixtral-*): Mistral's keys with 8 experts, 2 per token."""
+    experts = {"num_experts_per_tok": 2, "num_local_experts": 8, "router_aux_loss_coef": aux_loss}
+    return _decoder(
+        "Mixtral",
+        "mixtral",
+        shape,
+        vocab=vocab,
+        ctx=ctx,
+        source=source,
+        rope_theta=1000000.0,
+        sliding_window=None,
+        **experts,
+    )

@@ -24,18 +24,19 @@ _NARAYANAN = (
     "{layers} layers; GPT architecture, vocab 51200, sequence 2048"
 )
 
-_NARAYANAN_ROWS: tuple[tuple[str, int, int, int], ...] = (
-    ("1.7", 24, 2304, 24),
-    ("3.6", 32, 3072, 30),
-    ("7.5", 32, 4096, 36),
-    ("18.4", 48, 6144, 40),
-    ("39.1", 64, 8192, 48),
-    ("76.1", 80, 10240, 60),
-    ("145.6", 96, 12288, 80),
-    ("310.1", 128, 16384, 96),
-    ("529.6", 128, 20480, 105),
-    ("1t", 160, 25600, 128),
+_NARAYANAN_ROWS: tuple[tuple[str, str, int, int, int], ...] = (
+    ("narayanan-1.7b", "1.7", 24, 2304, 24),
+    ("narayanan-3.6b", "3.6", 32, 3072, 30),
+    ("narayanan-7.5b", "7.5", 32, 4096, 36),
+    ("narayanan-18.4b", "18.4", 48, 6144, 40),
+    ("narayanan-39.1b", "39.1", 64, 8192, 48),
+    ("narayanan-76.1b", "76.1", 80, 10240, 60),
+    ("narayanan-145.6b", "145.6", 96, 12288, 80),
+    ("narayanan-310.1b", "310.1", 128, 16384, 96),
+    ("narayanan-529.6b", "529.6", 128, 20480, 105),
+    ("narayanan-1t", "1008.0", 160, 25600, 128),
 )
+"""Narayanan et al.'s Table 1 rows: slug, billions of parameters as printed, heads, hidden size, layers."""
 
 PAPER_PRESETS: dict[str, dict[str, Any]] = {
     "megatron-22b": _gpt2(
@@ -53,16 +54,14 @@ PAPER_PRESETS: dict[str, dict[str, Any]] = {
 }
 """Korthikanti et al.'s four models, then Narayanan et al.'s ten (added below), by slug."""
 
-for _params, _heads, _hidden, _layers in _NARAYANAN_ROWS:
-    PAPER_PRESETS[f"narayanan-{_params if _params == '1t' else _params + 'b'}"] = _gpt2(
+for _slug, _params, _heads, _hidden, _layers in _NARAYANAN_ROWS:
+    PAPER_PRESETS[_slug] = _gpt2(
         _hidden,
         _layers,
         _heads,
         vocab=51200,
         ctx=2048,
-        source=_NARAYANAN.format(
-            params="1008.0" if _params == "1t" else _params, heads=_heads, hidden=_hidden, layers=_layers
-        ),
+        source=_NARAYANAN.format(params=_params, heads=_heads, hidden=_hidden, layers=_layers),
     )
 
 
@@ -72,10 +71,8 @@ PAPER_LABELS: dict[str, str] = {
     "megatron-530b": "Megatron 530B / MT-NLG shape (Korthikanti et al.)",
     "megatron-1t": "Megatron 1T (Korthikanti et al.)",
     **{
-        f"narayanan-{p if p == '1t' else p + 'b'}": (
-            f"Megatron {'1T' if p == '1t' else p + 'B'} (Narayanan et al. Table 1)"
-        )
-        for p, *_ in _NARAYANAN_ROWS
+        slug: f"Megatron {'1T' if slug.endswith('-1t') else params + 'B'} (Narayanan et al. Table 1)"
+        for slug, params, *_ in _NARAYANAN_ROWS
     },
 }
 """Display labels of the paper-only presets."""

@@ -66,113 +66,108 @@ _G = 10**9
 _PCIE_ENCODING = Fraction(128, 130)
 """PCIe 3.0 and later line code: 128b/130b."""
 
-INTERCONNECTS: dict[str, Interconnect] = {
-    i.name: i
-    for i in (
-        Interconnect(
-            "nvlink3",
-            "NVLink 3 (A100)",
-            "scale-up",
-            300 * _G,
-            300 * _G,
-            "600 GB/s per GPU, both directions summed: 12 links × 25 GB/s per direction",
-            "NVIDIA A100 datasheet figure (600 GB/s, 12 links) as quoted by glennklockwood.com/garden/processors/A100 "
-            "and NVIDIA's NVLink generation table (6/12/18 links: 300/600/900 GB/s total)",
-        ),
-        Interconnect(
-            "nvlink4",
-            "NVLink 4 (H100 / H200)",
-            "scale-up",
-            450 * _G,
-            450 * _G,
-            "900 GB/s per GPU, both directions summed: 18 links × 25 GB/s per direction",
-            "NVIDIA H100 datasheet figure (900 GB/s) as quoted by glennklockwood.com/garden/processors/h100; "
-            "MLCommons inference v4.1 H200-SXM-141GB system description (18 links, 900 GB/s)",
-        ),
-        Interconnect(
-            "nvlink5",
-            "NVLink 5 (B200)",
-            "scale-up",
-            900 * _G,
-            900 * _G,
-            "1.8 TB/s per GPU, both directions summed: 18 links × 50 GB/s per direction",
-            "NVIDIA HGX B200 figure (1.8 TB/s NVLink per GPU, 14.4 TB/s per 8-GPU node) as quoted by "
-            "glennklockwood.com/garden/processors/B200",
-        ),
-        Interconnect(
-            "infinity-fabric-mi300x",
-            "Infinity Fabric (MI300X, 8-GPU mesh)",
-            "scale-up",
-            448 * _G,
-            64 * _G,
-            "896 GB/s per GPU, both directions summed: 7 links × 128 GB/s (64 GB/s per direction), "
-            "one link to each of the 7 peers (no switch)",
-            "AMD MI300X spec table (896 GB/s Infinity Fabric) as quoted by alpharomercoma/MI300X-vs-H200 "
-            "METHODOLOGY.md; 7 links of 16 lanes at 32 Gb/s = 128 GB/s bidirectional each (wheelersnetwork.com, "
-            "January 2024, on AMD's MI300 launch)",
-        ),
-        Interconnect(
-            "pcie4-x16",
-            "PCIe 4.0 x16",
-            "scale-up",
-            int(16 * _G * 16 * _PCIE_ENCODING / 8),
-            int(16 * _G * 16 * _PCIE_ENCODING / 8),
-            "~32 GB/s per direction: 16 GT/s × 16 lanes / 8 × 128/130 = 31.5 GB/s",
-            "PCIe 4.0: 16 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
-            "by hpc-notes.pages.dev/reference/pcie: 31.5 GB/s for x16)",
-        ),
-        Interconnect(
-            "pcie5-x16",
-            "PCIe 5.0 x16",
-            "scale-up",
-            int(32 * _G * 16 * _PCIE_ENCODING / 8),
-            int(32 * _G * 16 * _PCIE_ENCODING / 8),
-            "~64 GB/s per direction: 32 GT/s × 16 lanes / 8 × 128/130 = 63.0 GB/s",
-            "PCIe 5.0: 32 GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as tabulated "
-            "by hpc-notes.pages.dev/reference/pcie: 63.0 GB/s for x16)",
-        ),
-        Interconnect(
-            "ib-hdr",
-            "InfiniBand HDR 200 Gb/s",
-            "scale-out",
-            25 * _G,
-            25 * _G,
-            "200 Gb/s per port and direction = 25 GB/s (one NIC per GPU)",
-            "InfiniBand HDR: 200 Gb/s per 4x port (4 lanes × 50 Gb/s PAM4), ConnectX-6; IBTA rate as "
-            "summarized by aicplight.com; NCCL maintainers quote 24 GB/s achieved (NVIDIA/nccl#412)",
-        ),
-        Interconnect(
-            "ib-ndr",
-            "InfiniBand NDR 400 Gb/s",
-            "scale-out",
-            50 * _G,
-            50 * _G,
-            "400 Gb/s per port and direction = 50 GB/s (one NIC per GPU)",
-            "InfiniBand NDR: 400 Gb/s per 4x port (4 lanes × 100 Gb/s PAM4), ConnectX-7; IBTA rate as "
-            "summarized by nexuswise-c.com; 48-49 GB/s achieved per NIC (NVIDIA/nccl-tests#267)",
-        ),
-        Interconnect(
-            "ib-xdr",
-            "InfiniBand XDR 800 Gb/s",
-            "scale-out",
-            100 * _G,
-            100 * _G,
-            "800 Gb/s per port and direction = 100 GB/s (one NIC per GPU)",
-            "InfiniBand XDR: 800 Gb/s per port (4 lanes × 200 Gb/s PAM4), ConnectX-8; IBTA rate as "
-            "summarized by nexuswise-c.com and yobitel.com",
-        ),
-        Interconnect(
-            "roce-400g",
-            "RoCE 400 GbE",
-            "scale-out",
-            50 * _G,
-            50 * _G,
-            "400 Gb/s Ethernet per port and direction = 50 GB/s (one NIC per GPU)",
-            "400 Gb/s Ethernet port rate (IEEE 802.3bs 400GbE) carrying RDMA over Converged Ethernet; "
-            "e.g. 8 × 400G ConnectX-7 per H100 node (NVIDIA/nccl-tests#267)",
-        ),
+
+def _switched(name: str, label: str, scope: str, gb_per_s: int, marketed: str, source: str) -> Interconnect:
+    """A link behind a switch (NVSwitch, the network): one peer gets the whole per-GPU figure, ``gb_per_s`` GB/s."""
+    return Interconnect(name, label, scope, gb_per_s * _G, gb_per_s * _G, marketed, source)
+
+
+def _pcie(gen: int, gt_per_s: int) -> Interconnect:
+    """PCIe ``gen`` x16 at ``gt_per_s`` GT/s per lane, 128b/130b encoding, per direction."""
+    rate = int(gt_per_s * _G * 16 * _PCIE_ENCODING / 8)
+    return Interconnect(
+        f"pcie{gen}-x16",
+        f"PCIe {gen}.0 x16",
+        "scale-up",
+        rate,
+        rate,
+        f"~{2 * gt_per_s} GB/s per direction: {gt_per_s} GT/s × 16 lanes / 8 × 128/130 = {rate / _G:.1f} GB/s",
+        f"PCIe {gen}.0: {gt_per_s} GT/s per lane, 128b/130b encoding (PCI-SIG base specification figures as "
+        f"tabulated by hpc-notes.pages.dev/reference/pcie: {rate / _G:.1f} GB/s for x16)",
     )
-}
+
+
+_LINKS: tuple[Interconnect, ...] = (
+    _switched(
+        "nvlink3",
+        "NVLink 3 (A100)",
+        "scale-up",
+        300,
+        "600 GB/s per GPU, both directions summed: 12 links × 25 GB/s per direction",
+        "NVIDIA A100 datasheet figure (600 GB/s, 12 links) as quoted by glennklockwood.com/garden/processors/A100 "
+        "and NVIDIA's NVLink generation table (6/12/18 links: 300/600/900 GB/s total)",
+    ),
+    _switched(
+        "nvlink4",
+        "NVLink 4 (H100 / H200)",
+        "scale-up",
+        450,
+        "900 GB/s per GPU, both directions summed: 18 links × 25 GB/s per direction",
+        "NVIDIA H100 datasheet figure (900 GB/s) as quoted by glennklockwood.com/garden/processors/h100; "
+        "MLCommons inference v4.1 H200-SXM-141GB system description (18 links, 900 GB/s)",
+    ),
+    _switched(
+        "nvlink5",
+        "NVLink 5 (B200)",
+        "scale-up",
+        900,
+        "1.8 TB/s per GPU, both directions summed: 18 links × 50 GB/s per direction",
+        "NVIDIA HGX B200 figure (1.8 TB/s NVLink per GPU, 14.4 TB/s per 8-GPU node) as quoted by "
+        "glennklockwood.com/garden/processors/B200",
+    ),
+    Interconnect(
+        "infinity-fabric-mi300x",
+        "Infinity Fabric (MI300X, 8-GPU mesh)",
+        "scale-up",
+        448 * _G,
+        64 * _G,
+        "896 GB/s per GPU, both directions summed: 7 links × 128 GB/s (64 GB/s per direction), "
+        "one link to each of the 7 peers (no switch)",
+        "AMD MI300X spec table (896 GB/s Infinity Fabric) as quoted by alpharomercoma/MI300X-vs-H200 "
+        "METHODOLOGY.md; 7 links of 16 lanes at 32 Gb/s = 128 GB/s bidirectional each (wheelersnetwork.com, "
+        "January 2024, on AMD's MI300 launch)",
+    ),
+    _pcie(4, 16),
+    _pcie(5, 32),
+    _switched(
+        "ib-hdr",
+        "InfiniBand HDR 200 Gb/s",
+        "scale-out",
+        25,
+        "200 Gb/s per port and direction = 25 GB/s (one NIC per GPU)",
+        "InfiniBand HDR: 200 Gb/s per 4x port (4 lanes × 50 Gb/s PAM4), ConnectX-6; IBTA rate as "
+        "summarized by aicplight.com; NCCL maintainers quote 24 GB/s achieved (NVIDIA/nccl#412)",
+    ),
+    _switched(
+        "ib-ndr",
+        "InfiniBand NDR 400 Gb/s",
+        "scale-out",
+        50,
+        "400 Gb/s per port and direction = 50 GB/s (one NIC per GPU)",
+        "InfiniBand NDR: 400 Gb/s per 4x port (4 lanes × 100 Gb/s PAM4), ConnectX-7; IBTA rate as "
+        "summarized by nexuswise-c.com; 48-49 GB/s achieved per NIC (NVIDIA/nccl-tests#267)",
+    ),
+    _switched(
+        "ib-xdr",
+        "InfiniBand XDR 800 Gb/s",
+        "scale-out",
+        100,
+        "800 Gb/s per port and direction = 100 GB/s (one NIC per GPU)",
+        "InfiniBand XDR: 800 Gb/s per port (4 lanes × 200 Gb/s PAM4), ConnectX-8; IBTA rate as "
+        "summarized by nexuswise-c.com and yobitel.com",
+    ),
+    _switched(
+        "roce-400g",
+        "RoCE 400 GbE",
+        "scale-out",
+        50,
+        "400 Gb/s Ethernet per port and direction = 50 GB/s (one NIC per GPU)",
+        "400 Gb/s Ethernet port rate (IEEE 802.3bs 400GbE) carrying RDMA over Converged Ethernet; "
+        "e.g. 8 × 400G ConnectX-7 per H100 node (NVIDIA/nccl-tests#267)",
+    ),
+)
+
+INTERCONNECTS: dict[str, Interconnect] = {i.name: i for i in _LINKS}
 """Link presets by name. ``bytes_per_s`` is per GPU and per direction, in bytes (not bits) per second.
 
 Measured figures, for choosing an ``efficiency`` (all from NCCL maintainers in
