@@ -19,6 +19,27 @@ with no division by ``t`` at the end and no attention-score term (it assumes
 the scores are never stored). Megatron reports MB = 2^20 bytes; this returns
 bytes, evaluated exactly and rounded up.
 
+**What Megatron-Core saves beyond 34 B per token per hidden unit, and why it is not added.** The
+``"megatron"`` stack's layer (``calc.memory.activation_layer``, ``implementation="megatron"``) is Korthikanti's
+accounting. Read at NVIDIA/Megatron-LM ``d98e8a6`` and NVIDIA/TransformerEngine ``d0067d0``
+(``validation/README.md``, "What Megatron-Core saves beyond 34 B"), one term is missing when the attention core
+runs Transformer Engine's flash-attn backend: flash-attn saves its own ``bshd`` output, and ``linear_proj`` saves
+the ``sbhd`` copy made from it, so the output projection's input is held twice, ``2·a·d_v/t`` more bytes per token
+per layer (``2h/t`` when ``a·d_v = h``). The fused bias-dropout-add adds nothing beyond its one-byte mask. The
+term is left out:
+
+* on Hopper and later (H100, H800, H200, B200, GB200) Transformer Engine does not run that backend: its
+  ``get_attention_backend`` (``transformer_engine/pytorch/attention/dot_product_attention/utils.py``) disables
+  FlashAttention "to give FusedAttention preference on Hopper+" (compute capability 9.0 and up), and cuDNN's
+  ``FusedAttention`` takes ``sbhd`` directly;
+* the published measurements (``validation/published/runs.json``) do not show it. The four Qwen3-30B-A3B rows
+  without recomputation (Megatron-Bridge, H100) are already above the measured peak and would move from about
+  +8% to about +11%; the same source's run with the attention core recomputed measured more memory than without,
+  where the term would make it less. The Megatron-LM 22B rows measure within a few hundred MB of each other on
+  A100 (where flash-attn runs) and H100 at TP 1, PP 4 (the term would add about 2 GB on A100 alone);
+* with recomputation of the attention core (``recompute="selective"``) or of the layer (``"full"``) the copy is
+  never saved, so only ``"none"`` would change.
+
 Examples:
     >>> megatron_activation_bytes(2048, 1, 12288, 96, 51200, tp=8, pp=8) // 2**20
     9816
