@@ -13,6 +13,7 @@ import math
 import re
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
+from typing import Any
 
 from calc.errors import CalcError
 
@@ -79,6 +80,21 @@ def _scaled(digits: str, exponent: str | None) -> Fraction | None:
     return Fraction(digits) * Fraction(10) ** power
 
 
+def _number_or_groups(
+    text: object, field: str, rule: str, pattern: re.Pattern[str], exact: tuple[type, ...]
+) -> Fraction | tuple[Any, ...]:
+    """A value given as a number (one of the ``exact`` types, or a finite float) as a ``Fraction``; typed text
+    that ``pattern`` matches (at most ``MAX_TEXT_CHARS`` long) as the match's groups; anything else raises ``rule``."""
+    if isinstance(text, bool):
+        raise CalcError(field, rule, text)
+    if isinstance(text, exact) or (isinstance(text, float) and math.isfinite(text)):
+        return Fraction(text)
+    match = pattern.match(text.strip()) if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS else None
+    if not match:
+        raise CalcError(field, rule, text)
+    return match.groups()
+
+
 def parse_decimal(
     text: object,
     field: str,
@@ -120,26 +136,16 @@ def parse_decimal(
         ...
         calc.errors.CalcError: peak_tflops must be a number from 0 to 1e6 (got '1e100000000')
     """
-    if isinstance(text, bool):
-        raise CalcError(field, rule, text)
-    if isinstance(text, (int, Fraction)):
-        value: Fraction | None = Fraction(text)
-    elif isinstance(text, float):
-        if not math.isfinite(text):
-            raise CalcError(field, rule, text)
-        value = Fraction(text)
-    elif isinstance(text, str):
-        match = _DECIMAL_RE.match(text.strip()) if len(text) <= MAX_TEXT_CHARS else None
-        if not match:
-            raise CalcError(field, rule, text)
-        sign, mantissa, exponent = match.groups()
+    got = _number_or_groups(text, field, rule, _DECIMAL_RE, (int, Fraction))
+    if isinstance(got, Fraction):
+        value: Fraction | None = got
+    else:
+        sign, mantissa, exponent = got
         value = _scaled(mantissa.replace("_", "").replace(",", ""), exponent)
         if value is None:
             raise CalcError(field, rule, text)
         if sign == "-":
             value = -value
-    else:
-        raise CalcError(field, rule, text)
     if minimum is not None and (value < minimum or (strict_minimum and value == minimum)):
         raise CalcError(field, rule, text)
     if maximum is not None and value > maximum:
@@ -175,19 +181,11 @@ def parse_count(text: object, field: str = "params") -> int:
         calc.errors.CalcError: params must be a positive count such as 7B, 70e9, 1.5T or 124439808 (got 'seven')
     """
     rule = "must be a positive count such as 7B, 70e9, 1.5T or 124439808"
-    if isinstance(text, bool):
-        raise CalcError(field, rule, text)
-    if isinstance(text, int):
-        value = Fraction(text)
-    elif isinstance(text, float):
-        if not math.isfinite(text):
-            raise CalcError(field, rule, text)
-        value = Fraction(text)
-    elif isinstance(text, str):
-        match = _COUNT_RE.match(text.strip()) if len(text) <= MAX_TEXT_CHARS else None
-        if not match:
-            raise CalcError(field, rule, text)
-        mantissa, exponent, suffix = match.groups()
+    got = _number_or_groups(text, field, rule, _COUNT_RE, (int,))
+    if isinstance(got, Fraction):
+        value = got
+    else:
+        mantissa, exponent, suffix = got
         digits = mantissa.replace("_", "").replace(",", "")
         scaled = _scaled(digits, exponent)  # the exponent's size is checked before any power is computed
         if scaled is None:
@@ -195,8 +193,6 @@ def parse_count(text: object, field: str = "params") -> int:
                 field, "must be at most 1e18" if int(exponent) > 0 and Fraction(digits) else "must be at least 1", text
             )
         value = scaled * _COUNT_SUFFIX[suffix.lower()]
-    else:
-        raise CalcError(field, rule, text)
     if value < 1:
         raise CalcError(field, "must be at least 1", text)
     if value > MAX_COUNT:

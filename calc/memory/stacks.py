@@ -59,27 +59,18 @@ def stack_defaults(stack: str, *, pp: int, compile: bool = False) -> dict[str, o
         >>> stack_defaults("megatron", pp=1)["recompute"], stack_defaults("torchtitan", pp=1)["recompute"]
         ('none', 'op')
     """
-    if stack == "megatron":
-        return {
-            "recompute": "none",
-            "flash_attention": False,
-            "dropout": True,
-            "zero_stage": 0,
-            "shard": "even",
-            "loss": "fused",
-            "reshard_after_forward": True,
-        }
-    if stack == "torchtitan":
-        return {
-            "recompute": "op",
-            "flash_attention": True,
-            "dropout": False,
-            "zero_stage": 3,
-            "shard": "fsdp2",
-            "loss": "compiled" if compile else "stock",
-            "reshard_after_forward": pp == 1,
-        }
-    raise CalcError("stack", f"must be one of {', '.join(STACKS)}", stack, code="unknown-name")
+    if stack not in STACKS:
+        raise CalcError("stack", f"must be one of {', '.join(STACKS)}", stack, code="unknown-name")
+    titan = stack == "torchtitan"  # each knob: torchtitan's default if titan else Megatron-LM's
+    return {
+        "recompute": "op" if titan else "none",
+        "flash_attention": titan,
+        "dropout": not titan,
+        "zero_stage": 3 if titan else 0,
+        "shard": "fsdp2" if titan else "even",
+        "loss": ("compiled" if compile else "stock") if titan else "fused",
+        "reshard_after_forward": pp == 1 if titan else True,
+    }
 
 
 def loss_bytes(loss: str, tokens: int, vocab: int, tp: int, chunk_tokens: int) -> tuple[int, int, str]:

@@ -193,11 +193,16 @@ def _heads_divide_hidden(out: dict[str, Any], model_type: str) -> None:
         )
 
 
+def _attention_bias(r: _HFReader, default: bool) -> dict[str, bool]:
+    """``attention_bias``: one switch for the q/k/v projections' bias and the output projection's."""
+    bias = r.get_bool("attention_bias", default)
+    return {"qkv_bias": bias, "attn_out_bias": bias}
+
+
 def _read_llama(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=None, head_dim_default=None, tie_default=False, max_pos_default=2048)
     _heads_divide_hidden(out, "llama")  # LlamaConfig.validate_architecture refuses it too
-    bias = r.get_bool("attention_bias", False)
-    out.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.get_bool("mlp_bias", False))
+    out.update(**_attention_bias(r, False), mlp_bias=r.get_bool("mlp_bias", False))
     return out
 
 
@@ -227,10 +232,8 @@ def _read_qwen2(r: _HFReader) -> dict[str, Any]:
 
 def _read_qwen3(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=32, head_dim_default=128, tie_default=False, max_pos_default=32768)
-    bias = r.get_bool("attention_bias", False)
     out.update(
-        qkv_bias=bias,
-        attn_out_bias=bias,
+        **_attention_bias(r, False),
         qk_norm=True,
         sliding_window=r.sliding_window(gate="use_sliding_window", default=4096),
     )
@@ -239,7 +242,7 @@ def _read_qwen3(r: _HFReader) -> dict[str, Any]:
 
 def _read_qwen3_moe(r: _HFReader) -> dict[str, Any]:
     out = _common(r, kv_default=4, head_dim_default=None, tie_default=False, max_pos_default=32768)
-    bias = r.get_bool("attention_bias", False)
+    bias = _attention_bias(r, False)
     experts = r.get_int("num_experts", "num_local_experts", minimum=0)
     layers = out["num_layers"]
     step = r.get_int("decoder_sparse_step", default=1)
@@ -249,8 +252,7 @@ def _read_qwen3_moe(r: _HFReader) -> dict[str, Any]:
     dense = sorted({i for i in listed if 0 <= i < layers} | {i for i in range(layers) if (i + 1) % step})
     # (num_hidden_layers is capped, so this list stays small.)
     out.update(
-        qkv_bias=bias,
-        attn_out_bias=bias,
+        **bias,
         qk_norm=True,
         sliding_window=r.sliding_window(gate="use_sliding_window", default=4096),
     )
@@ -268,8 +270,7 @@ def _read_gemma(r: _HFReader) -> dict[str, Any]:
     out = _common(
         r, kv_default=16, head_dim_default=256, tie_default=True, max_pos_default=8192, act_default="gelu_pytorch_tanh"
     )
-    bias = r.get_bool("attention_bias", False)
-    out.update(qkv_bias=bias, attn_out_bias=bias)
+    out.update(_attention_bias(r, False))
     return out
 
 
@@ -300,10 +301,8 @@ def _read_gemma3_text(r: _HFReader) -> dict[str, Any]:
     )
     _heads_divide_hidden(out, "gemma3_text")  # Gemma3TextConfig.validate_architecture refuses it too
     out["hidden_act"] = r.get_str("hidden_activation", "hidden_act", default="gelu_pytorch_tanh")
-    bias = r.get_bool("attention_bias", False)
     out.update(
-        qkv_bias=bias,
-        attn_out_bias=bias,
+        **_attention_bias(r, False),
         qk_norm=True,
         sandwich_norm=True,
         sliding_window=r.sliding_window(default=4096),
@@ -321,10 +320,8 @@ def _read_gpt_oss(r: _HFReader) -> dict[str, Any]:
     each with biased gate/up and down projections; attention has biases and one learned sink per head.
     """
     out = _common(r, kv_default=8, head_dim_default=64, tie_default=False, max_pos_default=131072)
-    bias = r.get_bool("attention_bias", True)
     out.update(
-        qkv_bias=bias,
-        attn_out_bias=bias,
+        **_attention_bias(r, True),
         attention_sinks=True,
         num_experts=r.get_int("num_local_experts", "num_experts", default=128),
         experts_per_token=r.get_int("num_experts_per_tok", "experts_per_token", default=4),
@@ -352,7 +349,7 @@ def _read_deepseek_v3(r: _HFReader) -> dict[str, Any]:
     rope = r.get_int("qk_rope_head_dim", minimum=0)
     if nope + rope < 1:
         raise CalcError("qk_rope_head_dim", "plus qk_nope_head_dim must be at least 1", rope)
-    bias = r.get_bool("attention_bias", False)
+    bias = _attention_bias(r, False)
     experts = r.get_int("n_routed_experts", "num_local_experts")
     out: dict[str, Any] = {
         "vocab_size": r.get_int("vocab_size"),
@@ -364,8 +361,7 @@ def _read_deepseek_v3(r: _HFReader) -> dict[str, Any]:
         "intermediate_size": r.get_int("intermediate_size"),
         "max_position_embeddings": r.get_int("max_position_embeddings", default=4096),
         "tied_embeddings": r.get_bool("tie_word_embeddings", False),
-        "qkv_bias": bias,
-        "attn_out_bias": bias,
+        **bias,
         "q_lora_rank": r.get_int("q_lora_rank", default=0) if r.has("q_lora_rank") else 1536,
         "kv_lora_rank": r.get_int("kv_lora_rank"),
         "qk_rope_head_dim": rope,

@@ -128,20 +128,8 @@ def _size(size_bytes: object) -> int:
     return size_bytes
 
 
-def _efficiency(value: object, field: str) -> Fraction:
-    rule = "must be a number greater than 0 and at most 1"
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
-        raise CalcError(field, rule, value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise CalcError(field, rule, value)
-    frac = Fraction(value)
-    if not 0 < frac <= 1:
-        raise CalcError(field, rule, value)
-    return frac
-
-
-def _bandwidth(value: object, field: str) -> Fraction:
-    rule = "must be a positive number of bytes per second"
+def _positive(value: object, field: str, rule: str) -> Fraction:
+    """``value`` as an exact ``Fraction`` when it is a finite number greater than 0; anything else raises ``rule``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
         raise CalcError(field, rule, value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -150,6 +138,18 @@ def _bandwidth(value: object, field: str) -> Fraction:
     if frac <= 0:
         raise CalcError(field, rule, value)
     return frac
+
+
+def _efficiency(value: object, field: str) -> Fraction:
+    rule = "must be a number greater than 0 and at most 1"
+    frac = _positive(value, field, rule)
+    if frac > 1:
+        raise CalcError(field, rule, value)
+    return frac
+
+
+def _bandwidth(value: object, field: str) -> Fraction:
+    return _positive(value, field, "must be a positive number of bytes per second")
 
 
 def collective_time_s(

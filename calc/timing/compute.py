@@ -92,6 +92,11 @@ def flops_6nd(params: int | float | str, tokens: int | float | str) -> int:
     return 6 * parse_count(params, "params") * parse_count(tokens, "tokens")
 
 
+def _whole(**values: object) -> list[int]:
+    """Each value parsed as a whole number of at least 1, in order, an error naming its keyword."""
+    return [parse_positive_int(value, name) for name, value in values.items()]
+
+
 def megatron_flops_per_iteration(
     batch: int | str,
     seq_len: int | str,
@@ -142,11 +147,7 @@ def megatron_flops_per_iteration(
         >>> megatron_flops_per_iteration(4, 2048, 48, 6144, 51200, recompute="none")
         1143560812363776
     """
-    b = parse_positive_int(batch, "batch")
-    s = parse_positive_int(seq_len, "seq_len")
-    l = parse_positive_int(layers, "layers")
-    h = parse_positive_int(hidden, "hidden")
-    v = parse_positive_int(vocab, "vocab")
+    b, s, l, h, v = _whole(batch=batch, seq_len=seq_len, layers=layers, hidden=hidden, vocab=vocab)
     logits = 6 * b * s * h * v
     if recompute == "none":
         return 72 * b * s * l * h * h + 12 * b * s * s * l * h + logits
@@ -196,10 +197,7 @@ def palm_flops_per_token(
     n = parse_count(params, "params")
     if not attention:
         return 6 * n
-    l = parse_positive_int(layers, "layers")
-    h = parse_positive_int(heads, "heads")
-    q = parse_positive_int(head_dim, "head_dim")
-    t = parse_positive_int(seq_len, "seq_len")
+    l, h, q, t = _whole(layers=layers, heads=heads, head_dim=head_dim, seq_len=seq_len)
     return 6 * n + 12 * l * h * q * t
 
 
