@@ -41,6 +41,8 @@ from validation.published.rank import TARGET as RANK_TARGET
 from validation.published.rank import TOP as RANK_TOP
 from validation.published.rank import WITHIN as RANK_WITHIN
 from validation.published.rank import rank_all, share
+from validation.published.serving import load as load_serving
+from validation.published.serving import predict as predict_serving
 
 RESULTS = ROOT / "validation" / "results.json"
 GPU_RESULTS = ROOT / "validation" / "results-gpu.json"
@@ -329,6 +331,36 @@ def _published_chart(_data: dict[str, Any]) -> str:
     return chart("accuracy-published", spec, label)
 
 
+def _serving(_data: dict[str, Any]) -> str:
+    """Every published serving measurement: measured and modelled seconds, the error, and why a row is marked."""
+    lines = [
+        "| Measurement | Source | Measured | Engine | Error | Tolerance | Verdict |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    counts = {"within": 0, "outside": 0, "not modelled": 0}
+    for row in load_serving():
+        r = predict_serving(row)
+        src = row["source"]
+        engine = "" if r["predicted"] is None else f"{r['predicted']:.3g} s"
+        err = "" if r["error"] is None else f"{r['error']:+.1%}"
+        if r["ok"]:
+            verdict, key = "within", "within"
+        elif row.get("not_modelled"):
+            verdict, key = row["not_modelled"], "not modelled"
+        else:
+            verdict, key = row.get("outside") or r["refused"] or "FAILS", "outside"
+        counts[key] += 1
+        lines.append(
+            f"| `{row['id']}` ({row['kind']}) | [{src['name']}]({src['url']}), {src['table']}, {src['row']} | "
+            f"{r['measured']:.3g} s | {engine} | {err} | ±{r['tolerance']:.0%} | {verdict} |"
+        )
+    head = (
+        f"{counts['within']} of {sum(counts.values())} serving measurements within tolerance, "
+        f"{counts['outside']} outside with what the model leaves out, {counts['not modelled']} not modelled."
+    )
+    return "\n".join([head, "", *lines])
+
+
 BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     "summary": _summary,
     "table": _table,
@@ -338,6 +370,7 @@ BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     "gpu": _gpu,
     "published": _published,
     "published-chart": _published_chart,
+    "serving": _serving,
 }
 """The markers ``docs/accuracy.md`` may use."""
 

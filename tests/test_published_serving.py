@@ -7,6 +7,9 @@ fails too, so the mark is removed once the model gets it right.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from calc.models.presets import PRESETS
@@ -53,3 +56,18 @@ def test_enough_rows_are_predicted_and_pass():
     assert len(passing) >= 8
     assert {r["kind"] for r in passing} == {"ttft", "throughput"}
     assert {r["gpu"] for r in passing} == {"h100-sxm", "a100-80"}
+
+
+@pytest.mark.skipif(sys.platform == "emscripten", reason="runs the MkDocs hook: host only")
+def test_accuracy_page_shows_every_serving_row():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
+    import lc_accuracy
+
+    out = lc_accuracy.render("[[accuracy serving]]\n")
+    table = [line for line in out.splitlines() if line.startswith("| `")]
+    assert [line.split("`")[1] for line in table] == [r["id"] for r in ROWS]
+    for line, row in zip(table, ROWS, strict=True):
+        r = predict(row)
+        assert f"| {r['measured']:.3g} s |" in line
+        if r["error"] is not None:
+            assert f"| {r['error']:+.1%} |" in line

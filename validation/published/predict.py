@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,19 @@ from calc.memory.overheads import peak_memory
 from calc.models.presets import preset
 from calc.parallel.network import Network
 from calc.timing.steptime import step_time
+from validation.published._rows import load_rows, text_table
 
-__all__ = ["ROWS", "TOLERANCE", "layout_for", "load", "measured_step_s", "predict", "predict_all", "table"]
+__all__ = [
+    "ROWS",
+    "TOLERANCE",
+    "arch_for",
+    "layout_for",
+    "load",
+    "measured_step_s",
+    "predict",
+    "predict_all",
+    "table",
+]
 
 ROWS = Path(__file__).with_name("runs.json")
 """The published rows (``README.md`` beside it says how each was read)."""
@@ -39,19 +49,32 @@ TOLERANCE: dict[str, float] = {"memory": 0.15, "memory-compiled": 0.25, "through
 
 _UNITS = {"GiB": 2**30, "MiB": 2**20, "GB": 10**9}
 _MEMORY_METRICS = {"allocated": "allocated_bytes", "reserved": "reserved_bytes", "nvidia_smi": "nvidia_smi_bytes"}
-_MEMORY_KWARGS = ("low_precision", "optimizer", "expandable_segments", "channels", "p2p_channels")
+_MEMORY_KWARGS = ("low_precision", "optimizer", "expandable_segments", "channels", "p2p_channels", "stage")
 _STEP_KWARGS = ("dtype", "schedule", "matmul_efficiency")
 
 
 def load(path: Path = ROWS) -> list[dict[str, Any]]:
-    """The rows of ``runs.json``.
+    """The rows of ``runs.json``, memory and throughput, each id unique.
 
     Examples:
-        >>> rows = load()
-        >>> len({r["id"] for r in rows}) == len(rows)
-        True
+        >>> sorted({r["kind"] for r in load()})
+        ['memory', 'throughput']
     """
-    return json.loads(path.read_text())["rows"]
+    return load_rows(path)
+
+
+def arch_for(row: dict[str, Any]) -> Any:
+    """The row's model: the engine preset ``model``, with the row's ``arch`` fields replaced where it has them.
+
+    A run whose shapes no preset has (a functional test's 7B GPT, a padded vocabulary) names the nearest preset
+    and the fields that differ; the [`Architecture`][calc.models.architecture.Architecture] validates them.
+
+    Examples:
+        >>> arch_for({"model": "gpt2", "arch": {"vocab_size": 50304}}).vocab_size
+        50304
+    """
+    arch = preset(row["model"])
+    return dataclasses.replace(arch, **row["arch"]) if row.get("arch") else arch
 
 
 def layout_for(row: dict[str, Any]) -> tuple[Layout, tuple[str, ...]]:
@@ -134,7 +157,7 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
     extra = row.get("predict", {})
     try:
         layout, out["knobs_missing"] = layout_for(row)
-        arch = preset(row["model"])
+        arch = arch_for(row)
         if row["kind"] == "memory":
             m = row["measured"]
             kwargs = {k: extra[k] for k in _MEMORY_KWARGS if k in extra}
@@ -167,12 +190,11 @@ def predict_all(rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
 
 def table(results: list[dict[str, Any]]) -> str:
     """A plain-text table of the results, one row per published run."""
-    lines = [f"{'id':40} {'kind':10} {'error':>8} {'tol':>5}  verdict"]
-    for r in results:
-        err = "refused" if r["error"] is None else f"{r['error']:+.1%}"
-        verdict = "ok" if r["ok"] else ("not modelled" if r["not_modelled"] else "FAIL")
-        lines.append(f"{r['id']:40} {r['kind']:10} {err:>8} {r['tolerance']:>5.0%}  {verdict}")
-    return "\n".join(lines)
+
+    def verdict(r: dict[str, Any]) -> str:
+        return "ok" if r["ok"] else ("not modelled" if r["not_modelled"] else "FAIL")
+
+    return text_table(results, width=40, no_error="refused", verdict=verdict)
 
 
 if __name__ == "__main__":

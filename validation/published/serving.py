@@ -16,13 +16,13 @@ has its mark removed, and the reason records what the model leaves out.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from calc.errors import CalcError
 from calc.models.presets import preset
 from calc.timing.serving import decode_step, prefill_time
+from validation.published._rows import load_rows, text_table
 
 __all__ = ["ROWS", "TOLERANCE", "load", "measured_s", "predict", "predict_all", "predicted_s", "table"]
 
@@ -36,14 +36,13 @@ batches of one GPU (README)."""
 
 
 def load(path: Path = ROWS) -> list[dict[str, Any]]:
-    """The rows of ``serving.json``.
+    """The rows of ``serving.json``: first-token, latency and throughput measurements.
 
     Examples:
-        >>> rows = load()
-        >>> len({r["id"] for r in rows}) == len(rows)
+        >>> {r["kind"] for r in load()} <= {"ttft", "latency", "throughput"}
         True
     """
-    return json.loads(path.read_text())["rows"]
+    return load_rows(path)
 
 
 def measured_s(row: dict[str, Any]) -> float:
@@ -107,14 +106,13 @@ def predict_all(rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
 
 def table(results: list[dict[str, Any]]) -> str:
     """A plain-text table of the results, one row per published measurement."""
-    lines = [f"{'id':44} {'kind':10} {'error':>8} {'tol':>5}  verdict"]
-    for r in results:
-        err = "-" if r["error"] is None else f"{r['error']:+.1%}"
-        verdict = (
-            "ok" if r["ok"] else "not modelled" if r["not_modelled"] else "outside (known)" if r["outside"] else "FAIL"
-        )
-        lines.append(f"{r['id']:44} {r['kind']:10} {err:>8} {r['tolerance']:>5.0%}  {verdict}")
-    return "\n".join(lines)
+
+    def verdict(r: dict[str, Any]) -> str:
+        if r["ok"]:
+            return "ok"
+        return "not modelled" if r["not_modelled"] else "outside (known)" if r["outside"] else "FAIL"
+
+    return text_table(results, width=44, no_error="-", verdict=verdict)
 
 
 if __name__ == "__main__":
