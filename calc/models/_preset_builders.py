@@ -4,15 +4,18 @@ Each builder writes the keys its family's published ``config.json`` carries (the
 preset's ``_source``), so a preset differs from its family only where its shape does.
 
 Examples:
-    >>> _llama2((4096, 11008, 32, 32, 32), source="x")["architectures"]
+    >>> _llama2((4096, 11008, 32, 32, 32), "7b")["architectures"]
     ['LlamaForCausalLM']
-    >>> list(_qwen3((4096, 12288, 36, 32, 8), source="x"))[:4]
+    >>> list(_qwen3((4096, 12288, 36, 32, 8), "8B"))[:4]
     ['_source', 'architectures', 'attention_bias', 'head_dim']
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+_Shape = tuple[int, int, int, int, int]
+"""A Llama-style shape: ``(hidden, intermediate, layers, heads, kv_heads)``."""
 
 
 def _gpt2(hidden: int, layers: int, heads: int, *, vocab: int = 50257, ctx: int = 1024, source: str) -> dict[str, Any]:
@@ -35,7 +38,7 @@ def _gpt2(hidden: int, layers: int, heads: int, *, vocab: int = 50257, ctx: int 
 def _decoder(
     family: str,
     model_type: str,
-    shape: tuple[int, int, int, int, int],
+    shape: _Shape,
     *,
     vocab: int,
     ctx: int,
@@ -44,11 +47,8 @@ def _decoder(
     tied: bool = False,
     **keys: Any,
 ) -> dict[str, Any]:
-    """The keys every Llama-style ``config.json`` carries (SiLU, RMSNorm, bf16), with ``keys`` added, sorted.
-
-    ``shape`` is ``(hidden, intermediate, layers, heads, kv_heads)``; the keys come after ``_source`` in
-    alphabetical order, as the Hub files print them.
-    """
+    """The keys every Llama-style ``config.json`` carries (SiLU, RMSNorm, bf16) with ``keys`` added: after
+    ``_source``, in alphabetical order, as the Hub files print them."""
     hidden, inter, layers, heads, kv = shape
     base = {
         "architectures": [f"{family}ForCausalLM"],
@@ -68,26 +68,34 @@ def _decoder(
     return {"_source": source, **dict(sorted({**base, **keys}.items()))}
 
 
-def _llama(shape: tuple[int, int, int, int, int], *, vocab: int, ctx: int, source: str, **extra: Any) -> dict[str, Any]:
+def _llama(shape: _Shape, *, vocab: int, ctx: int, source: str, **extra: Any) -> dict[str, Any]:
     """A Llama ``config.json`` (meta-llama/* on the Hugging Face Hub): the common keys, then ``extra`` in order."""
     return {**_decoder("Llama", "llama", shape, vocab=vocab, ctx=ctx, source=source), **extra}
 
 
-def _llama2(shape: tuple[int, int, int, int, int], *, source: str) -> dict[str, Any]:
-    """A Llama 2 ``config.json`` (meta-llama/Llama-2-*-hf): vocabulary 32,000, 4,096 positions."""
+def _llama2(shape: _Shape, size: str) -> dict[str, Any]:
+    """A Llama 2 ``config.json`` (meta-llama/Llama-2-{size}-hf): vocabulary 32,000, 4,096 positions."""
+    gqa = f", GQA with {shape[4]} KV heads" if shape[4] < shape[3] else ""
+    source = f"meta-llama/Llama-2-{size}-hf config.json; Touvron et al. 2023 (arXiv:2307.09288){gqa}"
     return _llama(shape, vocab=32000, ctx=4096, source=source, pretraining_tp=1, rope_scaling=None)
 
 
 def _llama3(
-    shape: tuple[int, int, int, int, int], *, ctx: int, source: str, rope_scaling: Any = None, **extra: Any
+    shape: _Shape,
+    repo: str,
+    *,
+    ctx: int,
+    cite: str = "Llama 3 (arXiv:2407.21783), Table 3",
+    rope_scaling: Any = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """A Llama 3 / 3.1 / 3.2 ``config.json``: vocabulary 128,256, no attention bias, RoPE base 500,000;
-    ``extra`` (in order) before the RoPE keys, as the Hub files print them."""
+    """A Llama 3 / 3.1 / 3.2 ``config.json`` (meta-llama/{repo}): vocabulary 128,256, no attention bias, RoPE
+    base 500,000; ``extra`` (in order) before the RoPE keys, as the Hub files print them."""
     return _llama(
         shape,
         vocab=128256,
         ctx=ctx,
-        source=source,
+        source=f"meta-llama/{repo} config.json; {cite}",
         attention_bias=False,
         **extra,
         rope_theta=500000.0,
@@ -105,15 +113,16 @@ _LLAMA32_ROPE = {
 """Llama 3.2's ``rope_scaling`` (meta-llama/Llama-3.2-1B and -3B config.json)."""
 
 
-def _llama32(shape: tuple[int, int, int, int, int], *, head_dim: int, source: str) -> dict[str, Any]:
-    """A Llama 3.2 ``config.json`` (meta-llama/Llama-3.2-*): 131,072 positions, tied embeddings."""
+def _llama32(shape: _Shape, size: str, *, head_dim: int, params: str) -> dict[str, Any]:
+    """A Llama 3.2 ``config.json`` (meta-llama/Llama-3.2-{size}): 131,072 positions, tied embeddings."""
     return _llama3(
         shape,
+        f"Llama-3.2-{size}",
         ctx=131072,
-        source=source,
-        rope_scaling=_LLAMA32_ROPE,
+        cite=f"Llama 3.2 model card ({params} parameters)",
         head_dim=head_dim,
         mlp_bias=False,
+        rope_scaling=_LLAMA32_ROPE,
         tie_word_embeddings=True,
     )
 
@@ -178,9 +187,11 @@ def _qwen2(
     )
 
 
-def _qwen3(shape: tuple[int, int, int, int, int], *, source: str, moe_inter: int = 0) -> dict[str, Any]:
-    """A Qwen3 ``config.json`` (Qwen/Qwen3-* on the Hugging Face Hub): dense, or with ``moe_inter`` the MoE
-    models' (128 experts, 8 per token, ``Qwen3MoeForCausalLM``). The MoE files write ``rope_theta`` as a float."""
+def _qwen3(shape: _Shape, size: str, *, moe_inter: int = 0, table: str = "") -> dict[str, Any]:
+    """A Qwen3 ``config.json`` (Qwen/Qwen3-{size}): dense, or with ``moe_inter`` the MoE models' (128 experts,
+    8 per token, ``Qwen3MoeForCausalLM``), the ``table`` of the Qwen3 technical report cited when given. The MoE
+    files write ``rope_theta`` as a float."""
+    report = f"; Qwen3 technical report (arXiv:2505.09388), {table}" if table else ""
     moe = {
         "decoder_sparse_step": 1,
         "mlp_only_layers": [],
@@ -196,7 +207,7 @@ def _qwen3(shape: tuple[int, int, int, int, int], *, source: str, moe_inter: int
         shape,
         vocab=151936,
         ctx=40960,
-        source=source,
+        source=f"Qwen/Qwen3-{size} config.json{report}",
         eps=1e-06,
         attention_bias=False,
         head_dim=128,
@@ -209,9 +220,7 @@ def _qwen3(shape: tuple[int, int, int, int, int], *, source: str, moe_inter: int
     )
 
 
-def _mixtral(
-    shape: tuple[int, int, int, int, int], *, vocab: int, ctx: int, aux_loss: float, source: str
-) -> dict[str, Any]:
+def _mixtral(shape: _Shape, *, vocab: int, ctx: int, aux_loss: float, source: str) -> dict[str, Any]:
     """A Mixtral ``config.json`` (mistralai/Mixtral-*): Mistral's keys with 8 experts, 2 per token."""
     experts = {"num_experts_per_tok": 2, "num_local_experts": 8, "router_aux_loss_coef": aux_loss}
     return _decoder(

@@ -32,29 +32,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         source="Brown et al. 2020 (arXiv:2005.14165), Table 2.1: 96 layers, d_model 12288, 96 heads of 128, "
         "n_ctx 2048, GPT-2 vocabulary (50257); alternating sparse attention has no extra weights",
     ),
-    "llama2-7b": _llama2(
-        (4096, 11008, 32, 32, 32), source="meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023 (arXiv:2307.09288)"
-    ),
-    "llama2-13b": _llama2(
-        (5120, 13824, 40, 40, 40),
-        source="meta-llama/Llama-2-13b-hf config.json; Touvron et al. 2023 (arXiv:2307.09288)",
-    ),
-    "llama2-70b": _llama2(
-        (8192, 28672, 80, 64, 8),
-        source="meta-llama/Llama-2-70b-hf config.json; Touvron et al. 2023 (arXiv:2307.09288), GQA with 8 KV heads",
-    ),
-    "llama3-8b": _llama3(
-        (4096, 14336, 32, 32, 8),
-        ctx=8192,
-        source="meta-llama/Meta-Llama-3-8B config.json; Llama 3 (arXiv:2407.21783), Table 3",
-    ),
-    "llama3-70b": _llama3(
-        (8192, 28672, 80, 64, 8),
-        ctx=8192,
-        source="meta-llama/Meta-Llama-3-70B config.json; Llama 3 (arXiv:2407.21783), Table 3",
-    ),
+    "llama2-7b": _llama2((4096, 11008, 32, 32, 32), "7b"),
+    "llama2-13b": _llama2((5120, 13824, 40, 40, 40), "13b"),
+    "llama2-70b": _llama2((8192, 28672, 80, 64, 8), "70b"),
+    "llama3-8b": _llama3((4096, 14336, 32, 32, 8), "Meta-Llama-3-8B", ctx=8192),
+    "llama3-70b": _llama3((8192, 28672, 80, 64, 8), "Meta-Llama-3-70B", ctx=8192),
     "llama3.1-405b": _llama3(
         (16384, 53248, 126, 128, 8),
+        "Llama-3.1-405B",
         ctx=131072,
         mlp_bias=False,
         rope_scaling={
@@ -64,18 +49,9 @@ PRESETS: dict[str, dict[str, Any]] = {
             "original_max_position_embeddings": 8192,
             "rope_type": "llama3",
         },
-        source="meta-llama/Llama-3.1-405B config.json; Llama 3 (arXiv:2407.21783), Table 3",
     ),
-    "llama3.2-1b": _llama32(
-        (2048, 8192, 16, 32, 8),
-        head_dim=64,
-        source="meta-llama/Llama-3.2-1B config.json; Llama 3.2 model card (1.23B parameters)",
-    ),
-    "llama3.2-3b": _llama32(
-        (3072, 8192, 28, 24, 8),
-        head_dim=128,
-        source="meta-llama/Llama-3.2-3B config.json; Llama 3.2 model card (3.21B parameters)",
-    ),
+    "llama3.2-1b": _llama32((2048, 8192, 16, 32, 8), "1B", head_dim=64, params="1.23B"),
+    "llama3.2-3b": _llama32((3072, 8192, 28, 24, 8), "3B", head_dim=128, params="3.21B"),
     "mistral-7b": _decoder(
         "Mistral",
         "mistral",
@@ -119,17 +95,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "qwen2.5-72b": _qwen2(
         8192, 29568, 80, 64, 8, vocab=152064, ctx=131072, tied=False, eps=1e-05, source="Qwen/Qwen2.5-72B config.json"
     ),
-    "qwen3-8b": _qwen3((4096, 12288, 36, 32, 8), source="Qwen/Qwen3-8B config.json"),
-    "qwen3-30b-a3b": _qwen3((2048, 6144, 48, 32, 4), moe_inter=768, source="Qwen/Qwen3-30B-A3B config.json"),
-    "qwen3-32b": _qwen3(
-        (5120, 25600, 64, 64, 8),
-        source="Qwen/Qwen3-32B config.json; Qwen3 technical report (arXiv:2505.09388), Table 1",
-    ),
+    "qwen3-8b": _qwen3((4096, 12288, 36, 32, 8), "8B"),
+    "qwen3-30b-a3b": _qwen3((2048, 6144, 48, 32, 4), "30B-A3B", moe_inter=768),
+    "qwen3-32b": _qwen3((5120, 25600, 64, 64, 8), "32B", table="Table 1"),
     "qwen3-235b-a22b": _qwen3(
-        (4096, 12288, 94, 64, 4),
-        moe_inter=1536,
-        source="Qwen/Qwen3-235B-A22B config.json; Qwen3 technical report (arXiv:2505.09388), Table 2 "
-        "(235B total, 22B activated)",
+        (4096, 12288, 94, 64, 4), "235B-A22B", moe_inter=1536, table="Table 2 (235B total, 22B activated)"
     ),
     "gemma-7b": {
         "_source": "google/gemma-7b config.json (no tie_word_embeddings key: Gemma ties by default)",
