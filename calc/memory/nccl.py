@@ -1,6 +1,7 @@
 """NCCL's communicator buffers on one GPU: the process groups a rank joins and the buffers each holds.
 
-The public names are re-exported by [`calc.memory.overheads`][calc.memory.overheads].
+Its public names are re-exported by [`calc.memory.overheads`][calc.memory.overheads], which prices these buffers
+as the ``nccl_*`` line items of the peak.
 """
 
 from __future__ import annotations
