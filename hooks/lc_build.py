@@ -46,18 +46,18 @@ from calc.errors import CalcError
 from calc.widgets import calculators, render_calculator
 from figures import FIGURES
 from numbers_registry import NUMBERS, byte_attributes
+from placeholders import Placeholders
 
 KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
 _CALC_LINE = re.compile(r"^\[\[calc (?P<args>[^\]]*)\]\]\s*$", re.MULTILINE)
 _NUM = re.compile(r"\[\[num (?P<name>[A-Za-z0-9_.\-]+)\]\]")
 _FIGURE_LINE = re.compile(r"^\[\[figure (?P<name>[A-Za-z0-9_.\-]+)\]\]\s*$", re.MULTILINE)
 _ANY_MARKER = re.compile(r"\[\[(calc|num|figure)\b[^\]]*\]\]")
-_PLACEHOLDER = "LCCALCPLACEHOLDER{}X"
 _DIAGRAMS = "assets/diagrams/"
 _DARK_MEDIA = re.compile(r"@media\s*\(prefers-color-scheme:\s*dark\)\s*\{((?:[^{}]*\{[^{}]*\})*)\s*\}")
 _DIAGRAM_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s#]*assets/diagrams/[\w-]+)\.svg\)")
 
-_page_widgets: dict[str, list[str]] = {}
+_held = Placeholders("LCCALCPLACEHOLDER", "calculator, figure or number")
 # A link in a calculator's results to a site page, addressed from the site root (the live results do not know
 # the page): the pre-render gets its page-relative href here, calc.mjs sets it after each live render.
 _SITE_HREF = re.compile(
@@ -130,7 +130,7 @@ def on_files(files, config):
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     src = page.file.src_uri
-    widgets: list[str] = []
+    _held.begin(src)
     counts: dict[str, int] = {}
 
     def calc_marker(match: re.Match) -> str:
@@ -152,10 +152,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         counts[name] = counts.get(name, 0) + 1
         calc_id = name if counts[name] == 1 else f"{name}-{counts[name]}"
         try:
-            widgets.append(render_calculator(name, inputs, calc_id=calc_id))
+            return _held.hold(src, render_calculator(name, inputs, calc_id=calc_id))
         except CalcError as err:
             raise PluginError(f"{src}: calculator {name!r} cannot pre-render {inputs}: {err}") from None
-        return "\n" + _PLACEHOLDER.format(len(widgets) - 1) + "\n"
 
     def num_marker(match: re.Match) -> str:
         name = match["name"]
@@ -172,33 +171,19 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         if name not in FIGURES:
             raise PluginError(f"{src}: unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
         caption, draw = FIGURES[name]
-        widgets.append(
-            f'<figure class="lc-diagram" id="figure-{name}">{draw()}'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-        )
-        return "\n" + _PLACEHOLDER.format(len(widgets) - 1) + "\n"
+        figure = f'<figure class="lc-diagram" id="figure-{name}">{draw()}'
+        return _held.hold(src, figure + f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
     out = _DIAGRAM_IMAGE.sub(
         lambda m: f"![{m['alt']}]({m['path']}.svg#only-light)![{m['alt']}]({m['path']}-dark.svg#only-dark)", markdown
     )
     out = _CALC_LINE.sub(calc_marker, out)
     out = _FIGURE_LINE.sub(figure_marker, out)
-    out = _NUM.sub(num_marker, out)
-    leftover = _ANY_MARKER.search(out)
-    if leftover:
-        raise PluginError(f"{src}: malformed marker {leftover[0]!r} (calc markers stand alone on a line)")
-    _page_widgets[src] = widgets
-    return out
+    return _held.check(src, _NUM.sub(num_marker, out), _ANY_MARKER)
 
 
 def on_page_content(content: str, page, config, files) -> str:
-    widgets = _page_widgets.pop(page.file.src_uri, [])
-    for i, widget in enumerate(widgets):
-        token = f"<p>{_PLACEHOLDER.format(i)}</p>"
-        if content.count(token) != 1:
-            raise PluginError(f"{page.file.src_uri}: calculator or figure placeholder {i} lost in rendering")
-        content = content.replace(token, widget)
-    return _site_hrefs(content, page, files)
+    return _site_hrefs(_held.fill(page.file.src_uri, content), page, files)
 
 
 def _site_hrefs(content: str, page, files) -> str:

@@ -26,16 +26,16 @@ from mkdocs.exceptions import PluginError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "hooks"))
 
 from calc.errors import CalcError
 from calc.guide.exercises import Case, draw, exercises
+from placeholders import Placeholders
 
 PAGE = "exercises.md"
 _LINE = re.compile(r"^\[\[exercise (?P<id>[^\]\s]*)\]\]\s*$", re.MULTILINE)
 _ANY = re.compile(r"\[\[exercise\b[^\]]*\]\]")
-_PLACEHOLDER = "LCEXERCISEPLACEHOLDER{}X"
-
-_pending: dict[str, list[str]] = {}
+_held = Placeholders("LCEXERCISEPLACEHOLDER", "exercise")
 
 
 def render_exercise(case: Case) -> str:
@@ -67,35 +67,26 @@ def render_exercise(case: Case) -> str:
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     src = page.file.src_uri
-    rendered: list[str] = []
+    _held.begin(src)
     seen: list[str] = []
 
     def marker(match: re.Match) -> str:
         ex = match["id"]
         try:
-            rendered.append(render_exercise(draw(ex, 0)))
+            case = draw(ex, 0)
         except CalcError as err:
             raise PluginError(f"{src}: exercise marker {match[0]!r}: {err}") from None
         seen.append(ex)
-        return "\n" + _PLACEHOLDER.format(len(rendered) - 1) + "\n"
+        return _held.hold(src, render_exercise(case))
 
-    out = _LINE.sub(marker, markdown)
-    leftover = _ANY.search(out)
-    if leftover:
-        raise PluginError(f"{src}: malformed exercise marker {leftover[0]!r} (it stands alone on a line)")
+    out = _held.check(src, _LINE.sub(marker, markdown), _ANY)
     if src == PAGE:
         missing = [ex for ex in exercises() if ex not in seen]
         doubled = sorted({ex for ex in seen if seen.count(ex) > 1})
         if missing or doubled:
             raise PluginError(f"{src}: every exercise exactly once; missing {missing}, repeated {doubled}")
-    _pending[src] = rendered
     return out
 
 
 def on_page_content(content: str, page, config, files) -> str:
-    for i, fragment in enumerate(_pending.pop(page.file.src_uri, [])):
-        token = f"<p>{_PLACEHOLDER.format(i)}</p>"
-        if content.count(token) != 1:
-            raise PluginError(f"{page.file.src_uri}: exercise placeholder {i} lost in rendering")
-        content = content.replace(token, fragment)
-    return content
+    return _held.fill(page.file.src_uri, content)

@@ -30,13 +30,13 @@ from calc.hardware import gpu
 from calc.memory.model_state import CONVENTIONS
 from calc.models.presets import preset
 from calc.timing.serving import decode_step
+from placeholders import Placeholders
 from prose_numbers import guide2
 
 __all__ = ["CHARTS", "curve_series", "decode_rows", "finetune_cases", "overlap_rows"]
 
 _LINE = re.compile(r"^\[\[chart (?P<name>[^\]\s]*)\]\]\s*$", re.MULTILINE)
 _ANY = re.compile(r"\[\[chart\b[^\]]*\]\]")
-_PLACEHOLDER = "LCPROSECHARTPLACEHOLDER{}X"
 _H100 = gpu("h100-sxm")
 
 _CURVE_NAMES = {
@@ -284,12 +284,12 @@ CHARTS: dict[str, tuple[str, Callable[[], str]]] = {
 }
 """Named prose charts: name -> (caption, function returning a ``[data-chart]`` element)."""
 
-_pending: dict[str, list[str]] = {}
+_held = Placeholders("LCPROSECHARTPLACEHOLDER", "chart")
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     src = page.file.src_uri
-    rendered: list[str] = []
+    _held.begin(src)
 
     def marker(match: re.Match) -> str:
         name = match["name"]
@@ -300,24 +300,11 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
             element = draw()
         except CalcError as err:
             raise PluginError(f"{src}: chart {name!r} failed in the engine: {err}") from None
-        rendered.append(
-            f'<div class="lc-prose-chart" id="chart-{html.escape(name)}">{element}'
-            f'<p class="lc-prose-chart__caption">{html.escape(caption)}</p></div>'
-        )
-        return "\n" + _PLACEHOLDER.format(len(rendered) - 1) + "\n"
+        div = f'<div class="lc-prose-chart" id="chart-{html.escape(name)}">{element}'
+        return _held.hold(src, div + f'<p class="lc-prose-chart__caption">{html.escape(caption)}</p></div>')
 
-    out = _LINE.sub(marker, markdown)
-    leftover = _ANY.search(out)
-    if leftover:
-        raise PluginError(f"{src}: malformed chart marker {leftover[0]!r} (it stands alone on a line)")
-    _pending[src] = rendered
-    return out
+    return _held.check(src, _LINE.sub(marker, markdown), _ANY)
 
 
 def on_page_content(content: str, page, config, files) -> str:
-    for i, fragment in enumerate(_pending.pop(page.file.src_uri, [])):
-        token = f"<p>{_PLACEHOLDER.format(i)}</p>"
-        if content.count(token) != 1:
-            raise PluginError(f"{page.file.src_uri}: chart placeholder {i} lost in rendering")
-        content = content.replace(token, fragment)
-    return content
+    return _held.fill(page.file.src_uri, content)

@@ -84,6 +84,11 @@ def _amount(n: int, unit: str) -> float:
     return round(n / _per_unit(unit), 6)
 
 
+def _layered(title: str, description: str, height: object, layers: list[dict]) -> dict[str, object]:
+    """A layered spec at the plotting width: a title, its text alternative in ``description``, the layers."""
+    return {"title": title, "description": description, "width": CHART_WIDTH, "height": height, "layer": layers}
+
+
 def spec_json(spec: Mapping[str, object]) -> str:
     """The spec as compact, key-sorted JSON: the text both renderers read, identical for identical charts.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from calc.errors import CalcError
-from calc.guide.charts._common import CHART_WIDTH, _amount
+from calc.guide.charts._common import _amount, _layered
 
 
 def _log_series(
@@ -108,26 +108,18 @@ def zero_scaling(
     x, y = _log_axes("gpus", "GPUs (data-parallel degree)", f"Model state per GPU ({unit})")
     gpus, n, label = reader
     point = {"gpus": gpus, "amount": _amount(n, unit), "label": label}
-    return {
-        "title": title,
-        "description": "Lines of per-GPU model-state memory against GPU count for each ZeRO stage, log axes, "
-        f"with the reader's layout ({label}) marked.",
-        "width": CHART_WIDTH,
-        "height": 260,
-        "layer": [
-            {
-                "data": {"values": rows},
-                "mark": {"type": "line", "point": True},
-                "encoding": {
-                    "x": x,
-                    "y": y,
-                    "color": {"field": "series", "type": "nominal", "sort": names, "title": None},
-                },
-            },
-            *_reader_layers(point, x, y),
-            *_capacity_layers(capacity, unit, y),
-        ],
+    lines = {
+        "data": {"values": rows},
+        "mark": {"type": "line", "point": True},
+        "encoding": {"x": x, "y": y, "color": {"field": "series", "type": "nominal", "sort": names, "title": None}},
     }
+    described = f"with the reader's layout ({label}) marked"
+    return _layered(
+        title,
+        f"Lines of per-GPU model-state memory against GPU count for each ZeRO stage, log axes, {described}.",
+        260,
+        [lines, *_reader_layers(point, x, y), *_capacity_layers(capacity, unit, y)],
+    )
 
 
 def activations_by_sequence(
@@ -192,11 +184,9 @@ def activations_by_sequence(
     if stops:
         layers.append(_ring_layer(rows, stops, {"x": x, "y": y, "color": color}))
         described += ", each line's longest fitting length ringed"
-    return {
-        "title": title,
-        "description": f"Lines of activation memory against sequence length for each {legend.lower()} case, log axes"
-        f"{described}.",
-        "width": CHART_WIDTH,
-        "height": 260,
-        "layer": [*layers, *_capacity_layers(capacity, unit, y)],
-    }
+    return _layered(
+        title,
+        f"Lines of activation memory against sequence length for each {legend.lower()} case, log axes{described}.",
+        260,
+        [*layers, *_capacity_layers(capacity, unit, y)],
+    )

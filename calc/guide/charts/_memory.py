@@ -10,7 +10,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from calc.errors import CalcError
-from calc.guide.charts._common import CHART_WIDTH, _amount
+from calc.guide.charts._common import _amount, _layered
+
+
+def _stacked(values: list[dict], x: dict, components: list[str], **encoding: object) -> dict[str, object]:
+    """The bar layer of memory by component, stacked in the order given, its legend below."""
+    legend = {"orient": "bottom", "columns": 3}
+    color = {"field": "component", "type": "nominal", "sort": components, "title": None, "legend": legend}
+    return {
+        "data": {"values": values},
+        "mark": {"type": "bar", "tooltip": False},
+        "encoding": {
+            **encoding,
+            "x": {**x, "stack": "zero"},
+            "color": color,
+            "order": {"field": "order", "type": "ordinal"},
+        },
+    }
 
 
 def memory_breakdown(
@@ -49,45 +65,21 @@ def memory_breakdown(
     x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
     # The label reads away from the nearer edge, so it never widens the chart.
     align = "right" if 2 * capacity_bytes > max(capacity_bytes, sum(n for _, n in segments if n > 0)) else "left"
-    return {
-        "title": title,
-        "description": f"Stacked bar of memory per GPU by component, with the GPU memory ({capacity_label}) marked.",
-        "width": CHART_WIDTH,
-        "height": 44,
-        "layer": [
-            {
-                "data": {"values": values},
-                "mark": {"type": "bar", "tooltip": False},
-                "encoding": {
-                    "x": {**x, "stack": "zero"},
-                    "color": {
-                        "field": "component",
-                        "type": "nominal",
-                        "sort": [v["component"] for v in values],
-                        "title": None,
-                        "legend": {"orient": "bottom", "columns": 3},
-                    },
-                    "order": {"field": "order", "type": "ordinal"},
-                },
-            },
+    label = {"type": "text", "align": align, "dx": -4 if align == "right" else 4, "y": -12, "fontWeight": "bold"}
+    return _layered(
+        title,
+        f"Stacked bar of memory per GPU by component, with the GPU memory ({capacity_label}) marked.",
+        44,
+        [
+            _stacked(values, x, [v["component"] for v in values]),
             {
                 "data": {"values": [cap]},
                 "mark": {"type": "rule", "strokeWidth": 3, "y": -6, "y2": 50},
                 "encoding": {"x": x},
             },
-            {
-                "data": {"values": [cap]},
-                "mark": {
-                    "type": "text",
-                    "align": align,
-                    "dx": -4 if align == "right" else 4,
-                    "y": -12,
-                    "fontWeight": "bold",
-                },
-                "encoding": {"x": x, "text": {"field": "label"}},
-            },
+            {"data": {"values": [cap]}, "mark": label, "encoding": {"x": x, "text": {"field": "label"}}},
         ],
-    }
+    )
 
 
 def memory_by_case(
@@ -128,24 +120,8 @@ def memory_by_case(
                 if component not in components:
                     components.append(component)
     x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
-    layers: list[dict[str, object]] = [
-        {
-            "data": {"values": values},
-            "mark": {"type": "bar", "tooltip": False},
-            "encoding": {
-                "y": {"field": "case", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}},
-                "x": {**x, "stack": "zero"},
-                "color": {
-                    "field": "component",
-                    "type": "nominal",
-                    "sort": components,
-                    "title": None,
-                    "legend": {"orient": "bottom", "columns": 3},
-                },
-                "order": {"field": "order", "type": "ordinal"},
-            },
-        }
-    ]
+    y = {"field": "case", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}}
+    layers: list[dict[str, object]] = [_stacked(values, x, components, y=y)]
     if capacity is not None:
         cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
         layers += [
@@ -156,11 +132,7 @@ def memory_by_case(
                 "encoding": {"x": x, "text": {"field": "label"}},
             },
         ]
-    return {
-        "title": title,
-        "description": "Horizontal stacked bars of memory per GPU by component, one per case"
-        + (f", with the GPU memory ({capacity[1]}) marked." if capacity else "."),
-        "width": CHART_WIDTH,
-        "height": {"step": 30},
-        "layer": layers,
-    }
+    marked = f", with the GPU memory ({capacity[1]}) marked." if capacity else "."
+    return _layered(
+        title, f"Horizontal stacked bars of memory per GPU by component, one per case{marked}", {"step": 30}, layers
+    )

@@ -4,6 +4,7 @@ reading and printing an answer in its unit (bytes, seconds, GPUs, a ratio, a cou
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable
@@ -68,18 +69,6 @@ class Case:
     hint: str
     steps: tuple[str, ...]
 
-    @property
-    def answer_text(self) -> str:
-        """The answer as the solution prints it."""
-        return format_answer(self.answer, self.unit, self.display_unit)
-
-    @property
-    def tolerance_text(self) -> str:
-        """The tolerance in words."""
-        if not self.tolerance:
-            return "exactly"
-        return f"within {_pct(self.tolerance)}"
-
     def as_dict(self) -> dict[str, object]:
         """Plain data for the browser (numbers as strings, so nothing is rounded by JavaScript)."""
         return {
@@ -95,6 +84,18 @@ class Case:
             "hint": self.hint,
             "steps": list(self.steps),
         }
+
+    @property
+    def answer_text(self) -> str:
+        """The answer as the solution prints it."""
+        return format_answer(self.answer, self.unit, self.display_unit)
+
+    @property
+    def tolerance_text(self) -> str:
+        """The tolerance in words."""
+        if not self.tolerance:
+            return "exactly"
+        return f"within {_pct(self.tolerance)}"
 
 
 @dataclass(frozen=True)
@@ -219,8 +220,32 @@ def parse_answer(text: object, unit: str, display_unit: str) -> Fraction:
     return number * scale
 
 
+Solver = Callable[[dict], tuple]
+"""A solver: drawn parameters to a tuple of the case's parts."""
+
 _TOL = Fraction(2, 100)
 """The relative tolerance of every non-exact answer: 2 %, room for rounding, not for a wrong formula."""
+
+
+def _asks(units: str, hint: str, tolerance: Fraction = _TOL) -> Callable[[Solver], Solver]:
+    """Declare what a solver asks: ``units`` is ``"kind/display"`` (``"B/GB"``, ``"s/ms"``, ``"ratio/%"``), then
+    the hint and the tolerance. The decorated solver returns ``(question, answer, steps)``; the exercise sees the
+    full ``(question, answer, unit, display_unit, tolerance, hint, steps)``.
+    """
+    kind, _, display = units.partition("/")
+    if kind not in ANSWER_UNITS:
+        raise CalcError("unit", f"must be one of {', '.join(ANSWER_UNITS)}", kind, code="unknown-name")
+
+    def declare(solve: Solver) -> Solver:
+        @functools.wraps(solve)
+        def solved(p: dict) -> tuple:
+            question, answer, steps = solve(p)
+            return question, Fraction(answer), kind, display, Fraction(tolerance), hint, tuple(steps)
+
+        return solved
+
+    return declare
+
 
 _MODELS = ((7, "7B"), (13, "13B"), (34, "34B"), (70, "70B"), (175, "175B"), (405, "405B"))
 """The model sizes exercises draw from: (billions, name); the first is the default."""

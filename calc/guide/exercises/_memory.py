@@ -9,13 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 
-from calc.guide.exercises._answers import _TOL, _b, _n
+from calc.guide.exercises._answers import _asks, _b, _n
 from calc.hardware import gpu
 from calc.memory.activations import activation_bytes_per_layer, layer_activations
 from calc.memory.inference import kv_cache_bytes_per_token, weight_bytes
 from calc.memory.model_state import model_state_bytes
 
 
+@_asks(
+    "gpus/GPUs",
+    "ZeRO-3 shards all 16 bytes per parameter over the data-parallel ranks: find the smallest dp with "
+    "16N/dp ≤ the GPU's memory.",
+    tolerance=Fraction(0),
+)
 def _zero3_gpus(p: dict) -> tuple:
     billions, name = p["model"]
     hw = gpu(p["gpu"])
@@ -31,13 +37,6 @@ def _zero3_gpus(p: dict) -> tuple:
             f"16 bytes per parameter) under ZeRO-3? Ignore activations and every other buffer."
         ),
         Fraction(dp),
-        "gpus",
-        "GPUs",
-        Fraction(0),
-        (
-            "ZeRO-3 shards all 16 bytes per parameter over the data-parallel ranks: find the smallest dp with "
-            "16N/dp ≤ the GPU's memory."
-        ),
         (
             f"Model state: 16 B × {name} = {_b(full)}.",
             f"Each {hw.label} holds {_b(hw.memory_bytes)}.",
@@ -47,6 +46,7 @@ def _zero3_gpus(p: dict) -> tuple:
     )
 
 
+@_asks("B/GB", "Add up bytes per parameter: weights + gradients + master copy + optimizer moments.")
 def _state_total(p: dict) -> tuple:
     billions, name = p["model"]
     st = model_state_bytes(billions * 10**9, convention=p["convention"])
@@ -57,10 +57,6 @@ def _state_total(p: dict) -> tuple:
             f"of model state (weights, gradients, optimizer state)? Answer in GB."
         ),
         Fraction(st.total),
-        "B",
-        "GB",
-        _TOL,
-        "Add up bytes per parameter: weights + gradients + master copy + optimizer moments.",
         (
             (
                 f"{p['convention']}: weights {st.weights // (billions * 10**9)} + gradients "
@@ -72,6 +68,7 @@ def _state_total(p: dict) -> tuple:
     )
 
 
+@_asks("count/×", "Weights are 2 bytes per parameter; mixed-precision Adam keeps 16.")
 def _weights_only(p: dict) -> tuple:
     billions, name = p["model"]
     params = billions * 10**9
@@ -83,10 +80,6 @@ def _weights_only(p: dict) -> tuple:
             f"model state of mixed-precision Adam training?"
         ),
         Fraction(total, weights),
-        "count",
-        "×",
-        _TOL,
-        "Weights are 2 bytes per parameter; mixed-precision Adam keeps 16.",
         (
             f"bf16 weights: {_b(weights)}; model state: {_b(total)}.",
             f"{_b(total)} / {_b(weights)} = {total / weights:g}×, whatever the model size.",
@@ -95,23 +88,21 @@ def _weights_only(p: dict) -> tuple:
 
 
 def _zero_per_gpu(stage: int) -> Callable[[dict], tuple]:
+    sharded = {1: "the optimizer state", 2: "the optimizer state and gradients", 3: "everything"}[stage]
+    rest = "nothing of the model state stays replicated" if stage == 3 else "the rest stays replicated"
+
+    @_asks("B/GB", f"ZeRO-{stage} shards {sharded} over the dp ranks; {rest}.")
     def solve(p: dict) -> tuple:
         billions, name = p["model"]
         dp = p["dp"]
         st = model_state_bytes(billions * 10**9, zero_stage=stage, dp=dp)
         full = model_state_bytes(billions * 10**9)
-        sharded = {1: "the optimizer state", 2: "the optimizer state and gradients", 3: "everything"}[stage]
         return (
             (
                 f"{name}, mixed-precision Adam, ZeRO-{stage} over dp={dp}: how much model state does each GPU hold? "
                 f"Answer in GB."
             ),
-            Fraction(st.total),
-            "B",
-            "GB",
-            _TOL,
-            f"ZeRO-{stage} shards {sharded} over the dp ranks"
-            + ("; nothing of the model state stays replicated." if stage == 3 else "; the rest stays replicated."),
+            st.total,
             (
                 (
                     f"Unsharded: weights {_b(full.weights)}, gradients {_b(full.gradients)}, master + moments "
@@ -133,15 +124,17 @@ _SHAPES = ((4096, 32, "7B-like"), (5120, 40, "13B-like"), (8192, 64, "70B-like")
 
 
 def _act(recompute: str) -> Callable[[dict], tuple]:
+    rule = {
+        "none": "sbh(34 + 5as/h) bytes (Korthikanti et al. 2022, Table 2, no parallelism)",
+        "selective": "34·sbh bytes: selective recomputation drops the 5as²b attention core",
+        "full": "2·sbh bytes: full recomputation keeps only each layer's input",
+    }[recompute]
+
+    @_asks("B/GB", f"Use {rule}.")
     def solve(p: dict) -> tuple:
         h, a, label = p["shape"]
         s, b = p["seq"], p["micro_batch"]
         value = activation_bytes_per_layer(s, b, h, a, recompute=recompute)
-        rule = {
-            "none": "sbh(34 + 5as/h) bytes (Korthikanti et al. 2022, Table 2, no parallelism)",
-            "selective": "34·sbh bytes: selective recomputation drops the 5as²b attention core",
-            "full": "2·sbh bytes: full recomputation keeps only each layer's input",
-        }[recompute]
         return (
             (
                 f"A {label} GPT layer (h={h}, a={a} heads), sequence {s}, micro-batch {b}, 16-bit activations, "
@@ -149,11 +142,7 @@ def _act(recompute: str) -> Callable[[dict], tuple]:
                 f"no FlashAttention: "
                 f"how many bytes of activations does one layer store? Answer in GB."
             ),
-            Fraction(value),
-            "B",
-            "GB",
-            _TOL,
-            f"Use {rule}.",
+            value,
             (
                 f"s={s}, b={b}, h={h}, a={a}: {rule}.",
                 f"= {_b(value)} per layer; multiply by the layers held on a GPU for the total.",
@@ -163,6 +152,7 @@ def _act(recompute: str) -> Callable[[dict], tuple]:
     return solve
 
 
+@_asks("B/GB", "With sequence parallelism every term is divided by t: sbh·34/t bytes (Korthikanti Table 2).")
 def _act_tp(p: dict) -> tuple:
     h, a, label = p["shape"]
     s, t = p["seq"], p["tp"]
@@ -174,10 +164,6 @@ def _act_tp(p: dict) -> tuple:
             f"tp={t} with sequence parallelism: activation bytes per layer per GPU? Answer in GB."
         ),
         Fraction(sp),
-        "B",
-        "GB",
-        _TOL,
-        "With sequence parallelism every term is divided by t: sbh·34/t bytes (Korthikanti Table 2).",
         (
             f"TP alone shards the matmul inputs but replicates norms and dropouts: {_b(plain)}.",
             f"Sequence parallelism shards those too: 34·sbh/t = {_b(sp)}.",
@@ -185,6 +171,7 @@ def _act_tp(p: dict) -> tuple:
     )
 
 
+@_asks("B/GB", "Activations depend on the micro-batch each GPU runs, which data parallelism does not change.")
 def _act_dp(p: dict) -> tuple:
     h, a, label = p["shape"]
     s, dp = p["seq"], p["dp"]
@@ -197,10 +184,6 @@ def _act_dp(p: dict) -> tuple:
             f"What are the activations per layer per GPU now? Answer in GB."
         ),
         Fraction(two),
-        "B",
-        "GB",
-        _TOL,
-        "Activations depend on the micro-batch each GPU runs, which data parallelism does not change.",
         (
             f"At dp={dp}: {_b(one)} per layer.",
             (
@@ -211,6 +194,7 @@ def _act_dp(p: dict) -> tuple:
     )
 
 
+@_asks("B/GB", "Context parallelism splits the sequence: each GPU stores the activations of s/cp tokens.")
 def _act_cp(p: dict) -> tuple:
     h, a, label = p["shape"]
     s, cp = p["seq"] * 4, p["cp"]
@@ -223,10 +207,6 @@ def _act_cp(p: dict) -> tuple:
             f"bytes per layer per GPU? Answer in GB."
         ),
         Fraction(split),
-        "B",
-        "GB",
-        _TOL,
-        "Context parallelism splits the sequence: each GPU stores the activations of s/cp tokens.",
         (
             f"Without CP: {_b(full)} per layer.",
             (
@@ -238,6 +218,7 @@ def _act_cp(p: dict) -> tuple:
     )
 
 
+@_asks("count/×", "Selective keeps 34·sbh bytes per layer, full keeps 2·sbh.")
 def _oom_13b(p: dict) -> tuple:
     s = p["seq"]
     h, a = 5120, 40
@@ -252,10 +233,6 @@ def _oom_13b(p: dict) -> tuple:
             f"factor does full recomputation cut activations per layer?"
         ),
         Fraction(sel, full),
-        "count",
-        "×",
-        _TOL,
-        "Selective keeps 34·sbh bytes per layer, full keeps 2·sbh.",
         (
             (
                 f"Selective: {_b(sel)} per layer; full: {_b(full)}: {sel / full:g}× less, paid with one extra "
@@ -270,6 +247,7 @@ def _oom_13b(p: dict) -> tuple:
     )
 
 
+@_asks("B/kB", "2 (K and V) × layers × KV heads × head dim × bytes per element.")
 def _kv_token(p: dict) -> tuple:
     layers, kv, d, label = p["model"]
     per = kv_cache_bytes_per_token(layers, kv, d, 2)
@@ -280,10 +258,6 @@ def _kv_token(p: dict) -> tuple:
             f"Answer in kB."
         ),
         Fraction(per),
-        "B",
-        "kB",
-        _TOL,
-        "2 (K and V) × layers × KV heads × head dim × bytes per element.",
         (f"2 × {layers} × {kv} × {d} × 2 B = {_b(per)} per token.",),
     )
 
@@ -291,6 +265,7 @@ def _kv_token(p: dict) -> tuple:
 _KV_MODELS = ((80, 8, 128, "Llama-2-70B (GQA)"), (32, 32, 128, "Llama-2-7B (MHA)"), (32, 8, 128, "Llama-3-8B (GQA)"))
 
 
+@_asks("B/GB", "Bytes per token × tokens per sequence × sequences.")
 def _kv_batch(p: dict) -> tuple:
     layers, kv, d, label = p["model"]
     s, b = p["seq"], p["batch"]
@@ -302,10 +277,6 @@ def _kv_batch(p: dict) -> tuple:
             f"How much KV cache? Answer in GB."
         ),
         Fraction(total),
-        "B",
-        "GB",
-        _TOL,
-        "Bytes per token × tokens per sequence × sequences.",
         (
             f"Per token: 2 × {layers} × {kv} × {d} × 2 B = {_b(per)}.",
             f"× {s} tokens × {b} sequences = {_b(total)}.",
@@ -313,21 +284,15 @@ def _kv_batch(p: dict) -> tuple:
     )
 
 
+@_asks("B/GB", "Parameters × bits per weight / 8.")
 def _inference_weights(p: dict) -> tuple:
-    billions, name = p["model"]
-    prec = p["precision"]
+    (billions, name), prec = p["model"], p["precision"]
     w = weight_bytes(billions * 10**9, prec)
-    return (
-        f"Serving {name} with {prec} weights: how many bytes do the weights take? Answer in GB.",
-        Fraction(w),
-        "B",
-        "GB",
-        _TOL,
-        "Parameters × bits per weight / 8.",
-        (f"{name} × {prec} = {_b(w)} (no KV cache, activations or runtime buffers counted).",),
-    )
+    steps = (f"{name} × {prec} = {_b(w)} (no KV cache, activations or runtime buffers counted).",)
+    return f"Serving {name} with {prec} weights: how many bytes do the weights take? Answer in GB.", w, steps
 
 
+@_asks("B/MB", "Expert parallelism places experts/ep whole experts on each GPU.")
 def _expert_weights(p: dict) -> tuple:
     experts, ep = p["experts"], p["ep"]
     per_expert = p["expert_params"] * 10**6
@@ -339,10 +304,6 @@ def _expert_weights(p: dict) -> tuple:
             f"How many bytes of bf16 expert weights does each GPU hold for this layer? Answer in MB."
         ),
         Fraction(w),
-        "B",
-        "MB",
-        _TOL,
-        "Expert parallelism places experts/ep whole experts on each GPU.",
         (
             f"{experts} / {ep} = {local} experts per GPU.",
             f"{local} × {_n(per_expert)} × 2 B = {_b(w)}.",

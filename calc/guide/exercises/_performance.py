@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from calc.guide.exercises._answers import _TOL, _b, _n
+from calc.guide.exercises._answers import _asks, _b, _n
 from calc.hardware import gpu
 from calc.memory.inference import weight_bytes
 from calc.memory.model_state import model_state_bytes
@@ -44,6 +44,7 @@ def _tf(x: Fraction | int) -> str:
     return f"{float(x) / 1e12:,.0f} TFLOP/s"
 
 
+@_asks("count/FLOP/B", "The ridge point is peak FLOP/s over memory bandwidth (Williams et al. 2009).")
 def ridge_point(p: dict) -> tuple:
     hw = gpu(p["gpu"])
     ridge = Fraction(hw.bf16_flops, hw.hbm_bytes_per_s)
@@ -53,14 +54,11 @@ def ridge_point(p: dict) -> tuple:
             "FLOPs per byte read is a kernel compute-bound (the ridge point of its roofline)?"
         ),
         ridge,
-        "count",
-        "FLOP/B",
-        _TOL,
-        "The ridge point is peak FLOP/s over memory bandwidth (Williams et al. 2009).",
         (f"{_tf(hw.bf16_flops)} / {hw.hbm_bytes_per_s / 1e12:g} TB/s = {float(ridge):,.0f} FLOPs per byte.",),
     )
 
 
+@_asks("count/tokens", "Per layer: 2P bytes gathered against 2P FLOPs per token, so tokens ≥ C / W.")
 def fsdp_tokens(p: dict) -> tuple:
     hw, (w, link) = gpu(p["gpu"]), p["bw"]
     c = _c(p["gpu"])
@@ -72,14 +70,15 @@ def fsdp_tokens(p: dict) -> tuple:
             "cover the gather of its bf16 weights?"
         ),
         t,
-        "count",
-        "tokens",
-        _TOL,
-        "Per layer: 2P bytes gathered against 2P FLOPs per token, so tokens ≥ C / W.",
         (f"C = 0.7 × {_tf(hw.bf16_flops)} = {_tf(c)}.", f"C / W = {_tf(c)} / {w} GB/s = {float(t):,.0f} tokens."),
     )
 
 
+@_asks(
+    "gpus/GPUs",
+    "Per token: 2P_l / t FLOPs against 8h(t−1)/t bytes, so t − 1 ≤ P_l · W / (4 h C).",
+    tolerance=Fraction(0),
+)
 def tp_degree(p: dict) -> tuple:
     hw, (w, link) = gpu(p["gpu"]), p["bw"]
     arch = preset("llama3-70b")
@@ -94,14 +93,11 @@ def tp_degree(p: dict) -> tuple:
             "all-reduces hide behind the layer's matmuls, if overlapped?"
         ),
         Fraction(t),
-        "gpus",
-        "GPUs",
-        Fraction(0),
-        "Per token: 2P_l / t FLOPs against 8h(t−1)/t bytes, so t − 1 ≤ P_l · W / (4 h C).",
         (f"1 + P_l · W / (4 h C) = {float(limit):.3g}, so t ≤ {t}.",),
     )
 
 
+@_asks("count/", "Per routed token: 4h bytes out and back against 6hf FLOPs, so f ≥ (2/3) · C / W.")
 def ep_ffn(p: dict) -> tuple:
     hw, (w, link) = gpu(p["gpu"]), p["bw"]
     c = _c(p["gpu"])
@@ -113,14 +109,11 @@ def ep_ffn(p: dict) -> tuple:
             "expert matmuls to cover dispatch and combine?"
         ),
         f,
-        "count",
-        "",
-        _TOL,
-        "Per routed token: 4h bytes out and back against 6hf FLOPs, so f ≥ (2/3) · C / W.",
         (f"(2/3) × {_tf(c)} / {w} GB/s = {float(f):,.0f}.",),
     )
 
 
+@_asks("count/tokens", "A block of c tokens: 4c·d_kv bytes of K and V against 4c²h FLOPs, so c ≥ (C / W) · d_kv / h.")
 def cp_tokens(p: dict) -> tuple:
     hw, (w, link) = gpu(p["gpu"]), p["bw"]
     arch = preset(p["model"][0])
@@ -134,14 +127,11 @@ def cp_tokens(p: dict) -> tuple:
             "mask. How many tokens must each rank hold for a block's attention to cover passing its K and V on?"
         ),
         tokens,
-        "count",
-        "tokens",
-        _TOL,
-        "A block of c tokens: 4c·d_kv bytes of K and V against 4c²h FLOPs, so c ≥ (C / W) · d_kv / h.",
         (f"{_tf(c)} / {w} GB/s × {d_kv} / {arch.hidden_size} = {float(tokens):,.0f} tokens.",),
     )
 
 
+@_asks("s/ms", "At batch 1 decode is bandwidth-bound: every weight is read once per token.")
 def decode_latency(p: dict) -> tuple:
     billions, name = p["model"]
     hw = gpu(p["gpu"])
@@ -153,14 +143,11 @@ def decode_latency(p: dict) -> tuple:
             "batch 1, short context: about how long does each token take, at best? Answer in ms."
         ),
         t,
-        "s",
-        "ms",
-        _TOL,
-        "At batch 1 decode is bandwidth-bound: every weight is read once per token.",
         (f"{_b(w)} / {hw.hbm_bytes_per_s / 1e12:g} TB/s = {float(t) * 1e3:.3g} ms per token.",),
     )
 
 
+@_asks("count/sequences", "B · 2N FLOPs against 2N bytes of weights: B ≥ C / (HBM bandwidth).")
 def decode_batch(p: dict) -> tuple:
     hw = gpu(p["gpu"])
     b = decode_compute_bound_batch(preset("llama3-8b"), gpu=p["gpu"], efficiency=float(_EFF))
@@ -171,14 +158,11 @@ def decode_batch(p: dict) -> tuple:
             "compute-bound?"
         ),
         Fraction(b),
-        "count",
-        "sequences",
-        _TOL,
-        "B · 2N FLOPs against 2N bytes of weights: B ≥ C / (HBM bandwidth).",
         (f"0.7 × {_tf(hw.bf16_flops)} / {hw.hbm_bytes_per_s / 1e12:g} TB/s ≈ {b}.",),
     )
 
 
+@_asks("s/ms", "Prefill is compute-bound: 2N FLOPs per prompt token at the achieved rate.")
 def prefill_ttft(p: dict) -> tuple:
     hw, n = gpu(p["gpu"]), p["prompt"]
     arch = preset("llama3-8b")
@@ -191,14 +175,11 @@ def prefill_ttft(p: dict) -> tuple:
             "Answer in ms."
         ),
         t,
-        "s",
-        "ms",
-        _TOL,
-        "Prefill is compute-bound: 2N FLOPs per prompt token at the achieved rate.",
         (f"2 × {_n(arch.param_count)} × {n:,} = {flops:.3e} FLOPs; / {_tf(_c(p['gpu']))} = {float(t) * 1e3:.3g} ms.",),
     )
 
 
+@_asks("count/tokens", "(1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023, Eq. 1).")
 def speculative(p: dict) -> tuple:
     a, g = p["alpha"], p["gamma"]
     tokens = speculative_tokens_per_step(a, g)
@@ -208,14 +189,11 @@ def speculative(p: dict) -> tuple:
             "How many tokens does one pass of the target model yield on average?"
         ),
         Fraction(tokens).limit_denominator(10**6),
-        "count",
-        "tokens",
-        _TOL,
-        "(1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023, Eq. 1).",
         (f"(1 − {a:g}^{g + 1}) / (1 − {a:g}) = {tokens:.3f} tokens.",),
     )
 
 
+@_asks("s/ms", "KV bytes per token = 2 · L · n_kv · d_head · 2 bytes; times the prompt, over the link.")
 def kv_transfer(p: dict) -> tuple:
     (w, link), n = p["bw"], p["prompt"]
     arch = preset("llama3-70b")
@@ -228,14 +206,11 @@ def kv_transfer(p: dict) -> tuple:
             "take? Answer in ms."
         ),
         t,
-        "s",
-        "ms",
-        _TOL,
-        "KV bytes per token = 2 · L · n_kv · d_head · 2 bytes; times the prompt, over the link.",
         (f"{_b(per_token)} × {n:,} = {_b(per_token * n)}; / {w} GB/s = {float(t) * 1e3:.3g} ms.",),
     )
 
 
+@_asks("B/GB", "2 + 2 + 4 bytes per parameter, plus the optimizer's fp32 states: two for AdamW, one for Lion or Muon.")
 def optimizer_state(p: dict) -> tuple:
     (billions, name), (convention, opt) = p["model"], p["optimizer"]
     st = model_state_bytes(billions * 10**9, convention=convention)
@@ -245,28 +220,19 @@ def optimizer_state(p: dict) -> tuple:
             "state? Answer in GB."
         ),
         Fraction(st.total),
-        "B",
-        "GB",
-        _TOL,
-        "2 + 2 + 4 bytes per parameter, plus the optimizer's fp32 states: two for AdamW, one for Lion or Muon.",
         (f"{st.total // (billions * 10**9)} B/param × {name} = {_b(st.total)}.",),
     )
 
 
+@_asks("count/tokens", "About 20 tokens per parameter (Hoffmann et al. 2022, Sec. 3).")
 def chinchilla_tokens(p: dict) -> tuple:
     billions, name = p["model"]
     d = CHINCHILLA * billions * 10**9
-    return (
-        f"How many training tokens are compute-optimal for {name} parameters (Chinchilla)?",
-        Fraction(d),
-        "count",
-        "tokens",
-        _TOL,
-        "About 20 tokens per parameter (Hoffmann et al. 2022, Sec. 3).",
-        (f"20 × {name} = {_n(d)} tokens.",),
-    )
+    question = f"How many training tokens are compute-optimal for {name} parameters (Chinchilla)?"
+    return question, d, (f"20 × {name} = {_n(d)} tokens.",)
 
 
+@_asks("count/parameters", "C = 6 · N · 20N = 120 N², so N = sqrt(C / 120).")
 def chinchilla_params(p: dict) -> tuple:
     budget = p["budget"]
     n = Fraction(int((budget / (6 * CHINCHILLA)) ** 0.5))
@@ -276,10 +242,6 @@ def chinchilla_params(p: dict) -> tuple:
             "Answer as a count (70B, 7e10)."
         ),
         n,
-        "count",
-        "parameters",
-        _TOL,
-        "C = 6 · N · 20N = 120 N², so N = sqrt(C / 120).",
         (
             (
                 f"sqrt({budget:.0e} / 120) = {_n(int(n))} parameters, trained on {_n(int(20 * n))} tokens "

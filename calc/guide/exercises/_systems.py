@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 
-from calc.guide.exercises._answers import _TOL, _b, _pct
+from calc.guide.exercises._answers import _asks, _b, _pct
 from calc.hardware import gpu
 from calc.memory.inference import weight_bytes
 from calc.parallel.collectives import collective_bytes_sent, collective_time_s
@@ -19,30 +19,29 @@ from calc.timing.compute import flops_6nd, training_time, utilization_from_throu
 
 
 def _bubble(schedule: str) -> Callable[[dict], tuple]:
+    rule = "(p − 1)/m" if schedule == "1f1b" else "(p − 1)/(v·m)"
+
+    @_asks("ratio/%", f"Narayanan et al. (2021) Sec. 2.2: bubble = {rule}.", tolerance=Fraction(1, 100))
     def solve(p: dict) -> tuple:
         pp = p["pp"]
         # Megatron's interleaved schedule needs m to be a multiple of p: draw the rounds of p micro-batches.
         m = p["m"] if "m" in p else pp * p["rounds"]
         v = p.get("v", 1)
         f = bubble_fraction(pp, m, schedule=schedule, v=v)
-        rule = "(p − 1)/m" if schedule == "1f1b" else "(p − 1)/(v·m)"
         extra = f", v={v} virtual stages per GPU" if schedule == "interleaved" else ""
         return (
             (
                 f"Pipeline of p={pp} stages, m={m} micro-batches, {schedule} schedule{extra}: what is the bubble, as a "
                 f"fraction of the ideal compute time?"
             ),
-            Fraction(f),
-            "ratio",
-            "%",
-            Fraction(1, 100),
-            f"Narayanan et al. (2021) Sec. 2.2: bubble = {rule}.",
+            f,
             (f"{rule} with p={pp}, m={m}{', v=' + str(v) if schedule == 'interleaved' else ''} = {f} = {_pct(f)}.",),
         )
 
     return solve
 
 
+@_asks("gpus/micro-batches", "Solve (p − 1)/m ≤ target for m.", tolerance=Fraction(0))
 def _microbatches(p: dict) -> tuple:
     pp, target = p["pp"], p["target"]
     m = 1
@@ -54,14 +53,11 @@ def _microbatches(p: dict) -> tuple:
             f"or below {_pct(target)}?"
         ),
         Fraction(m),
-        "gpus",
-        "micro-batches",
-        Fraction(0),
-        "Solve (p − 1)/m ≤ target for m.",
         (f"m ≥ (p − 1)/target = {pp - 1}/{float(target):g} → m = {m} (bubble {_pct(bubble_fraction(pp, m))}).",),
     )
 
 
+@_asks("B/GB", "A ring all-reduce is a reduce-scatter plus an all-gather: each GPU sends 2(n − 1)/n × the buffer.")
 def _allreduce_bytes(p: dict) -> tuple:
     n, billions = p["n"], p["grad_billions"]
     size = weight_bytes(billions * 10**9, "bf16")
@@ -72,14 +68,11 @@ def _allreduce_bytes(p: dict) -> tuple:
             f"Answer in GB."
         ),
         Fraction(sent),
-        "B",
-        "GB",
-        _TOL,
-        "A ring all-reduce is a reduce-scatter plus an all-gather: each GPU sends 2(n − 1)/n × the buffer.",
         (f"2 × ({n} − 1)/{n} × {_b(size)} = {_b(sent)} per GPU.",),
     )
 
 
+@_asks("s/ms", "NCCL's convention: time = size × 2(n − 1)/n / bus bandwidth.")
 def _allreduce_time(p: dict) -> tuple:
     n, billions, bw = p["n"], p["grad_billions"], p["bus_gbps"]
     size = weight_bytes(billions * 10**9, "bf16")
@@ -90,29 +83,19 @@ def _allreduce_time(p: dict) -> tuple:
             f"overlap and no latency term? Answer in ms."
         ),
         Fraction(t).limit_denominator(10**12),
-        "s",
-        "ms",
-        _TOL,
-        "NCCL's convention: time = size × 2(n − 1)/n / bus bandwidth.",
         (f"{_b(size)} × 2 × ({n} − 1)/{n} / {bw} GB/s = {t * 1000:.4g} ms.",),
     )
 
 
+@_asks("count/FLOP", "6 FLOPs per parameter per token: 2 forward, 4 backward (Kaplan et al. 2020, Sec. 2.1).")
 def _flops(p: dict) -> tuple:
-    billions, name = p["model"]
-    tokens = p["tokens"] * 10**12
-    f = flops_6nd(billions * 10**9, tokens)
-    return (
-        f"Training {name} on {p['tokens']}T tokens: how many FLOPs, by the 6ND rule?",
-        Fraction(f),
-        "count",
-        "FLOP",
-        _TOL,
-        "6 FLOPs per parameter per token: 2 forward, 4 backward (Kaplan et al. 2020, Sec. 2.1).",
-        (f"6 × {name} × {p['tokens']}T = {f:.3e} FLOPs.",),
-    )
+    (billions, name), t = p["model"], p["tokens"]
+    f = flops_6nd(billions * 10**9, t * 10**12)
+    question = f"Training {name} on {t}T tokens: how many FLOPs, by the 6ND rule?"
+    return question, f, (f"6 × {name} × {t}T = {f:.3e} FLOPs.",)
 
 
+@_asks("s/days", "time = 6ND / (GPUs × peak × MFU).")
 def _days(p: dict) -> tuple:
     billions, name = p["model"]
     tokens, gpus, mfu = p["tokens"] * 10**12, p["gpus"], p["mfu"]
@@ -125,10 +108,6 @@ def _days(p: dict) -> tuple:
             f"MFU (bf16 dense peak {hw.bf16_flops / 1e12:g} TFLOP/s): how many days? Answer in days."
         ),
         Fraction(t.seconds).limit_denominator(10**6),
-        "s",
-        "days",
-        _TOL,
-        "time = 6ND / (GPUs × peak × MFU).",
         (
             f"6ND = {t.total_flops:.3e} FLOPs.",
             (
@@ -139,6 +118,7 @@ def _days(p: dict) -> tuple:
     )
 
 
+@_asks("ratio/%", "MFU = tokens/s × 6N / (GPUs × peak) (PaLM, Chowdhery et al. 2022, Sec. 4.1).")
 def _mfu(p: dict) -> tuple:
     billions, name = p["model"]
     gpus = p["gpus"]
@@ -154,9 +134,5 @@ def _mfu(p: dict) -> tuple:
             f"dense peak ({hw.bf16_flops / 1e12:g} TFLOP/s), counting 6N FLOPs per token?"
         ),
         Fraction(u).limit_denominator(10**9),
-        "ratio",
-        "%",
-        _TOL,
-        "MFU = tokens/s × 6N / (GPUs × peak) (PaLM, Chowdhery et al. 2022, Sec. 4.1).",
         (f"{tps:,} × 6 × {name} / ({gpus} × {hw.bf16_flops / 1e12:g} TFLOP/s) = {_pct(Fraction(u))}.",),
     )
