@@ -24,6 +24,7 @@ from calc.widgets._html import GPU_FIELD_OPTIONS, UNIT_FIELD_OPTIONS
 __all__ = [
     "DEGREE_LABELS",
     "LOSS_OPTIONS",
+    "PARALLELISMS",
     "RECOMPUTE_OPTIONS",
     "RECOMPUTE_OPTIONS_OP",
     "STACK_OPTIONS",
@@ -44,14 +45,17 @@ __all__ = [
     "zero_field",
 ]
 
-DEGREE_LABELS: dict[str, str] = {
-    "dp": "Data parallel (dp)",
-    "tp": "Tensor parallel (tp)",
-    "pp": "Pipeline parallel (pp)",
-    "cp": "Context parallel (cp)",
-    "ep": "Expert parallel (ep)",
+PARALLELISMS: dict[str, str] = {
+    "dp": "Data parallel",
+    "tp": "Tensor parallel",
+    "pp": "Pipeline parallel",
+    "cp": "Context parallel",
+    "ep": "Expert parallel",
 }
-"""The label of each layout degree where a calculator names it in full."""
+"""Each layout degree's parallelism, in words."""
+
+DEGREE_LABELS: dict[str, str] = {name: f"{words} ({name})" for name, words in PARALLELISMS.items()}
+"""The label of each layout degree where a calculator names it in full: ``Data parallel (dp)``."""
 
 ZERO_OPTIONS: tuple[tuple[str, str], ...] = (
     ("0", "0: nothing sharded"),

@@ -12,7 +12,26 @@ from html import escape
 
 from calc.widgets._html import out
 
-__all__ = ["NOT_COUNTED", "duration", "gpu_memory_line", "headroom", "kv", "kv_notes", "notes", "plural"]
+__all__ = [
+    "MODEL_STATE_LABELS",
+    "NOT_COUNTED",
+    "duration",
+    "gpu_memory_line",
+    "headroom",
+    "kv",
+    "kv_notes",
+    "notes",
+    "plural",
+]
+
+MODEL_STATE_LABELS: dict[str, str] = {
+    "weights": "Weights",
+    "gradients": "Gradients",
+    "master": "fp32 master weights",
+    "momentum": "Adam momentum",
+    "variance": "Adam variance",
+}
+"""The model states' rows, named alike in every calculator (``calc.memory.model_state.COMPONENTS``)."""
 
 NOT_COUNTED = '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">{}</a>'
 """A link to the accuracy page's list of what is not modelled (the build and calc.mjs set its ``href``)."""

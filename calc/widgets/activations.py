@@ -34,32 +34,33 @@ _TABLE_2 = (
 )
 """The rows of Korthikanti et al. 2022, Table 2: output key, label, formula, arguments."""
 
-_TERMS = (
-    ("norm_inputs", "Norm inputs (2 norms)", "4sbh"),
-    ("qkv_input", "QKV projection input", "2sbh"),
-    ("query_key", "Q and K", "4sbh"),
-    ("value", "V", "2sbh"),
-    ("softmax_output", "Softmax output", "2as²b"),
-    ("softmax_dropout_mask", "Softmax dropout mask", "as²b"),
-    ("softmax_dropout_output", "Softmax dropout output", "2as²b"),
-    ("flash_stats", "FlashAttention log-sum-exp (fp32)", "4asb"),
-    ("out_proj_input", "Output projection input", "2sbh"),
-    ("attention_dropout_mask", "Attention dropout mask", "sbh"),
-    ("mlp_input", "MLP input", "2sbh"),
-    ("mlp_hidden", "First MLP linear output (GeLU input)", "8sbh"),
-    ("mlp_activation_output", "GeLU output", "8sbh"),
-    ("mlp_dropout_mask", "MLP dropout mask", "sbh"),
-    ("layer_input", "Layer input (checkpoint)", "2sbh"),
-    ("norm_fp32_inputs", "fp32 norm inputs (unfused RMSNorm)", "8sbh"),
-    ("norm_weight_inputs", "Normalized inputs of the norm weights", "4sbh"),
-    ("norm_stats", "Norm statistics (fp32 mean, rstd)", "16sb"),
-    ("mlp_intermediates", "Unfused gelu_new intermediates", "24sbh"),
-    ("rng_state", "SDPA RNG seed and offset (int64)", "16 B"),
-)
-"""Korthikanti et al. 2022 Sec. 4.1's tensors: field of LayerActivations, label, size before parallelism."""
+_SPLIT, _REPLICATED = "/t", ""
+"""What tensor parallelism alone does to a term: divides it, or leaves it whole (the paper's "10sbh")."""
 
-_REPLICATED = {"norm_inputs", "qkv_input", "attention_dropout_mask", "mlp_input", "mlp_dropout_mask"}
-"""The terms tensor parallelism alone does not divide (the paper's "10sbh")."""
+_TERMS = (
+    ("norm_inputs", "Norm inputs (2 norms)", "4sbh", _REPLICATED),
+    ("qkv_input", "QKV projection input", "2sbh", _REPLICATED),
+    ("query_key", "Q and K", "4sbh", _SPLIT),
+    ("value", "V", "2sbh", _SPLIT),
+    ("softmax_output", "Softmax output", "2as²b", _SPLIT),
+    ("softmax_dropout_mask", "Softmax dropout mask", "as²b", _SPLIT),
+    ("softmax_dropout_output", "Softmax dropout output", "2as²b", _SPLIT),
+    ("flash_stats", "FlashAttention log-sum-exp (fp32)", "4asb", _SPLIT),
+    ("out_proj_input", "Output projection input", "2sbh", _SPLIT),
+    ("attention_dropout_mask", "Attention dropout mask", "sbh", _REPLICATED),
+    ("mlp_input", "MLP input", "2sbh", _REPLICATED),
+    ("mlp_hidden", "First MLP linear output (GeLU input)", "8sbh", _SPLIT),
+    ("mlp_activation_output", "GeLU output", "8sbh", _SPLIT),
+    ("mlp_dropout_mask", "MLP dropout mask", "sbh", _REPLICATED),
+    ("layer_input", "Layer input (checkpoint)", "2sbh", _SPLIT),
+    ("norm_fp32_inputs", "fp32 norm inputs (unfused RMSNorm)", "8sbh", _SPLIT),
+    ("norm_weight_inputs", "Normalized inputs of the norm weights", "4sbh", _SPLIT),
+    ("norm_stats", "Norm statistics (fp32 mean, rstd)", "16sb", _SPLIT),
+    ("mlp_intermediates", "Unfused gelu_new intermediates", "24sbh", _SPLIT),
+    ("rng_state", "SDPA RNG seed and offset (int64)", "16 B", _SPLIT),
+)
+"""Korthikanti et al. 2022 Sec. 4.1's tensors: field of LayerActivations, label, size before parallelism, and
+its divisor under tensor parallelism without sequence parallelism."""
 
 
 def _read(v: dict[str, str]) -> dict[str, object]:
@@ -100,16 +101,11 @@ def _term_rows(layer: LayerActivations, kw: dict[str, object], fmt) -> list[tupl
     """Each stored tensor: its label, its size with the divisor tensor parallelism applies, its bytes."""
     t, sp, recompute = kw["tp"], kw["sequence_parallel"], kw["recompute"]
     rows = []
-    for key, label, size in _TERMS:
+    for key, label, size, tp_alone in _TERMS:
         value = getattr(layer, key)
         if not value:
             continue
-        if recompute == "full":
-            divisor = ""
-        elif key in _REPLICATED:
-            divisor = "/t" if sp else ""
-        else:
-            divisor = "/t"
+        divisor = "" if recompute == "full" else "/t" if sp else tp_alone
         rows.append((label, f"{size}{divisor}" if t > 1 else size, out(key, fmt(value))))
     return rows
 
@@ -160,7 +156,7 @@ _PLAIN = {"sequence_parallel": False, "recompute": "none"}
 
 def _hf(layer: LayerActivations, impl: str, fmt: Callable[[int], str]) -> str:
     """The result under a Hugging Face profile: the total and every saved tensor (no Table 2)."""
-    rows = [(label, size, out(key, fmt(getattr(layer, key)))) for key, label, size in _TERMS if getattr(layer, key)]
+    rows = [(label, size, out(key, fmt(getattr(layer, key)))) for key, label, size, _ in _TERMS if getattr(layer, key)]
     name = {"hf-eager": "eager attention", "hf-sdpa": "SDPA"}[impl]
     return (
         verdict(True, f"{fmt(layer.total)} of activations per layer per GPU for one micro-batch (GPT-2, {name}).")

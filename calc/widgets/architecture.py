@@ -33,12 +33,11 @@ _DEEPSEEK_NOTE = (
 
 def _shape(arch: Architecture) -> str:
     """One line describing the shape, for the reader to check the config was read as intended."""
+    attn = f"{arch.num_heads} heads" + ("" if arch.uses_mla else f" of {arch.head_dim}")
     if arch.uses_mla:
-        attn = f"{arch.num_heads} heads, latent attention (kv rank {arch.kv_lora_rank})"
-    elif arch.num_kv_heads == arch.num_heads:
-        attn = f"{arch.num_heads} heads of {arch.head_dim}"
-    else:
-        attn = f"{arch.num_heads} heads of {arch.head_dim}, {arch.num_kv_heads} KV heads"
+        attn += f", latent attention (kv rank {arch.kv_lora_rank})"
+    elif arch.num_kv_heads != arch.num_heads:
+        attn += f", {arch.num_kv_heads} KV heads"
     parts = [f"{arch.num_layers} layers", f"hidden {arch.hidden_size:,}", attn, f"vocab {arch.vocab_size:,}"]
     if arch.is_moe:
         shared = f" + {arch.num_shared_experts} shared" if arch.num_shared_experts else ""

@@ -13,6 +13,7 @@ from calc.units import format_count, parse_count, parse_decimal, parse_positive_
 from calc.widgets import Calculator, Field
 from calc.widgets._code import call, snippet
 from calc.widgets._fields import (
+    PARALLELISMS,
     checkbox,
     degree,
     micro_batch_field,
@@ -28,14 +29,8 @@ from calc.widgets._parts import duration, kv, plural
 
 __all__ = ["CALCULATOR"]
 
-_GROUPS = {
-    "tp": "Tensor parallel",
-    "cp": "Context parallel",
-    "dp-cp": "Data parallel",
-    "ep": "Expert parallel",
-    "expert-dp": "Expert data parallel",
-    "pp": "Pipeline parallel",
-}
+_GROUPS = {**PARALLELISMS, "dp-cp": PARALLELISMS["dp"], "expert-dp": "Expert data parallel"}
+"""Each communication group's name (``CommTerm.group``): dp × cp is the data-parallel group."""
 
 
 _DP_MAX = 1 << 14

@@ -32,17 +32,11 @@ from calc.widgets._fields import (
     zero_field,
 )
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
-from calc.widgets._parts import gpu_memory_line, headroom, kv
+from calc.widgets._parts import MODEL_STATE_LABELS, gpu_memory_line, headroom, kv
 
 __all__ = ["CALCULATOR"]
 
-_LABELS = {
-    "weights": "Weights (working copy)",
-    "gradients": "Gradients",
-    "master": "fp32 master weights",
-    "momentum": "Adam momentum",
-    "variance": "Adam variance",
-}
+_LABELS = {**MODEL_STATE_LABELS, "weights": "Weights (working copy)"}
 _SHARDED_FROM = {"master": 1, "momentum": 1, "variance": 1, "gradients": 2, "weights": 3}
 """The ZeRO stage from which each component is sharded over ``dp`` (Rajbhandari et al. 2020, Sec. 5.1-5.3)."""
 

@@ -16,15 +16,8 @@ from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes
 
 __all__ = ["CALCULATOR"]
 
-_PRECISION_LABELS = {
-    "fp32": "FP32 (4 B)",
-    "bf16": "BF16 (2 B)",
-    "fp16": "FP16 (2 B)",
-    "fp8": "FP8 (1 B)",
-    "int8": "INT8 (1 B)",
-    "fp4": "FP4 (0.5 B)",
-    "int4": "INT4 (0.5 B)",
-}
+_PRECISION_LABELS = {k: f"{k.upper()} ({bits / 8:g} B)" for k, bits in PRECISION_BITS.items()}
+"""Each data type the engine knows, with its bytes per element: ``FP32 (4 B)``, ``FP4 (0.5 B)``."""
 _MAX_TOKENS = 1 << 24
 _MAX_BATCH = 1 << 20
 

@@ -11,7 +11,7 @@ from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedu
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import call, snippet
-from calc.widgets._fields import one_of, select
+from calc.widgets._fields import degree, one_of, select
 from calc.widgets._html import out, verdict
 from calc.widgets._parts import kv_notes
 
@@ -20,22 +20,15 @@ __all__ = ["CALCULATOR", "MAX_DRAWN_PASSES", "MAX_DRAWN_STAGES"]
 _FIELD_NAMES = {"p": "pp", "m": "num_microbatches", "v": "virtual_stages"}
 """Engine argument names -> this calculator's field names, so an error points at the right box."""
 
-_NAMES = {
-    "gpipe": "GPipe",
-    "1f1b": "1F1B",
-    "interleaved": "interleaved 1F1B",
-    "zb-h1": "ZB-H1 (zero bubble)",
-    "dualpipe": "DualPipe",
+_SCHEDULES = {
+    "gpipe": ("GPipe", "(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
+    "1f1b": ("1F1B", "(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
+    "interleaved": ("interleaved 1F1B", "(p−1)(F+B)/v", "Narayanan et al. 2021 Sec. 2.2.2"),
+    "zb-h1": ("ZB-H1 (zero bubble)", "(p−1)(F+B−2W)", "Qi et al. 2023 Sec. 2.1; DeepSeek-V3 Table 2"),
+    "dualpipe": ("DualPipe", "(p/2−1)(F&B+B−3W)", "DeepSeek-V3 report Sec. 3.2.1, Table 2"),
 }
-
-_FORMULAS = {
-    "gpipe": ("(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
-    "1f1b": ("(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
-    "interleaved": ("(p−1)(F+B)/v", "Narayanan et al. 2021 Sec. 2.2.2"),
-    "zb-h1": ("(p−1)(F+B−2W)", "Qi et al. 2023 Sec. 2.1; DeepSeek-V3 Table 2"),
-    "dualpipe": ("(p/2−1)(F&B+B−3W)", "DeepSeek-V3 report Sec. 3.2.1, Table 2"),
-}
-"""Bubble time per step in the papers' notation (B the whole backward, W its weight-gradient part)."""
+"""Each schedule's name in the verdict and its bubble time per step in the papers' notation (B the whole
+backward, W its weight-gradient part), with the source."""
 
 MAX_DRAWN_PASSES = 512
 """Most passes (forward, backward and weight-gradient) the calculator draws.
@@ -76,7 +69,7 @@ def _read(v: dict[str, str]) -> tuple[int, int, str, int, dict[str, int]]:
 
 
 def _rows(schedule: str, ideal, total, in_flight: float) -> list[tuple[str, str, str]]:
-    formula, source = _FORMULAS[schedule]
+    _, formula, source = _SCHEDULES[schedule]
     note = "activations the busiest stage holds at its peak, in micro-batches of its layers"
     if schedule in ("zb-h1", "dualpipe"):
         note += "; the W passes keep a smaller residue (layer inputs, output gradients) a while longer"
@@ -106,7 +99,7 @@ def _compute(v: dict[str, str]) -> str:
         live = schedule_in_flight(schedule, p, m, chunks)
     except CalcError as err:
         raise CalcError(_FIELD_NAMES.get(err.field, err.field), err.rule, err.value, code=err.code) from None
-    name = _NAMES[schedule] + (f" (v = {chunks})" if schedule == "interleaved" else "")
+    name = _SCHEDULES[schedule][0] + (f" (v = {chunks})" if schedule == "interleaved" else "")
     line = (
         f"{name}, p = {p}, m = {m}: each GPU idles {_pct(total)} of the step; "
         f"the bubble is {_pct(ideal)} of the ideal (bubble-free) time."
@@ -169,7 +162,7 @@ CALCULATOR = Calculator(
     title="Pipeline bubble",
     description="Idle time and in-flight activations of a pipeline-parallel step, with the schedule drawn.",
     fields=(
-        Field("pp", "Pipeline stages (p)", "4", kind="number"),
+        degree("pp", "4", label="Pipeline stages (p)"),
         Field(
             "num_microbatches",
             "Micro-batches per step (m)",

@@ -56,18 +56,11 @@ def _engine(arch, v: dict[str, str]):
     return m, p, d, knee
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v)
-    arch = choice.arch
-    m, p, d, knee = _engine(arch, v)
+def _rows(m, p, d, knee: int, v: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The result lines: the times, the throughputs, the compute-bound batch and the KV-cache limit."""
     _, tp, batch, prompt, output = _read(v)
     latency = p.time_s + output * d.time_s
-    where = f"{tp} × {gpu(v['gpu']).label}" if tp > 1 else f"one {gpu(v['gpu']).label}"
-    line = (
-        f"{choice.label} on {where}, {batch:,} sequences: first token after {duration(p.time_s)}, then one every "
-        f"{duration(d.time_s)} ({d.bound}-bound); {d.tokens_per_s:,.0f} tokens/s for the batch."
-    )
-    rows = [
+    return [
         (
             "Time to first token",
             out("ttft", duration(p.time_s), value=p.time_s, unit="s"),
@@ -107,6 +100,18 @@ def _compute(v: dict[str, str]) -> str:
             "beside the weights, 10% reserved, on each GPU",
         ),
     ]
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v)
+    arch = choice.arch
+    m, p, d, knee = _engine(arch, v)
+    _, tp, batch, prompt, output = _read(v)
+    where = f"{tp} × {gpu(v['gpu']).label}" if tp > 1 else f"one {gpu(v['gpu']).label}"
+    line = (
+        f"{choice.label} on {where}, {batch:,} sequences: first token after {duration(p.time_s)}, then one every "
+        f"{duration(d.time_s)} ({d.bound}-bound); {d.tokens_per_s:,.0f} tokens/s for the batch."
+    )
     warn = []
     if batch > m.max_concurrent_sequences:
         warn.append(
@@ -118,6 +123,7 @@ def _compute(v: dict[str, str]) -> str:
         + NOT_COUNTED.format("not modelled")
         + ": measured latencies run higher, most of all at small batches."
     )
+    rows = _rows(m, p, d, knee, v)
     return verdict(batch <= m.max_concurrent_sequences, line) + model_chip(choice) + kv_notes(rows) + notes(warn)
 
 

@@ -44,20 +44,12 @@ from calc.widgets._html import (
     verdict,
 )
 from calc.widgets._model import model_chip, model_fields, read_model
-from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes, plural
+from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, notes, plural
 
 __all__ = ["CALCULATOR"]
 
-_LABELS = {
-    "weights": "Weights",
-    "gradients": "Gradients",
-    "master": "fp32 master weights",
-    "momentum": "Adam momentum",
-    "variance": "Adam variance",
-    "activations": "Activations",
-    "logits": "Output layer (fp32 logits)",
-}
-_PARTS = ("weights", "gradients", "master", "momentum", "variance", "activations", "logits")
+_LABELS = {**MODEL_STATE_LABELS, "activations": "Activations", "logits": "Output layer (fp32 logits)"}
+_PARTS = tuple(_LABELS)
 
 _DEGREE_MAX = 1 << 20
 _ACTIVATION_FLAGS = ("sequence_parallel", "flash_attention", "dropout")
@@ -351,12 +343,8 @@ def _python(v: dict[str, str]) -> str:
     read_model(v)
     layout = call("Layout", fn=Layout, **_layout_kwargs(v))
     peak = call("peak_memory", Code("arch"), Code("layout"), fn=peak_memory, **_options(v))
-    prints = [
-        ("total", "peak.memory.total"),
-        ("allocated_bytes", "peak.allocated_bytes"),
-        ("reserved_bytes", "peak.reserved_bytes"),
-        ("nvidia_smi_bytes", "peak.nvidia_smi_bytes"),
-    ]
+    totals = ("allocated_bytes", "reserved_bytes", "nvidia_smi_bytes")
+    prints = [("total", "peak.memory.total"), *((k, f"peak.{k}") for k in totals)]
     return snippet([f"arch = {model_code(v)}", f"layout = {layout}", f"peak = {peak}"], prints)
 
 
