@@ -51,7 +51,7 @@ def render_exercise(case: Case) -> str:
         f"type a unit or a bare number in <span data-display-unit>{e(case.display_unit)}</span>.</p>"
         f'<form class="lc-exercise__form" data-exercise-form hidden>'
         f'<label for="ex-{e(ex)}-answer">Your answer</label> '
-        f'<input id="ex-{e(ex)}-answer" name="answer" type="text" inputmode="decimal" autocomplete="off" '
+        f'<input id="ex-{e(ex)}-answer" name="answer" type="text" autocomplete="off" autocapitalize="off" '
         f'spellcheck="false" aria-describedby="ex-{e(ex)}-feedback"> '
         f'<button type="submit" class="md-button" disabled>Check</button> '
         f'<button type="button" class="md-button" data-new-numbers disabled>New numbers</button>'

@@ -118,7 +118,7 @@ def test_any_seed_draws_the_same_case_twice(exercise: str, seed: int) -> None:
         ("16", "gpus", "GPUs", 16),
         ("16 GPUs", "gpus", "GPUs", 16),
         ("37.5%", "ratio", "%", Fraction(3, 8)),
-        ("0.375", "ratio", "%", Fraction(3, 8)),
+        ("0.375", "ratio", "%", Fraction(3, 800)),  # a bare number is in the displayed unit: 0.375 %
         ("3.9 ms", "s", "ms", Fraction(39, 10000)),
         ("12 days", "s", "days", 12 * 86400),
         ("4.2e22", "count", "FLOP", 42 * 10**21),

@@ -18,27 +18,35 @@ MAX_SEED = 10**9
 """The largest seed accepted: a seed is a case number in a link, nothing more."""
 
 ANSWER_UNITS: dict[str, str] = {
-    "B": "bytes: type a byte unit (1.1 TB, 1120 GB, 1.04 TiB); a bare number is read in the unit the question names",
+    "B": "bytes with a unit (1.1 TB, 1120 GB, 1.04 TiB) or a bare number in the unit the question names",
     "gpus": "a whole number (16, 16 GPUs)",
-    "ratio": "a fraction or a percentage (0.375, 37.5%)",
-    "s": "seconds: type a time unit (3.9 ms, 0.2 s, 19 days); a bare number is read in the unit the question names",
-    "count": "a count (4.2e22, 42e21, 1.5B)",
+    "ratio": "a percentage (37.5 %) or a bare number in % (37.5)",
+    "s": "a time with a unit (3.9 ms, 0.2 s, 5 min, 3 h, 12 d) or a bare number in the unit the question names",
+    "count": "a count (4.2e22, 42e21, 1.5B, 70 billion)",
 }
-"""The kinds of answer an exercise asks for, and what the reader may type for each."""
+"""The kinds of answer an exercise asks for, and what the reader may type for each.
+
+A bare number is always read in the unit the question names and the answer is shown in (its ``display_unit``):
+``37.5`` for a percentage is 37.5 %, so ``0.375`` there is 0.375 %, not three eighths."""
 
 _TIME_UNITS: dict[str, Fraction] = {
-    "us": Fraction(1, 10**6),
-    "µs": Fraction(1, 10**6),
-    "ms": Fraction(1, 1000),
-    "s": Fraction(1),
-    "min": Fraction(60),
-    "h": Fraction(3600),
-    "hours": Fraction(3600),
-    "day": Fraction(86400),
-    "days": Fraction(86400),
+    **dict.fromkeys(("ns", "nanoseconds"), Fraction(1, 10**9)),
+    **dict.fromkeys(("us", "µs", "μs", "microseconds"), Fraction(1, 10**6)),
+    **dict.fromkeys(("ms", "millisecond", "milliseconds"), Fraction(1, 1000)),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), Fraction(1)),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), Fraction(60)),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), Fraction(3600)),
+    **dict.fromkeys(("d", "day", "days"), Fraction(86400)),
 }
-_COUNT_SUFFIX: dict[str, int] = {"": 1, "k": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
-_ANSWER = re.compile(r"^\s*(?P<num>[-+]?[0-9][0-9_,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9]+)\s*(?P<unit>\S*)\s*$")
+"""Seconds in each time unit a reader may type (lower case; ``12 d``, ``3 h``, ``5 min``, ``3.9 ms``)."""
+_BYTE_NAMES: dict[str, int] = {**{k.lower(): v for k, v in BYTE_UNITS.items()}, "byte": 1, "bytes": 1}
+_COUNT_SUFFIX: dict[str, int] = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+_COUNT_WORDS: dict[str, int] = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_COUNT_NOUNS = frozenset(("flop", "flops", "×", "x", "tokens", "parameters", "params", "sequences"))
+"""Words a count may end with (``1.5B tokens``, ``4.2e22 FLOPs``), besides the question's own unit."""
+_ANSWER = re.compile(
+    r"^\s*(?P<num>[-+]?[0-9][0-9_,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9]+)\s*(?P<unit>[^\s0-9.].*?)?\s*$"
+)
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,22 @@ def _n(n: int | float) -> str:
     return format_count(int(n))
 
 
+def _in_unit(value: Fraction, unit: str, display_unit: str) -> str:
+    """A value in the question's unit alone: what a reader's answer reads as (``1100 GB``, ``12 days``, ``8×``).
+
+    Examples:
+        >>> _in_unit(Fraction(1100 * 10**9), "B", "GB"), _in_unit(Fraction(3, 800), "ratio", "%")
+        ('1100 GB', '0.375 %')
+        >>> _in_unit(Fraction(8), "count", "×"), _in_unit(Fraction(42 * 10**21), "count", "FLOP")
+        ('8×', '4.2e+22 FLOP')
+    """
+    if unit == "B":
+        return f"{float(value / BYTE_UNITS[display_unit]):.4g} {display_unit}"
+    if unit == "count":
+        return f"{float(value):.4g}" + (display_unit if display_unit in ("", "×") else f" {display_unit}")
+    return format_answer(value, unit, display_unit)
+
+
 def format_answer(value: Fraction, unit: str, display_unit: str) -> str:
     """Format an answer in its display unit.
 
@@ -163,6 +187,10 @@ def format_answer(value: Fraction, unit: str, display_unit: str) -> str:
 def parse_answer(text: object, unit: str, display_unit: str) -> Fraction:
     """Read what the reader typed as an answer of kind ``unit``, exactly.
 
+    A number with a unit is read in that unit (``1.1 TB``, ``12 d``, ``37.5 %``); a bare number in
+    ``display_unit``, the unit the question asks in and the answer is shown in: ``37.5`` for a percentage is
+    37.5 %, and ``0.375`` there is 0.375 %.
+
     Args:
         text: What was typed.
         unit: One of [`ANSWER_UNITS`][calc.guide.exercises.ANSWER_UNITS].
@@ -179,45 +207,72 @@ def parse_answer(text: object, unit: str, display_unit: str) -> Fraction:
         True
         >>> parse_answer("1120", "B", "GB") == 1_120 * 10**9
         True
-        >>> parse_answer("37.5%", "ratio", "%"), parse_answer("0.375", "ratio", "%")
-        (Fraction(3, 8), Fraction(3, 8))
-        >>> parse_answer("3.9 ms", "s", "ms")
-        Fraction(39, 10000)
+        >>> parse_answer("37.5%", "ratio", "%"), parse_answer("37.5", "ratio", "%"), parse_answer("0.375", "ratio", "%")
+        (Fraction(3, 8), Fraction(3, 8), Fraction(3, 800))
+        >>> parse_answer("3.9 ms", "s", "ms"), parse_answer("12 d", "s", "days") == 12 * 86400
+        (Fraction(39, 10000), True)
         >>> parse_answer("16 GPUs", "gpus", "GPUs")
         Fraction(16, 1)
         >>> try:
         ...     parse_answer("12 parsecs", "B", "GB")
         ... except CalcError as err:
-        ...     print(err.field, err.value)
-        answer 12 parsecs
+        ...     print(err)
+        answer must be bytes with a unit (1.1 TB, 1120 GB, 1.04 TiB) or a bare number in GB (got '12 parsecs')
     """
     if unit not in ANSWER_UNITS:
         raise CalcError("unit", f"must be one of {', '.join(ANSWER_UNITS)}", unit, code="unknown-name")
     raw = str(text)
     if len(raw) > MAX_TEXT_CHARS:
         raise CalcError("answer", f"must be at most {MAX_TEXT_CHARS} characters", raw)
+    expect = ANSWER_UNITS[unit].replace("the unit the question names", display_unit or "the question's unit")
     if not raw.strip():
-        raise CalcError("answer", f"must be {ANSWER_UNITS[unit]}: type a number", raw)
-    match = _ANSWER.match(raw.replace("\u202f", " "))
-    wrong = CalcError("answer", f"must be {ANSWER_UNITS[unit]}", raw.strip())
+        raise CalcError("answer", f"must be {expect}: type a number", raw)
+    match = _ANSWER.match(raw.replace("\u202f", " ").replace("\u00a0", " "))
+    wrong = CalcError("answer", f"must be {expect}", raw.strip())
     if not match:
         raise wrong
     number = parse_decimal(match["num"].replace(",", "").replace("_", ""), "answer", "be a number", minimum=0)
-    suffix = match["unit"]
-    scale: Fraction | int | None
-    if unit == "B":
-        scale = BYTE_UNITS.get(suffix or display_unit) or BYTE_UNITS.get(suffix.upper().replace("I", "i"))
-    elif unit == "s":
-        scale = _TIME_UNITS.get(suffix or display_unit)
-    elif unit == "ratio":
-        scale = Fraction(1, 100) if suffix == "%" else (1 if not suffix else None)
-    elif unit == "gpus":
-        scale = 1 if suffix.lower() in ("", "gpu", "gpus", display_unit.lower()) else None
-    else:
-        scale = _COUNT_SUFFIX.get(suffix.removesuffix("FLOPs").removesuffix("FLOP").removesuffix("×").removesuffix("x"))
+    scale = _SCALES[unit](match["unit"] or "", display_unit)
     if scale is None:
         raise wrong
     return number * scale
+
+
+def _byte_scale(suffix: str, display: str) -> int | None:
+    return _BYTE_NAMES.get((suffix or display).lower())
+
+
+def _time_scale(suffix: str, display: str) -> Fraction | None:
+    return _TIME_UNITS.get((suffix or display).lower())
+
+
+def _ratio_scale(suffix: str, display: str) -> Fraction | int | None:
+    return {"%": Fraction(1, 100), "percent": Fraction(1, 100), "": 1}.get((suffix or display).lower())
+
+
+def _gpu_scale(suffix: str, display: str) -> int | None:
+    names = ("", "gpu", "gpus", display.lower(), display.lower().removesuffix("es").removesuffix("s"))
+    return 1 if suffix.lower() in names else None
+
+
+def _count_scale(suffix: str, display: str) -> int | None:
+    words = suffix.split()
+    while words and words[-1].lower() in _COUNT_NOUNS | {display.lower()}:
+        words.pop()
+    if len(words) > 1:
+        return None
+    word = (words or [""])[0].removesuffix("FLOPs").removesuffix("FLOP").removesuffix("×").removesuffix("x")
+    return _COUNT_SUFFIX.get(word) or _COUNT_WORDS.get(word.lower())
+
+
+_SCALES: dict[str, Callable[[str, str], Fraction | int | None]] = {
+    "B": _byte_scale,
+    "s": _time_scale,
+    "ratio": _ratio_scale,
+    "gpus": _gpu_scale,
+    "count": _count_scale,
+}
+"""Per kind of answer: (what follows the number, the question's unit) to the factor into the base unit, or None."""
 
 
 Solver = Callable[[dict], tuple]

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from calc.errors import CalcError
-from calc.guide.exercises._answers import _GPUS, _MODELS, MAX_SEED, Case, Exercise, parse_answer
+from calc.guide.exercises._answers import _GPUS, _MODELS, MAX_SEED, Case, Exercise, _in_unit, _pct, parse_answer
 from calc.guide.exercises._memory import (
     _KV_MODELS,
     _SEQS,
@@ -324,7 +324,8 @@ def check(exercise: str, seed: object, answer: object) -> dict[str, object]:
     """Check a typed answer against case ``seed`` of ``exercise``.
 
     Returns:
-        ``correct`` (bool), ``message`` (what to tell the reader) and the case's data.
+        ``correct`` (bool), ``message`` (what to tell the reader, with the typed value in the question's unit)
+        and the case's data.
 
     Raises:
         CalcError: For an unreadable answer, an unknown exercise or a bad seed.
@@ -332,18 +333,23 @@ def check(exercise: str, seed: object, answer: object) -> dict[str, object]:
     Examples:
         >>> check("model-state-total", 0, "112 GB")["correct"], check("model-state-total", 0, "0.112 TB")["correct"]
         (True, True)
-        >>> check("model-state-total", 0, "14 GB")["message"]
-        'Not quite: 14 GB is not within 2 % of the answer. Try the hint.'
+        >>> check("model-state-total", 0, "0.014 TB")["message"]
+        'Not quite: 0.014 TB is 14 GB, not within 2 % of the answer. Try the hint.'
+        >>> check("zero3-gpus", 0, "12")["message"]
+        'Not quite: 12 is 12 GPUs, not the answer. Try the hint.'
     """
     case = draw(exercise, seed)
     value = parse_answer(answer, case.unit, case.display_unit)
     err = abs(value - case.answer)
     ok = err == 0 if not case.tolerance else err <= case.tolerance * abs(case.answer)
-    typed = str(answer).strip()
+    typed, shown = str(answer).strip(), _in_unit(value, case.unit, case.display_unit)
+    reads = f"{shown} is" if typed.replace(" ", "") == shown.replace(" ", "") else f"{typed} is {shown},"
     if ok:
         message = f"Right: {case.answer_text} ({case.tolerance_text})."
+    elif case.tolerance:
+        message = f"Not quite: {reads} not within {_pct(case.tolerance)} of the answer. Try the hint."
     else:
-        message = f"Not quite: {typed} is not {case.tolerance_text} of the answer. Try the hint."
+        message = f"Not quite: {reads} not the answer. Try the hint."
     return {"correct": ok, "message": message, **case.as_dict()}
 
 

@@ -41,8 +41,6 @@ function mount(root) {
   const path = location.pathname;
   const form = root.querySelector("form");
   const input = form.querySelector("[name=answer]");
-  // Answers take units ("12 d", "37.5 %"): a decimal keypad (inputmode="decimal") would hide the letters.
-  input.removeAttribute("inputmode");
   const buttons = [...form.querySelectorAll("button")];
   const newNumbers = form.querySelector("[data-new-numbers]");
   const feedback = root.querySelector("[data-feedback]");
