@@ -209,6 +209,19 @@ def _rejected(r: dict[str, Any]) -> str:
     return "<p><strong>Best rejected</strong></p>" + table(("Layout", "Why not"), rejected, raw_cells=True)
 
 
+def _rejected_by_reason(r: dict[str, Any]) -> str:
+    """Every layout the search set aside, grouped by why, with how many (issue 19), most first."""
+    groups = sorted(r["rejected_by_reason"], key=lambda g: -g["count"])
+    rows = [
+        (out(f"rejected-reason-{i}", g["reason"]), out(f"rejected-{i}", f"{g['count']:,}", value=g["count"]))
+        for i, g in enumerate(groups, 1)
+    ]
+    if not rows:
+        return ""
+    head = "<p><strong>Layouts set aside, by reason</strong></p>"
+    return head + table(("Why not", "Layouts"), rows, raw_cells=True)
+
+
 _LOW_MFU = 0.35
 """Below this MFU the answer says where the step goes (large runs report 38-46%: Llama 3 405B, PaLM)."""
 
@@ -277,6 +290,7 @@ def _compute(v: dict[str, str]) -> str:
         )
         + _where_time_goes(best)
         + _rejected(r)
+        + _rejected_by_reason(r)
         + '<p class="lc-kv"><small>Analytical ranking: '
         + escape("; ".join(r["assumptions"]))
         + ".</small></p>"

@@ -862,6 +862,24 @@ function mount(root) {
     explainUnavailable();
   }
 
+  /** Write each [data-fill=FIELD] result's text into that field's box (a preset's parameter count into
+   *  will-it-fit's Parameters: the engine's number, never the one typed before the preset replaced it). The box
+   *  the reader is typing in is left alone; the filled value is what the inputs already are, so it posts nothing. */
+  function fillFields() {
+    let filled = false;
+    for (const source of results.querySelectorAll("[data-fill]")) {
+      const control = byName.get(source.dataset.fill);
+      const text = source.textContent.trim();
+      if (!control || control.tagName === "SELECT" || control.type === "checkbox" || !text) continue;
+      if (control === document.activeElement || control.value === text) continue;
+      control.value = text;
+      filled = true;
+    }
+    if (!filled) return;
+    lastValues = JSON.stringify(readValues(root));
+    syncUrl(); // the address holds what the form shows
+  }
+
   function show(reply) {
     if (reply.renders !== undefined) root.dataset.workerRenders = String(reply.renders);
     answered = reply.seq;
@@ -873,6 +891,7 @@ function mount(root) {
       if (settings().inPlace) patch(results, reply.html);
       else results.innerHTML = reply.html;
       siteLinks(results);
+      fillFields();
       results.hidden = false;
       setAlert("");
       delete results.dataset.stale;
