@@ -6,6 +6,8 @@ Markers a page may use (anything else that looks like a marker fails the build):
   results computed now by the same ``calc.widgets.render`` the browser worker calls later.
 * ``[[figure NAME]]`` alone on a line: an SVG diagram from ``hooks/figures.py``, drawn by the engine.
 * ``[[num NAME]]`` inline: a number from ``hooks/prose_numbers/`` (see ``hooks/numbers_registry.py``).
+* ``[[wheel]]`` inline: the absolute address of the engine's wheel, which the build puts in the site as
+  ``assets/<dist>-<version>-py3-none-any.whl`` (``hooks/site_wheel.py``), for ``pip install``.
 
 Diagrams in ``docs/assets/diagrams/*.svg`` may style themselves for both palettes with a
 ``@media (prefers-color-scheme: dark)`` block; since an ``<img>`` cannot see Material's palette toggle, the
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urljoin
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
@@ -47,12 +50,14 @@ from calc.widgets import calculators, render_calculator
 from figures import FIGURES
 from numbers_registry import NUMBERS, byte_attributes
 from placeholders import Placeholders
+from site_wheel import build_wheel, project, wheel_name
 
 KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
 _CALC_LINE = re.compile(r"^\[\[calc (?P<args>[^\]]*)\]\]\s*$", re.MULTILINE)
 _NUM = re.compile(r"\[\[num (?P<name>[A-Za-z0-9_.\-]+)\]\]")
 _FIGURE_LINE = re.compile(r"^\[\[figure (?P<name>[A-Za-z0-9_.\-]+)\]\]\s*$", re.MULTILINE)
-_ANY_MARKER = re.compile(r"\[\[(calc|num|figure)\b[^\]]*\]\]")
+_WHEEL = re.compile(r"\[\[wheel\]\]")
+_ANY_MARKER = re.compile(r"\[\[(calc|num|figure|wheel)\b[^\]]*\]\]")
 _DIAGRAMS = "assets/diagrams/"
 _DARK_MEDIA = re.compile(r"@media\s*\(prefers-color-scheme:\s*dark\)\s*\{((?:[^{}]*\{[^{}]*\})*)\s*\}")
 _DIAGRAM_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s#]*assets/diagrams/[\w-]+)\.svg\)")
@@ -120,6 +125,11 @@ def palette_variants(svg: str) -> tuple[str, str]:
 
 
 def on_files(files, config):
+    try:
+        wheel = build_wheel()
+    except (RuntimeError, OSError, ValueError, KeyError) as err:
+        raise PluginError(f"the engine's wheel cannot be built: {err}") from None
+    files.append(File.generated(config, f"assets/{wheel.name}", abs_src_path=str(wheel)))
     for f in [f for f in files if f.src_uri.startswith(_DIAGRAMS) and f.src_uri.endswith(".svg")]:
         light, dark = palette_variants(Path(f.abs_src_path).read_text(encoding="utf-8"))
         files.remove(f)
@@ -179,7 +189,15 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     )
     out = _CALC_LINE.sub(calc_marker, out)
     out = _FIGURE_LINE.sub(figure_marker, out)
-    return _held.check(src, _NUM.sub(num_marker, out), _ANY_MARKER)
+    out = _WHEEL.sub(lambda _: wheel_url(config), _NUM.sub(num_marker, out))
+    return _held.check(src, out, _ANY_MARKER)
+
+
+def wheel_url(config) -> str:
+    """Where the site serves the engine's wheel: what ``pip install`` takes (``[[wheel]]`` in a page)."""
+    if not config.get("site_url"):
+        raise PluginError("[[wheel]] needs site_url: pip installs the wheel from an absolute address")
+    return urljoin(config["site_url"], f"assets/{wheel_name(project())}")
 
 
 def on_page_content(content: str, page, config, files) -> str:
