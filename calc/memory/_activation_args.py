@@ -63,3 +63,8 @@ def _flag(value: object, field: str) -> bool:
 
 def _count(value: object, field: str, minimum: int = 1) -> int:
     return parse_positive_int(value, field, minimum=minimum)
+
+
+def _counts(values: dict[str, object], *names: str) -> tuple[int, ...]:
+    """The arguments ``names`` of ``values`` (a function's ``locals()``), each a positive count, checked in order."""
+    return tuple(_count(values[name], name) for name in names)

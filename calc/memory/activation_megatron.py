@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from calc.memory._activation_args import _ceil, _count, _flag, _recompute
+from calc.memory._activation_args import _ceil, _count, _counts, _flag, _recompute
 
 __all__ = ["megatron_activation_bytes"]
 
@@ -100,15 +100,10 @@ def megatron_activation_bytes(
         >>> megatron_activation_bytes(2048, 1, 12288, 96, 51200, tp=8, pp=8) / 2**20
         9816.015625
     """
-    s = _count(seq_len, "seq_len")
-    b = _count(micro_batch, "micro_batch")
-    h = _count(hidden, "hidden")
-    n_layers = _count(num_layers, "num_layers")
-    vocab = _count(vocab_size, "vocab_size")
+    given = locals()
+    s, b, h, n_layers, vocab = _counts(given, "seq_len", "micro_batch", "hidden", "num_layers", "vocab_size")
     f = 4 * h if ffn_hidden is None else _count(ffn_hidden, "ffn_hidden")
-    t = _count(tp, "tp")
-    p = _count(pp, "pp")
-    v = _count(interleave, "interleave")
+    t, p, v = _counts(given, "tp", "pp", "interleave")
     sp = _flag(sequence_parallel, "sequence_parallel")
     mode = _recompute(recompute)
     sbh = s * b * h

@@ -42,7 +42,7 @@ from dataclasses import dataclass, fields
 from fractions import Fraction
 
 from calc.errors import CalcError
-from calc.memory._activation_args import ACTIVATION_BYTES, FP32_BYTES, MASK_BYTES, _ceil, _count, _flag
+from calc.memory._activation_args import ACTIVATION_BYTES, FP32_BYTES, MASK_BYTES, _ceil, _count, _counts, _flag
 from calc.units import parse_positive_int
 
 __all__ = ["StageActivations", "in_flight_chunks", "stage_activations"]
@@ -230,14 +230,10 @@ def stage_activations(
         ...                   pp=2, dropout=False, stage=1).layers  # one micro-batch in flight on the last stage
         30
     """
-    n_layers = _count(num_layers, "num_layers")
-    s = _count(seq_len, "seq_len")
-    b = _count(micro_batch, "micro_batch")
-    h = _count(hidden, "hidden")
-    vocab = _count(vocab_size, "vocab_size")
-    p = _count(pp, "pp")
-    v = _count(interleave, "interleave")
-    t = _count(tp, "tp")
+    given = locals()
+    n_layers, s, b, h, vocab, p, v, t = _counts(
+        given, "num_layers", "seq_len", "micro_batch", "hidden", "vocab_size", "pp", "interleave", "tp"
+    )
     sp = _flag(sequence_parallel, "sequence_parallel")
     c = _count(cp, "cp")
     drop = _flag(dropout, "dropout")

@@ -87,7 +87,7 @@ from calc.memory._activation_args import (
     MASK_BYTES,
     RECOMPUTE_MODES,
     _ceil,
-    _count,
+    _counts,
     _flag,
     _recompute,
 )
@@ -165,11 +165,7 @@ def activation_bytes_per_layer(
         ...
         calc.errors.CalcError: recompute must be one of none, selective, full (got 'some')
     """
-    s = _count(seq_len, "seq_len")
-    b = _count(micro_batch, "micro_batch")
-    h = _count(hidden, "hidden")
-    a = _count(heads, "heads")
-    t = _count(tp, "tp")
+    s, b, h, a, t = _counts(locals(), "seq_len", "micro_batch", "hidden", "heads", "tp")
     sp = _flag(sequence_parallel, "sequence_parallel")
     mode = _recompute(recompute)
     flash = _flag(flash_attention, "flash_attention")

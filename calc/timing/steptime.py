@@ -437,23 +437,15 @@ def _communication(arch: Architecture, layout: Layout, net: Network, m: int, res
     """Every collective of the step ([`step_communication`][calc.parallel.comm.step_communication]); ``reshard``
     ``None`` is the layout's [`reshards_after_forward`][calc.memory.layout.Layout.reshards_after_forward]."""
     return step_communication(
-        params=arch.param_count,
-        layers=arch.num_layers,
-        hidden=arch.hidden_size,
-        seq=layout.seq_len,
-        micro_batch=layout.micro_batch,
-        num_microbatches=m,
+        params=arch.param_count, layers=arch.num_layers, hidden=arch.hidden_size, seq=layout.seq_len,
+        micro_batch=layout.micro_batch, num_microbatches=m,
         **_same_names(layout, "dp", "tp", "pp", "cp", "ep", "sequence_parallel"),
-        zero_stage=layout.effective_zero_stage,
-        virtual_stages=layout.interleave,
-        recompute=layout.recompute == "full",
-        expert_params=arch.num_moe_layers * arch.expert_params_per_layer,
-        moe_layers=arch.num_moe_layers or None,
-        top_k=max(1, arch.experts_per_token),
-        kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
+        zero_stage=layout.effective_zero_stage, virtual_stages=layout.interleave, recompute=layout.recompute == "full",
+        expert_params=arch.num_moe_layers * arch.expert_params_per_layer, moe_layers=arch.num_moe_layers or None,
+        top_k=max(1, arch.experts_per_token), kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
         **_same_names(net, *_NETWORK_ARGS),
         reshard_after_forward=layout.reshards_after_forward if reshard is None else reshard,
-    )
+    )  # fmt: skip
 
 
 _NETWORK_ARGS = ("gpus_per_node", "intra", "inter", "intra_efficiency", "inter_efficiency", "nics_per_node",
