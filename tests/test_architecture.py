@@ -19,6 +19,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from _helpers import LLAMA_7B_CONFIG
 from calc.errors import CalcError
 from calc.models.architecture import HF_MODEL_TYPES, PARAM_KINDS, Architecture
 from calc.models.presets import PRESET_LABELS, PRESETS, preset
@@ -304,14 +305,9 @@ def test_hf_defaults(config: dict, field: str, expected: object) -> None:
 
 def test_qwen3_moe_layer_pattern() -> None:
     cfg = _llama(
-        model_type="qwen3_moe",
-        num_hidden_layers=6,
-        num_experts=4,
-        moe_intermediate_size=8,
-        num_experts_per_tok=2,
-        decoder_sparse_step=2,
-        mlp_only_layers=[3],
-    )
+        model_type="qwen3_moe", num_hidden_layers=6, num_experts=4, moe_intermediate_size=8, num_experts_per_tok=2,
+        decoder_sparse_step=2, mlp_only_layers=[3],
+    )  # fmt: skip
     a = Architecture.from_hf_config(cfg)
     # transformers: sparse iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
     assert [a.is_moe_layer(i) for i in range(6)] == [False, True, False, False, False, True]
@@ -767,18 +763,8 @@ def test_v_head_dim_defaults_to_head_dim() -> None:
     assert narrower.kv_cache_dims_per_token() == 2 * 8 * 64
 
 
-_LLAMA = {
-    "model_type": "llama",
-    "vocab_size": 32000,
-    "hidden_size": 4096,
-    "intermediate_size": 11008,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-}
-
-
 def _cfg(**changes: object) -> str:
-    return json.dumps({**_LLAMA, **changes})
+    return json.dumps({**LLAMA_7B_CONFIG, **changes})
 
 
 @pytest.mark.parametrize(

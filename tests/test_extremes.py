@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from _helpers import LLAMA_7B_CONFIG
 from calc.models.hf_config import MAX_CONFIG_CHARS, MAX_CONFIG_DEPTH
 from calc.widgets import calculators, render
 
@@ -22,74 +23,50 @@ HTML_BUDGET = 200_000
 CUSTOM_GPU = {"gpu": "custom"}
 INTERLEAVED = {"schedule": "interleaved"}
 
-# (calculator, field, smallest allowed, largest allowed, other inputs the field needs)
-RANGES = [
-    ("will-it-fit", "params", "1", "1e18", {}),
-    ("will-it-fit", "dp", "1", "1048576", {}),
-    ("will-it-fit", "gpu_memory", "0.001", "100000", CUSTOM_GPU),
-    ("will-it-fit", "gpu_memory", "0.001", "90949", {**CUSTOM_GPU, "unit": "GiB"}),
-    ("training-compute", "params", "1", "1e18", {}),
-    ("training-compute", "tokens", "1", "1e18", {}),
-    ("training-compute", "num_gpus", "1", "10000000", {}),
-    ("training-compute", "peak_tflops", "0.001", "1e6", CUSTOM_GPU),
-    ("training-compute", "mfu", "0.01", "100", {}),
-    ("serving-memory", "seq_len", "1", "16777216", {}),
-    ("serving-memory", "batch", "1", "1048576", {}),
-    ("serving-memory", "tp", "1", "1024", {}),
-    ("serving-memory", "gpu_memory", "0.001", "100000", CUSTOM_GPU),
-    ("serving-memory", "reserved_pct", "0", "99.999", {}),
-    ("pipeline-bubble", "pp", "1", "1024", {}),
-    ("pipeline-bubble", "num_microbatches", "1", "1000000", {}),
-    ("pipeline-bubble", "virtual_stages", "1", "64", INTERLEAVED),
-    ("communication", "params", "1", "1e18", {}),
-    ("communication", "layers", "1", "10000", {}),
-    ("communication", "hidden", "1", "1000000", {}),
-    ("communication", "kv_dims", "1", "10000000", {}),
-    ("communication", "seq", "1", "16777216", {}),
-    ("communication", "micro_batch", "1", "65536", {}),
-    ("communication", "num_microbatches", "1", "1048576", {}),
-    ("communication", "tp", "1", "1024", {}),
-    ("communication", "pp", "1", "1024", {}),
-    ("communication", "dp", "1", "16384", {}),
-    ("communication", "cp", "1", "1024", {}),
-    ("communication", "ep", "1", "1024", {"dp": "1024"}),
-    ("communication", "virtual_stages", "1", "64", {}),
-    ("communication", "expert_params", "0", "70B", {}),
-    ("communication", "top_k", "1", "1024", {}),
-    ("communication", "gpus_per_node", "1", "1024", {}),
-    ("communication", "intra_efficiency", "1", "100", {}),
-    ("communication", "inter_efficiency", "1", "100", {}),
-    ("activations", "seq_len", "1", "16777216", {}),
-    ("activations", "micro_batch", "1", "65536", {}),
-    ("activations", "hidden", "1", "1048576", {}),
-    ("activations", "heads", "1", "16384", {}),
-    ("activations", "tp", "1", "1024", {}),
-    ("training-memory", "dp", "1", "1048576", {}),
-    ("training-memory", "tp", "1", "1024", {}),
-    ("training-memory", "pp", "1", "1024", {}),
-    ("training-memory", "cp", "1", "1024", {}),
-    ("training-memory", "ep", "1", "1024", {}),
-    ("training-memory", "micro_batch", "1", "65536", {}),
-    ("training-memory", "global_batch", "8", "1073741824", {}),
-    ("training-memory", "seq_len", "1", "16777216", {}),
-    ("training-memory", "interleave", "1", "64", {"pp": "2"}),
-    ("training-memory", "gpu_memory", "0.001", "100000", CUSTOM_GPU),
-]
+# Each calculator's (field, smallest allowed, largest allowed[, other inputs the field needs])
+_RANGES_BY_CALCULATOR = {
+    "will-it-fit": [
+        ("params", "1", "1e18"), ("dp", "1", "1048576"), ("gpu_memory", "0.001", "100000", CUSTOM_GPU),
+        ("gpu_memory", "0.001", "90949", {**CUSTOM_GPU, "unit": "GiB"}),
+    ],
+    "training-compute": [
+        ("params", "1", "1e18"), ("tokens", "1", "1e18"), ("num_gpus", "1", "10000000"),
+        ("peak_tflops", "0.001", "1e6", CUSTOM_GPU), ("mfu", "0.01", "100"),
+    ],
+    "serving-memory": [
+        ("seq_len", "1", "16777216"), ("batch", "1", "1048576"), ("tp", "1", "1024"),
+        ("gpu_memory", "0.001", "100000", CUSTOM_GPU), ("reserved_pct", "0", "99.999"),
+    ],
+    "pipeline-bubble": [
+        ("pp", "1", "1024"), ("num_microbatches", "1", "1000000"), ("virtual_stages", "1", "64", INTERLEAVED),
+    ],
+    "communication": [
+        ("params", "1", "1e18"), ("layers", "1", "10000"), ("hidden", "1", "1000000"), ("kv_dims", "1", "10000000"),
+        ("seq", "1", "16777216"), ("micro_batch", "1", "65536"), ("num_microbatches", "1", "1048576"),
+        ("tp", "1", "1024"), ("pp", "1", "1024"), ("dp", "1", "16384"), ("cp", "1", "1024"),
+        ("ep", "1", "1024", {"dp": "1024"}), ("virtual_stages", "1", "64"), ("expert_params", "0", "70B"),
+        ("top_k", "1", "1024"), ("gpus_per_node", "1", "1024"), ("intra_efficiency", "1", "100"),
+        ("inter_efficiency", "1", "100"),
+    ],
+    "activations": [
+        ("seq_len", "1", "16777216"), ("micro_batch", "1", "65536"), ("hidden", "1", "1048576"),
+        ("heads", "1", "16384"), ("tp", "1", "1024"),
+    ],
+    "training-memory": [
+        ("dp", "1", "1048576"), ("tp", "1", "1024"), ("pp", "1", "1024"), ("cp", "1", "1024"), ("ep", "1", "1024"),
+        ("micro_batch", "1", "65536"), ("global_batch", "8", "1073741824"), ("seq_len", "1", "16777216"),
+        ("interleave", "1", "64", {"pp": "2"}), ("gpu_memory", "0.001", "100000", CUSTOM_GPU),
+    ],
+}  # fmt: skip
+RANGES = [(name, *row, {})[:5] for name, rows in _RANGES_BY_CALCULATOR.items() for row in rows]
+"""(calculator, field, smallest allowed, largest allowed, other inputs the field needs)"""
 
-_LLAMA = {
-    "model_type": "llama",
-    "vocab_size": 32000,
-    "hidden_size": 4096,
-    "intermediate_size": 11008,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-}
 _BIG = 1 << 24
-_NESTED = {"model_type": "llama", **{k: v for k, v in _LLAMA.items() if k != "model_type"}}
+_NESTED = {"model_type": "llama", **{k: v for k, v in LLAMA_7B_CONFIG.items() if k != "model_type"}}
 _deep: object = 1
 for _ in range(MAX_CONFIG_DEPTH - 1):
     _deep = [_deep]
-_padded = json.dumps({**_LLAMA, "deep": _deep})
+_padded = json.dumps({**LLAMA_7B_CONFIG, "deep": _deep})
 _padded = _padded[:-1] + ', "pad": "' + "x" * (MAX_CONFIG_CHARS - len(_padded) - 12) + '"}'
 
 COMBINED = [
@@ -182,7 +159,7 @@ COMBINED = [
         {
             "config": json.dumps(
                 {
-                    **_LLAMA,
+                    **LLAMA_7B_CONFIG,
                     "hidden_size": _BIG,
                     "vocab_size": _BIG,
                     "intermediate_size": _BIG,
@@ -197,7 +174,7 @@ COMBINED = [
         {
             "config": json.dumps(
                 {
-                    **_LLAMA,
+                    **LLAMA_7B_CONFIG,
                     "model_type": "qwen3_moe",
                     "num_experts": _BIG,
                     "moe_intermediate_size": _BIG,

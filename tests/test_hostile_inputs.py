@@ -40,40 +40,35 @@ HOSTILE: tuple[str, ...] = (
 )
 """Every value tried in every field."""
 
+_BLANK = frozenset({"", "   "})
+_PASTED = ("parameter-count", "training-memory", "serving-memory", "communication", "training-compute", "plan")
+_PASTED += ("finetune-memory", "serving-time")
+"""The calculators with a pasted ``config`` box."""
+
+# The (calculator, field) pairs that take a real number, and those that take a count.
+_REAL = [("will-it-fit", "gpu_memory"), ("training-memory", "gpu_memory"), ("serving-memory", "gpu_memory")]
+_REAL += [("finetune-memory", "gpu_memory"), ("training-compute", "peak_tflops"), ("training-compute", "mfu")]
+_REAL += [("communication", "intra_efficiency"), ("communication", "inter_efficiency")]
+_COUNTS = [("will-it-fit", "params"), ("training-compute", "params"), ("training-compute", "tokens")]
+_COUNTS += [("communication", "params")]
+
 OK: dict[tuple[str, str], frozenset[str]] = {
-    # Optional fields: blank means "not given".
-    ("training-memory", "global_batch"): frozenset({"", "   ", "1000000000"}),  # at most 2^30 sequences
-    ("parameter-count", "config"): frozenset({"", "   "}),  # blank: the preset is used
-    ("training-memory", "config"): frozenset({"", "   "}),
-    ("serving-memory", "config"): frozenset({"", "   "}),
-    ("communication", "config"): frozenset({"", "   "}),
-    ("training-compute", "config"): frozenset({"", "   "}),
-    ("plan", "config"): frozenset({"", "   "}),
-    ("finetune-memory", "config"): frozenset({"", "   "}),
-    ("serving-time", "config"): frozenset({"", "   "}),
+    ("training-memory", "global_batch"): _BLANK | {"1000000000"},  # optional; at most 2^30 sequences
+    # Optional fields: blank means "not given" (a blank config: the preset is used).
+    **dict.fromkeys([(name, "config") for name in _PASTED], _BLANK),
     # The planner searches a degree left blank (as "any").
-    **{("plan", d): frozenset({"", "   "}) for d in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")},
+    **dict.fromkeys([("plan", d) for d in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")], _BLANK),
     # Blank or 0 routed-expert parameters means a dense model; 1e9 of 70B is a plausible MoE share.
-    ("communication", "expert_params"): frozenset({"", "   ", "0", "1000000000"}),
+    ("communication", "expert_params"): _BLANK | {"0", "1000000000"},
     # ZeRO stage 0 is plain data parallelism.
-    ("will-it-fit", "zero_stage"): frozenset({"0"}),
-    ("training-memory", "zero_stage"): frozenset({"0"}),
-    ("communication", "zero_stage"): frozenset({"0"}),
+    **dict.fromkeys(
+        [(name, "zero_stage") for name in ("will-it-fit", "training-memory", "communication")], frozenset({"0"})
+    ),
     # Real-valued fields take 1.5.
-    ("will-it-fit", "gpu_memory"): frozenset({"1.5"}),
-    ("training-memory", "gpu_memory"): frozenset({"1.5"}),
-    ("serving-memory", "gpu_memory"): frozenset({"1.5"}),
-    ("finetune-memory", "gpu_memory"): frozenset({"1.5"}),
+    **dict.fromkeys(_REAL, frozenset({"1.5"})),
     ("serving-memory", "reserved_pct"): frozenset({"0", "1.5"}),
-    ("training-compute", "peak_tflops"): frozenset({"1.5"}),
-    ("training-compute", "mfu"): frozenset({"1.5"}),
-    ("communication", "intra_efficiency"): frozenset({"1.5"}),
-    ("communication", "inter_efficiency"): frozenset({"1.5"}),
     # A billion parameters or tokens is a count, not a typo.
-    ("will-it-fit", "params"): frozenset({"1000000000"}),
-    ("training-compute", "params"): frozenset({"1000000000"}),
-    ("training-compute", "tokens"): frozenset({"1000000000"}),
-    ("communication", "params"): frozenset({"1000000000"}),
+    **dict.fromkeys(_COUNTS, frozenset({"1000000000"})),
 }
 """The (calculator, field) pairs for which some hostile values are legitimately valid; all else must fail.
 

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _helpers import NARAYANAN_TABLE_1
 from calc.memory.layout import Layout
 from calc.models.presets import preset
 from calc.parallel.network import Network
@@ -16,21 +17,9 @@ TABLE1_TOLERANCE = 0.15
 """Issue 9: every row of Narayanan Table 1 within ±15%, one set of defaults."""
 
 # Narayanan et al. 2021 (arXiv:2104.04473) Table 1 (reference_numbers.md Sec. 3): preset, t, p, GPUs, batch,
-# published TFLOP/s per GPU. All rows: s = 2048, V = 51,200, full recomputation, interleaved schedule, A100
-# 80 GB on DGX nodes with 8 x 200 Gb/s HDR InfiniBand. The table gives no micro-batch or v: b = 1 and the
-# smallest v in (2, 3) that divides the layers (the interleaved schedule also needs p | m).
-TABLE1 = [
-    ("narayanan-1.7b", 1, 1, 32, 512, 137),
-    ("narayanan-3.6b", 2, 1, 64, 512, 138),
-    ("narayanan-7.5b", 4, 1, 128, 512, 142),
-    ("narayanan-18.4b", 8, 1, 256, 1024, 135),
-    ("narayanan-39.1b", 8, 2, 512, 1536, 138),
-    ("narayanan-76.1b", 8, 4, 1024, 1792, 140),
-    ("narayanan-145.6b", 8, 8, 1536, 2304, 148),
-    ("narayanan-310.1b", 8, 16, 1920, 2160, 155),
-    ("narayanan-529.6b", 8, 35, 2520, 2520, 163),
-    ("narayanan-1t", 8, 64, 3072, 3072, 163),
-]
+# published TFLOP/s per GPU. The table gives no micro-batch or v: b = 1 and the smallest v in (2, 3) that divides
+# the layers (the interleaved schedule also needs p | m).
+TABLE1 = [(r.preset, r.t, r.p, r.gpus, r.batch, r.tflops) for r in NARAYANAN_TABLE_1]
 
 
 def _table1_layout(name: str, t: int, p: int, gpus: int, batch: int) -> Layout:
