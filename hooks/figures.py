@@ -22,13 +22,14 @@ def _schedule(name: str, schedule: str, v: int = 1) -> Callable[[], str]:
 
 
 _FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
-_PARTS = (
-    ("weights", "weights", "#3b82f6"),
-    ("gradients", "gradients", "#16a34a"),
-    ("master", "fp32 master", "#7c3aed"),
-    ("momentum", "1st moment m", "#d97706"),
-    ("variance", "2nd moment v", "#dc2626"),
-)
+_PARTS: dict[str, tuple[str, str]] = {
+    "weights": ("weights", "#3b82f6"),
+    "gradients": ("gradients", "#16a34a"),
+    "master": ("fp32 master", "#7c3aed"),
+    "momentum": ("1st moment m", "#d97706"),
+    "variance": ("2nd moment v", "#dc2626"),
+}
+"""Each field of a convention, bottom of the stack first: its label and its colour."""
 
 
 def conventions_svg() -> str:
@@ -48,7 +49,7 @@ def conventions_svg() -> str:
     height = top + len(CONVENTIONS) * (row_h + gap) + 4
     desc = "; ".join(
         f"{c.name}: "
-        + " + ".join(f"{label} {getattr(c, f)}" for f, label, _ in _PARTS if getattr(c, f))
+        + " + ".join(f"{label} {getattr(c, f)}" for f, (label, _) in _PARTS.items() if getattr(c, f))
         + f" = {c.bytes_per_param} bytes"
         for c in CONVENTIONS.values()
     )
@@ -65,7 +66,7 @@ def conventions_svg() -> str:
         ),
     ]
     x = label_w
-    for _field, label, colour in _PARTS:  # the legend, one swatch per kind of tensor
+    for label, colour in _PARTS.values():  # the legend, one swatch per kind of tensor
         parts.append(f'<rect class="cv-seg" x="{x}" y="8" width="10" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{x + 13}" y="17">{html.escape(label)}</text>')
         x += 16 + 6 * len(label)
@@ -74,7 +75,7 @@ def conventions_svg() -> str:
         parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{html.escape(c.name)}</text>')
         parts.append('<g class="cv-bar">')
         x = label_w
-        for field, label, colour in _PARTS:
+        for field, (label, colour) in _PARTS.items():
             n = getattr(c, field)
             if n:
                 parts.append(

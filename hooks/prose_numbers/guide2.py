@@ -35,29 +35,16 @@ from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_in_flight
 from calc.timing.steptime import DP_BUCKET_PARAMS, step_time
-from prose_numbers import model_dropout
+from prose_numbers import ms as _ms
+from prose_numbers import pct as _pct
+from prose_numbers import seconds as _s
+from prose_numbers import times as _times
+from prose_numbers import trained_layout
 
 NUMBERS: dict[str, Callable[[], str]] = {}
 
 _H100 = gpu("h100-sxm")
 _CAPACITY = _H100.memory_bytes
-
-
-def _pct(x: float | Fraction, digits: int = 1) -> str:
-    return f"{float(x) * 100:.{digits}f}%"
-
-
-def _ms(seconds: float) -> str:
-    ms = seconds * 1000
-    return f"{ms:.2g} ms" if ms < 10 else f"{ms:,.0f} ms"
-
-
-def _s(seconds: float) -> str:
-    return f"{seconds:.2f} s"
-
-
-def _times(x: float | Fraction, digits: int = 2) -> str:
-    return f"{float(x):.{digits}g}×"
 
 
 def _seq(s: int) -> str:
@@ -72,15 +59,7 @@ OVERLAP_ARCH = "llama2-7b"
 
 def overlap_layout(zero_stage: int) -> Layout:
     """The overlap page's data-parallel layout."""
-    return Layout(
-        dp=64,
-        zero_stage=zero_stage,
-        seq_len=4096,
-        global_batch=512,
-        flash_attention=True,
-        dropout=model_dropout(preset(OVERLAP_ARCH)),
-        recompute="selective",
-    )
+    return trained_layout(OVERLAP_ARCH, dp=64, zero_stage=zero_stage, seq_len=4096, global_batch=512)
 
 
 @cache
@@ -95,24 +74,13 @@ def raw_terms(zero_stage: int) -> dict[str, float]:
     arguments [`step_time`] passes it, on step_time's default network)."""
     arch, lay = preset(OVERLAP_ARCH), overlap_layout(zero_stage)
     net = Network("nvlink4", "ib-ndr", gpus_per_node=8)
+    links = ("gpus_per_node", "intra", "inter", "intra_efficiency", "inter_efficiency", "nics_per_node", "latency")
     comm = step_communication(
-        params=arch.param_count,
-        layers=arch.num_layers,
-        hidden=arch.hidden_size,
-        seq=lay.seq_len,
-        micro_batch=lay.micro_batch,
-        num_microbatches=lay.num_microbatches or 1,
-        dp=lay.dp,
-        zero_stage=lay.effective_zero_stage,
-        kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
-        gpus_per_node=net.gpus_per_node,
-        intra=net.intra,
-        inter=net.inter,
-        intra_efficiency=net.intra_efficiency,
-        inter_efficiency=net.inter_efficiency,
-        nics_per_node=net.nics_per_node,
-        latency=net.latency,
-    )
+        params=arch.param_count, layers=arch.num_layers, hidden=arch.hidden_size, seq=lay.seq_len,
+        micro_batch=lay.micro_batch, num_microbatches=lay.num_microbatches or 1, dp=lay.dp,
+        zero_stage=lay.effective_zero_stage, kv_dims=arch.num_kv_heads * (arch.head_dim + arch.v_head_dim),
+        **{name: getattr(net, name) for name in links},
+    )  # fmt: skip
     return {t.name: t.time_s for t in comm.terms}
 
 
@@ -124,17 +92,7 @@ def _no_overlap_step(zero_stage: int) -> float:
 TP_ARCH = "llama3-70b"
 """The tensor- and pipeline-parallel example: Llama 3 70B, tp 8 x pp 4 x dp 8 (256 H100s), 8,192 tokens."""
 
-TP_LAYOUT = Layout(
-    dp=8,
-    tp=8,
-    pp=4,
-    seq_len=8192,
-    global_batch=512,
-    sequence_parallel=True,
-    flash_attention=True,
-    dropout=model_dropout(preset(TP_ARCH)),
-    recompute="selective",
-)
+TP_LAYOUT = trained_layout(TP_ARCH, dp=8, tp=8, pp=4, seq_len=8192, global_batch=512, sequence_parallel=True)
 
 
 @cache
@@ -198,7 +156,7 @@ HIDDEN_ARCH = "llama3-8b"
 The sequence is the one at which the tensors fit an H100 SXM as it is exposed (81,559 MiB) and ``nvidia-smi`` does not.
 """
 
-HIDDEN_LAYOUT = Layout(dp=8, zero_stage=1, seq_len=7168, flash_attention=True, dropout=False, recompute="selective")
+HIDDEN_LAYOUT = trained_layout(HIDDEN_ARCH, dp=8, zero_stage=1, seq_len=7168)
 
 
 @cache
@@ -257,17 +215,8 @@ def _lp_weights(recipe: str):
 
 @cache
 def _fp8_time(dtype: str) -> float:
-    arch = preset(HIDDEN_ARCH)
-    lay = Layout(
-        dp=8,
-        zero_stage=1,
-        seq_len=8192,
-        global_batch=64,
-        flash_attention=True,
-        dropout=model_dropout(arch),
-        recompute="selective",
-    )
-    return step_time(arch, lay, dtype=dtype).step_time_s
+    lay = trained_layout(HIDDEN_ARCH, dp=8, zero_stage=1, seq_len=8192, global_batch=64)
+    return step_time(preset(HIDDEN_ARCH), lay, dtype=dtype).step_time_s
 
 
 NUMBERS.update(
@@ -297,7 +246,7 @@ NUMBERS.update(
 MOE_ARCH = "mixtral-8x7b"
 """The MoE example: Mixtral 8x7B on 64 GPUs, expert parallelism 8, ZeRO-1, 4,096-token micro-batches."""
 
-MOE_LAYOUT = Layout(dp=64, ep=8, zero_stage=1, seq_len=4096, flash_attention=True, dropout=False, recompute="selective")
+MOE_LAYOUT = trained_layout(MOE_ARCH, dp=64, ep=8, zero_stage=1, seq_len=4096)
 
 
 @cache
@@ -367,15 +316,8 @@ OFFLOAD_ARCH = "llama2-7b"
 
 def offload_layout(offload: bool, recompute: str = "selective") -> Layout:
     """The offload page's layout, with or without ZeRO-Offload."""
-    return Layout(
-        dp=8,
-        zero_stage=2,
-        seq_len=4096,
-        global_batch=64,
-        flash_attention=True,
-        dropout=False,
-        recompute=recompute,
-        offload_optimizer=offload,
+    return trained_layout(
+        OFFLOAD_ARCH, dp=8, zero_stage=2, seq_len=4096, global_batch=64, recompute=recompute, offload_optimizer=offload
     )
 
 

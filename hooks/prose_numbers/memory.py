@@ -186,35 +186,18 @@ def _selective_saving(model: str) -> Fraction:
     return Fraction(full - sel, full)
 
 
-def _korthikanti_22b_eq6() -> int:
+def _korthikanti_22b(recompute: str):
+    """The 22B config's stage activations (p = 1, v = 51200, t = 8 with SP): Korthikanti et al. 2022, Eq. 5 / 6."""
     a, h, L, b = _KORTHIKANTI["22b"]
-    per_layer = activation_bytes_per_layer(2048, b, h, a, tp=8, sequence_parallel=True, recompute="selective")
+    per_layer = activation_bytes_per_layer(2048, b, h, a, tp=8, sequence_parallel=True, recompute=recompute)
     return stage_activations(
-        per_layer,
-        num_layers=L,
-        seq_len=2048,
-        micro_batch=b,
-        hidden=h,
-        vocab_size=51200,
-        tp=8,
-        sequence_parallel=True,
-    ).layers
+        per_layer, num_layers=L, seq_len=2048, micro_batch=b, hidden=h, vocab_size=51200, tp=8, sequence_parallel=True
+    )
 
 
 def _korthikanti_22b_extras(recompute: str) -> Fraction:
     """Embedding and output-layer terms over the layers' total, 22B config (p = 1, v = 51200), with SP."""
-    a, h, L, b = _KORTHIKANTI["22b"]
-    per_layer = activation_bytes_per_layer(2048, b, h, a, tp=8, sequence_parallel=True, recompute=recompute)
-    st = stage_activations(
-        per_layer,
-        num_layers=L,
-        seq_len=2048,
-        micro_batch=b,
-        hidden=h,
-        vocab_size=51200,
-        tp=8,
-        sequence_parallel=True,
-    )
+    st = _korthikanti_22b(recompute)
     return Fraction(st.extras, st.layers)
 
 
@@ -238,7 +221,7 @@ NUMBERS.update(
         "mem-act-530b-5ash": lambda: str(_attention_term("530b")),
         "mem-act-175b-selective-saving": lambda: _pct(_selective_saving("175b")),
         "mem-act-530b-selective-saving": lambda: _pct(_selective_saving("530b")),
-        "mem-act-22b-eq6": lambda: format_bytes(_korthikanti_22b_eq6(), binary=True),
+        "mem-act-22b-eq6": lambda: format_bytes(_korthikanti_22b("selective").layers, binary=True),
         "mem-act-22b-extras-eq5": lambda: _pct(_korthikanti_22b_extras("none"), 2),
         "mem-act-22b-extras-eq6": lambda: _pct(_korthikanti_22b_extras("selective"), 1),
         "mem-act-gpt2xl": lambda: format_bytes(_gpt2xl_acts()),
@@ -267,6 +250,12 @@ def _mha_equivalent(arch: Architecture) -> Architecture:
     return dataclasses.replace(arch, num_kv_heads=arch.num_heads, kv_lora_rank=0, q_lora_rank=0)
 
 
+def _mha_over_own(slug: str) -> Fraction:
+    """How many times larger the KV cache would be with MHA (``_mha_equivalent``) than with the model's GQA / MLA."""
+    arch = preset(slug)
+    return Fraction(model_kv_bytes_per_token(_mha_equivalent(arch)), model_kv_bytes_per_token(arch))
+
+
 _KV_PRESETS = (
     "llama2-7b",
     "llama2-70b",
@@ -278,6 +267,7 @@ _KV_PRESETS = (
     "qwen2.5-7b",
     "deepseek-v3",
 )
+"""The KV-cache table of docs/memory/inference.md."""
 
 for _slug in _KV_PRESETS:
     NUMBERS[f"mem-kv-{_slug}-token"] = lambda s=_slug: format_bytes(model_kv_bytes_per_token(preset(s)))
@@ -298,23 +288,11 @@ NUMBERS.update(
         "mem-kv-deepseek-v3-mha-token": lambda: format_bytes(
             model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3")))
         ),
-        "mem-kv-deepseek-v3-mla-ratio": lambda: _times(
-            Fraction(
-                model_kv_bytes_per_token(_mha_equivalent(preset("deepseek-v3"))),
-                model_kv_bytes_per_token(preset("deepseek-v3")),
-            ),
-            0,
-        ),
+        "mem-kv-deepseek-v3-mla-ratio": lambda: _times(_mha_over_own("deepseek-v3"), 0),
         "mem-kv-llama2-70b-mha-token": lambda: format_bytes(
             model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b")))
         ),
-        "mem-kv-llama2-70b-gqa-ratio": lambda: _times(
-            Fraction(
-                model_kv_bytes_per_token(_mha_equivalent(preset("llama2-70b"))),
-                model_kv_bytes_per_token(preset("llama2-70b")),
-            ),
-            0,
-        ),
+        "mem-kv-llama2-70b-gqa-ratio": lambda: _times(_mha_over_own("llama2-70b"), 0),
         "mem-kv-llama3-8b-128k-gb": lambda: format_bytes(model_kv_bytes_per_token(preset("llama3-8b")) * 131072),
         "mem-kv-llama2-7b-4k": lambda: format_bytes(model_kv_bytes_per_token(preset("llama2-7b")) * 4096),
         "mem-kv-l2-7b-over-l3-8b": lambda: _times(
@@ -353,22 +331,9 @@ NUMBERS.update(
 
 # --------------------------------------------------------------------------- architectures.md
 
-_ARCH_PRESETS = (
-    "gpt2",
-    "gpt2-xl",
-    "gpt3-175b",
-    "llama2-7b",
-    "llama2-70b",
-    "llama3-8b",
-    "llama3-70b",
-    "llama3.1-405b",
-    "mistral-7b",
-    "mixtral-8x7b",
-    "qwen2.5-7b",
-    "qwen3-30b-a3b",
-    "gemma-7b",
-    "deepseek-v3",
-)
+_ARCH_PRESETS = ("gpt2", "gpt2-xl", "gpt3-175b", *_KV_PRESETS, "qwen3-30b-a3b", "gemma-7b")
+"""The table of docs/architectures.md: the models of the KV-cache table (``_KV_PRESETS``) and GPT-2, GPT-2 XL,
+GPT-3, Qwen3-30B-A3B and Gemma 7B."""
 
 for _slug in _ARCH_PRESETS:
     NUMBERS[f"mem-arch-{_slug}-total"] = lambda s=_slug: _exact(preset(s).param_count)

@@ -11,20 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from calc import format_bytes, format_count
-from calc.hardware import gpu
-from calc.memory.inference import inference_memory, weight_bytes
-from calc.memory.kv_cache import model_kv_bytes_per_token
-from calc.models.presets import preset
-from calc.parallel.comm import interconnect, step_communication
-from calc.timing.compute import flops_6nd
-from calc.timing.serving import (
+from calc import (
     decode_compute_bound_batch,
     decode_step,
+    flops_6nd,
+    format_bytes,
+    format_count,
+    gpu,
+    inference_memory,
+    interconnect,
     kv_transfer_s,
+    model_kv_bytes_per_token,
     prefill_time,
+    preset,
     speculative_speedup,
     speculative_tokens_per_step,
+    step_communication,
+    weight_bytes,
 )
 from calc.timing.steptime import MATMUL_EFFICIENCY
 

@@ -2,14 +2,17 @@
 
 Every value is a call into ``calc.timing.steptime``, ``calc.timing.planner`` or ``calc.parallel.comm`` with the
 inputs the pages
-state next to it: Narayanan et al. 2021 Table 1 on A100 80 GB nodes (NVLink 3, 8 x HDR 200 Gb/s), and the
-communication calculator's defaults (70B, tp 8, pp 4, dp 8) for the TP-across-nodes comparison.
+state next to it: Narayanan et al. 2021 Table 1 on A100 80 GB nodes (NVLink 3, 8 x HDR 200 Gb/s), read from the
+rows the accuracy page re-predicts (``validation/published/runs.json``), and the communication calculator's
+defaults (70B, tp 8, pp 4, dp 8) for the TP-across-nodes comparison.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
 from calc.memory.layout import Layout
 from calc.models.presets import preset
@@ -17,36 +20,23 @@ from calc.parallel.comm import step_communication
 from calc.parallel.network import Network, collective_cost, group_placement
 from calc.timing.planner import plan
 from calc.timing.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
+from prose_numbers import COMM_CALCULATOR
 
 _A100 = {"gpu": "a100-80", "network": Network("nvlink3", "ib-hdr")}
-_TABLE1 = (
-    ("narayanan-1.7b", 1, 1, 32, 512, 137),
-    ("narayanan-3.6b", 2, 1, 64, 512, 138),
-    ("narayanan-7.5b", 4, 1, 128, 512, 142),
-    ("narayanan-18.4b", 8, 1, 256, 1024, 135),
-    ("narayanan-39.1b", 8, 2, 512, 1536, 138),
-    ("narayanan-76.1b", 8, 4, 1024, 1792, 140),
-    ("narayanan-145.6b", 8, 8, 1536, 2304, 148),
-    ("narayanan-310.1b", 8, 16, 1920, 2160, 155),
-    ("narayanan-529.6b", 8, 35, 2520, 2520, 163),
-    ("narayanan-1t", 8, 64, 3072, 3072, 163),
-)
-"""Narayanan et al. 2021 Table 1: preset, t, p, GPUs, batch, published TFLOP/s per GPU (as tests/test_steptime.py)."""
-
-
-def _row_layout(name: str, t: int, p: int, gpus: int, batch: int) -> Layout:
-    arch = preset(name)
-    d = gpus // (t * p)
-    v = next((c for c in (2, 3) if p > 1 and arch.num_layers % (p * c) == 0 and (batch // d) % p == 0), 1)
-    return Layout(tp=t, pp=p, dp=d, global_batch=batch, seq_len=2048, recompute="full", interleave=v)
+_RUNS = Path(__file__).resolve().parents[2] / "validation" / "published" / "runs.json"
+"""The published runs; Narayanan et al. 2021 Table 1 is the ``narayanan21-*`` rows of its ``Table 1``: each with its
+layout (b = 1, the smallest v in (2, 3) that divides the layers) and the published hardware TFLOP/s per GPU."""
 
 
 @cache
 def _table1_errors() -> tuple[float, ...]:
+    """Each row of Table 1: the engine's hardware TFLOP/s per GPU over the published, minus 1."""
+    rows = json.loads(_RUNS.read_text())["rows"]
+    rows = [r for r in rows if r["id"].startswith("narayanan21-") and r["source"]["table"] == "Table 1"]
     out = []
-    for name, t, p, n, b, published in _TABLE1:
-        got = step_time(preset(name), _row_layout(name, t, p, n, b), **_A100).hardware_tflops_per_gpu
-        out.append(got / published - 1)
+    for row in rows:
+        got = step_time(preset(row["model"]), Layout(**row["layout"]), **_A100).hardware_tflops_per_gpu
+        out.append(got / row["measured"]["value"] - 1)
     return tuple(out)
 
 
@@ -82,10 +72,8 @@ def _tp_steps() -> tuple[float, float]:
 
 def _comm_default(tp: int) -> float:
     """The communication calculator's defaults (calc/widgets/comm.py) with another tp."""
-    return step_communication(
-        params="70B", layers=80, hidden=8192, kv_dims=2048, seq=4096, num_microbatches=16, tp=tp, pp=4, dp=8,
-        zero_stage=1, sequence_parallel=True, intra_efficiency=0.783, inter_efficiency=0.96,
-    ).total_time_s  # fmt: skip
+    overrides = {"tp": tp, "intra_efficiency": 0.783, "inter_efficiency": 0.96}
+    return step_communication(**{**COMM_CALCULATOR, **overrides}).total_time_s
 
 
 def _ms(s: float) -> str:

@@ -11,31 +11,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 
-from calc import format_bytes, format_count, gpu, model_state_bytes
-from calc.memory.activations import activation_bytes_per_layer, layer_activations
-from calc.memory.inference import kv_cache_bytes_per_token, weight_bytes
-from calc.memory.layout import Layout, layout_memory
-from calc.models.presets import preset
-from calc.parallel.comm import (
+from calc import (
     INTERCONNECTS,
+    Layout,
     algorithm_bandwidth,
+    bubble_fraction,
     bus_factor,
     collective_bytes_sent,
     collective_time_s,
-    group_bus_bandwidth,
-    step_communication,
-)
-from calc.parallel.pipeline import bubble_fraction
-from calc.timing.compute import (
     flops_6nd,
+    format_bytes,
+    format_count,
+    gpu,
+    group_bus_bandwidth,
+    layout_memory,
     megatron_flops_per_iteration,
     megatron_utilization,
+    model_state_bytes,
     palm_flops_per_token,
+    preset,
+    step_communication,
     training_time,
     utilization,
     utilization_from_throughput,
 )
-from prose_numbers import model_dropout
+from calc.memory.activations import activation_bytes_per_layer, layer_activations
+from calc.memory.inference import kv_cache_bytes_per_token, weight_bytes
+from prose_numbers import COMM_CALCULATOR, model_dropout
+from prose_numbers import ms as _ms
+from prose_numbers import pct as _pct
+from prose_numbers import seconds as _s
+from prose_numbers import times as _times
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -46,25 +52,8 @@ def _sci(value: float, digits: int = 3) -> str:
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
-def _pct(value: float | Fraction, digits: int = 1) -> str:
-    return f"{float(value) * 100:.{digits}f}%"
-
-
-def _ms(seconds: float) -> str:
-    ms = seconds * 1000
-    return f"{ms:.2g} ms" if ms < 10 else f"{ms:,.0f} ms"
-
-
-def _s(seconds: float) -> str:
-    return f"{seconds:.2f} s"
-
-
 def _bw(bytes_per_s: float, digits: int = 3) -> str:
     return format_bytes(int(bytes_per_s), digits=digits) + "/s"
-
-
-def _times(ratio: float | Fraction, digits: int = 2) -> str:
-    return f"{float(ratio):.{digits}g}×"
 
 
 # --------------------------------------------------------------------------- communication
@@ -129,20 +118,7 @@ def _pp_bytes() -> int:
 
 def _calc_layout(tp: int, pp: int):
     """The communication calculator's defaults (calc/widgets/comm.py) with another tp and pp."""
-    return step_communication(
-        params="70B",
-        layers=80,
-        hidden=8192,
-        kv_dims=2048,
-        seq=4096,
-        micro_batch=1,
-        num_microbatches=16,
-        tp=tp,
-        pp=pp,
-        dp=8,
-        zero_stage=1,
-        sequence_parallel=True,
-    )
+    return step_communication(**{**COMM_CALCULATOR, "tp": tp, "pp": pp})
 
 
 _COMM: dict[str, Callable[[], str]] = {
