@@ -7,6 +7,7 @@ same dictionary (``Architecture.from_hf_config``) that builds the real model.
 
 from __future__ import annotations
 
+from validation.sample import family_keys, gpt2_config, llama_config
 from validation.sample import load as _load_sample
 
 __all__ = ["ACTIVATION_CASES", "MODELS", "REFERENCE_LAYERS", "SHARDING_CASES", "STATE_CASES"]
@@ -16,56 +17,22 @@ __all__ = ["ACTIVATION_CASES", "MODELS", "REFERENCE_LAYERS", "SHARDING_CASES", "
 _SMALL = dict(vocab_size=1024, max_position_embeddings=512, tie_word_embeddings=False, use_cache=False)
 
 
-def _gpt2(pdrop: float) -> dict:
-    """GPT-2's keys (``n_embd``, ``n_layer``...), 256 wide and 2 layers deep, with one dropout everywhere."""
-    sizes = dict(vocab_size=1024, n_embd=256, n_layer=2, n_head=8, n_positions=512)
-    drops = dict(resid_pdrop=pdrop, embd_pdrop=pdrop, attn_pdrop=pdrop)
-    return dict(model_type="gpt2", **sizes, **drops, tie_word_embeddings=False, use_cache=False)
-
-
-# name: (model_type, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
-#        num_key_value_heads, the family's own keys)
-_LLAMA_LIKE: dict[str, tuple] = {
-    "llama-gqa": ("llama", 256, 688, 2, 8, 2, {}),
-    "llama-mha": ("llama", 192, 512, 3, 6, 6, {}),
-    "mistral": ("mistral", 256, 704, 2, 8, 4, dict(sliding_window=None)),
-    "qwen3": ("qwen3", 256, 688, 2, 8, 2, dict(head_dim=32)),
-    "mixtral": (
-        "mixtral",
-        *(256, 344, 2, 8, 2),
-        dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=None),
-    ),
-    "qwen3-moe": (
-        "qwen3_moe",
-        *(256, 688, 2, 8, 2),
-        dict(
-            moe_intermediate_size=128,
-            head_dim=32,
-            num_experts=8,
-            num_experts_per_tok=2,
-            decoder_sparse_step=1,
-            mlp_only_layers=[],
-            norm_topk_prob=True,
-        ),
-    ),
+# name: (model_type, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads);
+# the family's own keys: Qwen3 heads of 32, Qwen3-MoE with 8 experts of width 128 (validation.sample.family_keys)
+_LLAMA_LIKE: dict[str, tuple[str, int, int, int, int, int]] = {
+    "llama-gqa": ("llama", 256, 688, 2, 8, 2),
+    "llama-mha": ("llama", 192, 512, 3, 6, 6),
+    "mistral": ("mistral", 256, 704, 2, 8, 4),
+    "qwen3": ("qwen3", 256, 688, 2, 8, 2),
+    "mixtral": ("mixtral", 256, 344, 2, 8, 2),
+    "qwen3-moe": ("qwen3_moe", 256, 688, 2, 8, 2),
 }
 
 MODELS: dict[str, dict] = {
-    "gpt2": _gpt2(0.0),
-    "gpt2-dropout": _gpt2(0.1),
-    **{
-        name: dict(
-            model_type=kind,
-            hidden_size=hidden,
-            intermediate_size=ffn,
-            num_hidden_layers=layers,
-            num_attention_heads=heads,
-            num_key_value_heads=kv_heads,
-            **own,
-            **_SMALL,
-        )
-        for name, (kind, hidden, ffn, layers, heads, kv_heads, own) in _LLAMA_LIKE.items()
-    },
+    # GPT-2's keys (n_embd, n_layer...), 256 wide and 2 layers deep, with one dropout everywhere
+    "gpt2": gpt2_config(1024, 256, 8, 512, 0.0),
+    "gpt2-dropout": gpt2_config(1024, 256, 8, 512, 0.1),
+    **{name: llama_config(shape, family_keys(shape[0], 32, 8, 128), **_SMALL) for name, shape in _LLAMA_LIKE.items()},
 }
 """Small configs of real architectures (Hugging Face ``config.json`` keys)."""
 

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-__all__ = ["SAMPLE", "SAMPLE_SIZE", "draw", "load"]
+__all__ = ["SAMPLE", "SAMPLE_SIZE", "draw", "family_keys", "gpt2_config", "llama_config", "load"]
 
 SAMPLE = Path(__file__).with_name("sample.json")
 """The committed draw: ``{"hypothesis": version, "models": {name: config.json}, "cases": [activation case, ...]}``."""
@@ -29,41 +29,65 @@ _SEQ = (64, 128, 256, 512, 1024)
 _VOCAB = (128, 1000, 1024, 4099)
 
 
-def _config(family: str, vocab: int, positions: int, dropout: float, kv_heads: int) -> dict:
-    """A small ``config.json`` of ``family`` (Hugging Face keys), two layers, hidden 64, four query heads."""
-    if family == "gpt2":
-        drops = dict(resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout)
-        sizes = dict(vocab_size=vocab, n_embd=64, n_layer=2, n_head=4, n_positions=positions)
-        return dict(model_type="gpt2", **sizes, **drops, tie_word_embeddings=False, use_cache=False)
-    own: dict = {
+def gpt2_config(vocab: int, width: int, heads: int, positions: int, dropout: float) -> dict:
+    """GPT-2's ``config.json`` keys (``n_embd``, ``n_layer``...), two layers deep, with one dropout everywhere.
+
+    Examples:
+        >>> gpt2_config(1024, 256, 8, 512, 0.1)["n_embd"], gpt2_config(128, 64, 4, 65, 0.0)["attn_pdrop"]
+        (256, 0.0)
+    """
+    drops = dict(resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout)
+    sizes = dict(vocab_size=vocab, n_embd=width, n_layer=2, n_head=heads, n_positions=positions)
+    return dict(model_type="gpt2", **sizes, **drops, tie_word_embeddings=False, use_cache=False)
+
+
+def family_keys(family: str, head_dim: int, moe_experts: int, moe_ffn: int) -> dict:
+    """The keys of a Llama-like ``family``'s ``config.json`` beyond Llama's: Mistral's window off, Qwen3's head size,
+    the MoE families' experts (Mixtral 4 of them, Qwen3-MoE ``moe_experts`` of width ``moe_ffn``), top-2 routing.
+
+    Examples:
+        >>> family_keys("qwen3", 32, 8, 128), family_keys("qwen3_moe", 16, 4, 32)["num_experts"]
+        ({'head_dim': 32}, 4)
+    """
+    return {
         "llama": {},
         "mistral": dict(sliding_window=None),
-        "qwen3": dict(head_dim=16),
+        "qwen3": dict(head_dim=head_dim),
         "mixtral": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=None),
         "qwen3_moe": dict(
-            moe_intermediate_size=32,
-            head_dim=16,
-            num_experts=4,
+            moe_intermediate_size=moe_ffn,
+            head_dim=head_dim,
+            num_experts=moe_experts,
             num_experts_per_tok=2,
             decoder_sparse_step=1,
             mlp_only_layers=[],
             norm_topk_prob=True,
         ),
     }[family]
+
+
+def llama_config(shape: tuple[str, int, int, int, int, int], own: dict, **rest: object) -> dict:
+    """A Llama-like ``config.json``: ``shape`` is (model_type, hidden_size, intermediate_size, num_hidden_layers,
+    num_attention_heads, num_key_value_heads), then the family's ``own`` keys, then ``rest``.
+
+    Examples:
+        >>> llama_config(("llama", 64, 176, 2, 4, 2), {}, use_cache=False)["num_key_value_heads"]
+        2
+    """
+    family, hidden, ffn, layers, heads, kv_heads = shape
     return dict(
-        model_type=family,
-        hidden_size=64,
-        intermediate_size=96 if family == "mixtral" else 176,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=kv_heads,
-        **own,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        attention_dropout=dropout,
-        tie_word_embeddings=False,
-        use_cache=False,
-    )
+        model_type=family, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=kv_heads, **own, **rest,
+    )  # fmt: skip
+
+
+def _config(family: str, vocab: int, positions: int, dropout: float, kv_heads: int) -> dict:
+    """A small ``config.json`` of ``family`` (Hugging Face keys), two layers, hidden 64, four query heads."""
+    if family == "gpt2":
+        return gpt2_config(vocab, 64, 4, positions, dropout)
+    shape = (family, 64, 96 if family == "mixtral" else 176, 2, 4, kv_heads)
+    tail = dict(vocab_size=vocab, max_position_embeddings=positions, attention_dropout=dropout)
+    return llama_config(shape, family_keys(family, 16, 4, 32), **tail, tie_word_embeddings=False, use_cache=False)
 
 
 def draw(n: int = SAMPLE_SIZE) -> dict:
