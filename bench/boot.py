@@ -36,11 +36,15 @@ import re
 import statistics
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "tools") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tools"))
+
+from serve import running
+
 CHROMIUM = "/usr/bin/chromium"
 TIMEOUT_MS = 180_000
 BOOT_VARIANTS = ("stock", "own", "site", "site_stock_stdlib", "site_late_worker")
@@ -173,14 +177,8 @@ def serve_with_bare(site: Path):
         for variant in ("stock", "own"):
             (bench / f"{variant}.html").write_text(_BARE_PAGE.format(variant=variant))
         handler = functools.partial(_Quiet, directory=str(top))
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            server.server_close()
+        with running(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as base:
+            yield base
 
 
 def launch(playwright):

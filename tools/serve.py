@@ -268,19 +268,26 @@ def make_server(
 
 
 @contextlib.contextmanager
+def running(server: http.server.ThreadingHTTPServer, path: str = "") -> Iterator[str]:
+    """Run ``server`` (bound to 127.0.0.1) in a background thread; yields ``http://127.0.0.1:PORT`` + ``path``,
+    then shuts the server down and closes its socket (``bench/boot.py`` serves its bare pages with it)."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
 def serving(
     directory: Path, port: int = 0, prefix: str = "/", record: Callable[[str, int, str | None, int], None] | None = None
 ) -> Iterator[str]:
     """Serve ``directory`` on 127.0.0.1 in a background thread; yields the base URL without its trailing
     slash, e.g. ``http://127.0.0.1:PORT/team/llm``."""
-    server = make_server(directory, port=port, prefix=prefix, record=record)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}{prefix.rstrip('/')}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running(make_server(directory, port=port, prefix=prefix, record=record), prefix.rstrip("/")) as base:
+        yield base
 
 
 def build(dest: Path) -> bool:
