@@ -239,6 +239,11 @@ def _gpu(_data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _source_cell(src: dict[str, Any]) -> str:
+    """A source as one table cell: its link, table and row, a quoted row's own ``|`` escaped for the table."""
+    return f"[{src['name']}]({src['url']}), {src['table']}, {src['row']}".replace("|", "\\|")
+
+
 def _published_results() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(row, predict_published(row)) for row in load_published()]
 
@@ -262,7 +267,7 @@ def _published(_data: dict[str, Any]) -> str:
         err = "refused" if r["error"] is None else f"{r['error']:+.1%}"
         verdict = "within" if r["ok"] else row.get("not_modelled", "FAILS")
         lines.append(
-            f"| `{row['id']}` ({what}) | [{src['name']}]({src['url']}), {src['table']}, {src['row']} | "
+            f"| `{row['id']}` ({what}) | {_source_cell(src)} | "
             f"{_published_value(row, r['measured'])} | {_published_value(row, r['predicted'])} | {err} | "
             f"±{r['tolerance']:.0%} | {verdict} |"
         )
@@ -351,7 +356,7 @@ def _serving(_data: dict[str, Any]) -> str:
             verdict, key = row.get("outside") or r["refused"] or "FAILS", "outside"
         counts[key] += 1
         lines.append(
-            f"| `{row['id']}` ({row['kind']}) | [{src['name']}]({src['url']}), {src['table']}, {src['row']} | "
+            f"| `{row['id']}` ({row['kind']}) | {_source_cell(src)} | "
             f"{r['measured']:.3g} s | {engine} | {err} | ±{r['tolerance']:.0%} | {verdict} |"
         )
     head = (
