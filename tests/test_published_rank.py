@@ -1,7 +1,9 @@
 """Issue 21 Build 3: unpinned, the published layout ranks in the planner's top 3 or within 5% of its top.
 
 The published layout is never refused when pinned. The share of rows that pass is a ratchet: it may not fall
-below ``RATCHET`` (measured 2026-12-02: 8 of 20 modelled throughput rows, 40%). The 80% target is an xfail
+below ``RATCHET`` (measured 2026-12-02: 8 of 20 modelled throughput rows, 40%; 8 of 21 once per-op recomputation's
+cost brought ``tt26-8b-gb200-fsdp4-bf16-tps`` within tolerance, a row whose torchtitan layout the Megatron-stack search
+does not rank in its top 3). The 80% target is an xfail
 with the measured share until the engine meets it; once it does, the xfail is strict and fails, so the mark goes.
 """
 
@@ -11,8 +13,9 @@ import pytest
 
 from validation.published.rank import TARGET, rank_all, share
 
-RATCHET = 0.40
-"""The share measured when this test was written (8 of 20 rows); raise it as the planner improves."""
+RATCHET = 8 / 21
+"""The share measured when this test was written (8 of 20 rows), with the row modelled since (8 of 21); raise it
+as the planner improves."""
 
 
 @pytest.fixture(scope="module")
