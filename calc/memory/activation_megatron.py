@@ -35,8 +35,8 @@ term is left out:
 * the published measurements (``validation/published/runs.json``) do not show it. The four Qwen3-30B-A3B rows
   without recomputation (Megatron-Bridge, H100) are already above the measured peak and would move from about
   +8% to about +11%; the same source's run with the attention core recomputed measured more memory than without,
-  where the term would make it less. The Megatron-LM 22B rows measure within a few hundred MB of each other on
-  A100 (where flash-attn runs) and H100 at TP 1, PP 4 (the term would add about 2 GB on A100 alone);
+  where the term would make it less. The Megatron-LM functional-test rows (a 7B GPT) measure within a few hundred MB of
+  each other on A100 (where flash-attn runs) and H100 at TP 1, PP 4 (the term would add about 2 GB on A100 alone);
 * with recomputation of the attention core (``recompute="selective"``) or of the layer (``"full"``) the copy is
   never saved, so only ``"none"`` would change.
 

@@ -101,10 +101,13 @@ NUMBERS["stk-tt8b-reserved"] = lambda: format_bytes(
     peak_memory(preset(_LLAMA), _TITAN_8B, expandable_segments=True).reserved_bytes, binary=True
 )
 NUMBERS["stk-tt8b-error"] = lambda: _signed(_predicted("tt24-8b-fsdp8-mem") / _measured("tt24-8b-fsdp8-mem") - 1)
-NUMBERS["stk-tt8b-selective-error"] = lambda: _signed(
-    peak_memory(preset(_LLAMA), replace(_TITAN_8B, recompute="selective"), expandable_segments=True).reserved_bytes
-    / _measured("tt24-8b-fsdp8-mem")
-    - 1
+NUMBERS["stk-tt8b-selective-error"] = lambda: _pct(
+    abs(
+        peak_memory(preset(_LLAMA), replace(_TITAN_8B, recompute="selective"), expandable_segments=True).reserved_bytes
+        / _measured("tt24-8b-fsdp8-mem")
+        - 1
+    ),
+    1,
 )
 
 # Megatron-Core's second copy of the attention output (flash-attn backend), left out: calc.memory.activation_megatron.
@@ -120,8 +123,10 @@ def _qwen_copy() -> int:
 _QWEN_NONE = "mbr-qwen3-30b-pr3880-norc-mem"
 _QWEN_CORE = "mbr-qwen3-30b-pr3880-coreattn-mem"
 NUMBERS["stk-qwen-copy"] = lambda: format_bytes(_qwen_copy())
-NUMBERS["stk-qwen-error"] = lambda: _signed(_predicted(_QWEN_NONE) / _measured(_QWEN_NONE) - 1)
-NUMBERS["stk-qwen-error-with"] = lambda: _signed((_predicted(_QWEN_NONE) + _qwen_copy()) / _measured(_QWEN_NONE) - 1)
+NUMBERS["stk-qwen-error"] = lambda: _pct(abs(_predicted(_QWEN_NONE) / _measured(_QWEN_NONE) - 1), 1)
+NUMBERS["stk-qwen-error-with"] = lambda: _pct(
+    abs((_predicted(_QWEN_NONE) + _qwen_copy()) / _measured(_QWEN_NONE) - 1), 1
+)
 NUMBERS["stk-qwen-core-more"] = lambda: format_bytes(_measured(_QWEN_CORE) - _measured(_QWEN_NONE))
 NUMBERS["stk-mlm-gpu-gap"] = lambda: format_bytes(
     abs(_measured("mlm-ft-7b-tp1-pp4-vp8-a100-mem") - _measured("mlm-ft-7b-tp1-pp4-vp8-h100-mem"))
