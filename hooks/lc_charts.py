@@ -120,7 +120,23 @@ def _renderer() -> str:
 
 def render_svg(spec_json: str, scheme: str, cache: Path | None = CACHE) -> str:
     """One spec as SVG in one palette, marked for the page: rendered once per build (memory) and once per
-    input (``cache``, on disk: a rebuild renders only the charts whose spec, theme or renderer changed)."""
+    input (``cache``, on disk: a rebuild renders only the charts whose spec, theme or renderer changed).
+
+    Examples:
+        >>> import tempfile
+        >>> cache = Path(tempfile.mkdtemp())
+        >>> bar = '{"data":{"values":[{"x":%d}]},"mark":"bar","encoding":{"x":{"field":"x","type":"quantitative"}}}'
+        >>> one = render_svg(bar % 1, "default", cache)
+        >>> [p.name == cache_key(bar % 1, "default", _renderer()) + ".svg" for p in cache.iterdir()]
+        [True]
+        >>> two = render_svg(bar % 2, "default", cache)  # a changed spec is rendered anew
+        >>> one != two, len(list(cache.iterdir()))
+        (True, 2)
+        >>> kept = cache / f"{cache_key(bar % 3, 'default', _renderer())}.svg"
+        >>> _ = kept.write_text("<svg>from the cache</svg>")
+        >>> render_svg(bar % 3, "default", cache)  # an unchanged spec is read back, not rendered
+        '<svg data-scheme="default" aria-hidden="true" focusable="false">from the cache</svg>'
+    """
     key = (spec_json, scheme)
     if key not in _cache:
         stored = cache / f"{cache_key(spec_json, scheme, _renderer())}.svg" if cache else None

@@ -25,7 +25,7 @@ _UNITS = {"GB": 10**9, "GiB": 2**30}
 _FONT = "-apple-system, BlinkMacSystemFont, Helvetica, Arial, sans-serif"
 
 
-def _theme(fg: str, muted: str, grid: str, capacity: str, category: list[str]) -> dict[str, object]:
+def _theme(fg: str, muted: str, grid: str, capacity: str, category: list[str], page: str) -> dict[str, object]:
     axis = {
         "labelColor": fg,
         "titleColor": fg,
@@ -48,6 +48,8 @@ def _theme(fg: str, muted: str, grid: str, capacity: str, category: list[str]) -
         "rule": {"color": capacity},
         "point": {"color": capacity},
         "line": {"strokeWidth": 2},
+        # A bar's value is drawn over a halo of the page's colour, so a rule across it does not cut the digits.
+        "style": {"lc-halo": {"stroke": page, "strokeWidth": 4, "strokeJoin": "round"}},
     }
 
 
@@ -58,6 +60,7 @@ THEMES: dict[str, dict[str, object]] = {
         "#e3e5e8",
         "#b3261e",
         ["#3f51b5", "#e8710a", "#188038", "#9334e6", "#00838f", "#c5221f", "#795548", "#5f6368"],
+        "#ffffff",  # Material's light --md-default-bg-color
     ),
     "slate": _theme(
         "#e3e5ee",
@@ -65,6 +68,7 @@ THEMES: dict[str, dict[str, object]] = {
         "#3b4054",
         "#ff8a80",
         ["#8c9eff", "#fdad5c", "#7bcf8e", "#d7aefb", "#4dd0e1", "#f28b82", "#c8a791", "#bdc1c6"],
+        "#1e2029",  # Material's slate: hsl(232, 15%, 14%)
     ),
 }
 """A Vega-Lite ``config`` per Material palette: ``default`` (light) and ``slate`` (dark).
@@ -87,6 +91,28 @@ def _amount(n: int, unit: str) -> float:
 def _layered(title: str, description: str, height: object, layers: list[dict]) -> dict[str, object]:
     """A layered spec at the plotting width: a title, its text alternative in ``description``, the layers."""
     return {"title": title, "description": description, "width": CHART_WIDTH, "height": height, "layer": layers}
+
+
+def _short(value: float, unit: str) -> str:
+    """A bar's value as its label: three significant figures, thousands grouped, the unit after it."""
+    text = f"{value:,.0f}" if value >= 100 else f"{value:.3g}" if value >= 1 else f"{value:.2g}"
+    return f"{text} {unit}"
+
+
+def _with_room(x: dict[str, object], top: float, room: float = 0.15) -> dict[str, object]:
+    """``x`` with its scale reaching ``room`` past ``top``, so a label after the longest bar stays in the plot."""
+    return {**x, "scale": {**x.get("scale", {}), "domainMax": round(top * (1 + room), 6)}}  # type: ignore[dict-item]
+
+
+def _values_layer(totals: list[dict[str, object]], x: dict[str, object], y: dict[str, object] | None = None) -> dict:
+    """Each bar's value written just past its end (``totals``: the bar's ``x`` field, ``y`` field and ``text``),
+    over a halo of the page's colour (the theme's ``lc-halo`` style) that keeps a crossing rule off the digits."""
+    encoding = {"x": {k: v for k, v in x.items() if k != "stack"}, "text": {"field": "text"}}
+    if y is not None:
+        encoding["y"] = y
+    mark = {"type": "text", "align": "left", "baseline": "middle", "dx": 4, "fontWeight": "bold"}
+    layers = [{"mark": {**mark, "style": "lc-halo"}, "encoding": encoding}, {"mark": mark, "encoding": encoding}]
+    return {"data": {"values": totals}, "layer": layers}
 
 
 def spec_json(spec: Mapping[str, object]) -> str:

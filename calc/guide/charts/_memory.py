@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from calc.errors import CalcError
-from calc.guide.charts._common import _amount, _layered
+from calc.guide.charts._common import _amount, _layered, _short, _values_layer, _with_room
 
 
 def _stacked(values: list[dict], x: dict, components: list[str], **encoding: object) -> dict[str, object]:
@@ -51,18 +51,22 @@ def memory_breakdown(
 
     Examples:
         >>> s = memory_breakdown([("Weights", 14 * 10**9), ("Gradients", 0)], 80 * 10**9, "H100 80 GB")
-        >>> [layer["mark"]["type"] for layer in s["layer"]]
-        ['bar', 'rule', 'text']
+        >>> [layer.get("mark", {}).get("type") for layer in s["layer"]]  # the bar, the GPU, its name, the total
+        ['bar', 'rule', 'text', None]
         >>> s["layer"][0]["data"]["values"]
         [{'component': 'Weights', 'amount': 14.0, 'order': 0}]
         >>> s["layer"][2]["data"]["values"][0]["label"]
         'GPU memory: H100 80 GB'
+        >>> s["layer"][3]["data"]["values"], s["layer"][0]["encoding"]["x"]["scale"]  # room for the value
+        ([{'amount': 14.0, 'text': '14 GB'}], {'domainMax': 92.0})
     """
     values = [
         {"component": label, "amount": _amount(n, unit), "order": i} for i, (label, n) in enumerate(segments) if n > 0
     ]
     cap = {"amount": _amount(capacity_bytes, unit), "label": f"GPU memory: {capacity_label}"}
+    total = _amount(sum(n for _, n in segments if n > 0), unit)
     x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
+    x = _with_room(x, max(total, cap["amount"]))  # the total is written after the bar
     # The label reads away from the nearer edge, so it never widens the chart.
     align = "right" if 2 * capacity_bytes > max(capacity_bytes, sum(n for _, n in segments if n > 0)) else "left"
     label = {"type": "text", "align": align, "dx": -4 if align == "right" else 4, "y": -12, "fontWeight": "bold"}
@@ -78,6 +82,7 @@ def memory_breakdown(
                 "encoding": {"x": x},
             },
             {"data": {"values": [cap]}, "mark": label, "encoding": {"x": x, "text": {"field": "label"}}},
+            _values_layer([{"amount": total, "text": _short(total, unit)}], x),
         ],
     )
 
@@ -105,6 +110,8 @@ def memory_by_case(
         >>> s["layer"][0]["data"]["values"]
         [{'case': 'Full', 'component': 'Weights', 'amount': 2.0, 'order': 0}, \
 {'case': 'LoRA', 'component': 'Weights', 'amount': 1.0, 'order': 0}]
+        >>> [v["text"] for v in s["layer"][-1]["data"]["values"]]  # each bar's total, written after it
+        ['2 GB', '1 GB']
         >>> memory_by_case([])
         Traceback (most recent call last):
         ...
@@ -119,7 +126,9 @@ def memory_by_case(
                 values.append({"case": case, "component": component, "amount": _amount(n, unit), "order": i})
                 if component not in components:
                     components.append(component)
-    x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
+    totals = [(case, _amount(sum(n for _, n in segments if n > 0), unit)) for case, segments in cases]
+    top = max([t for _, t in totals] + ([_amount(capacity[0], unit)] if capacity else []))
+    x = _with_room({"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}, top)
     y = {"field": "case", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}}
     layers: list[dict[str, object]] = [_stacked(values, x, components, y=y)]
     if capacity is not None:
@@ -132,6 +141,7 @@ def memory_by_case(
                 "encoding": {"x": x, "text": {"field": "label"}},
             },
         ]
+    layers.append(_values_layer([{"case": c, "amount": t, "text": _short(t, unit)} for c, t in totals], x, y))
     marked = f", with the GPU memory ({capacity[1]}) marked." if capacity else "."
     return _layered(
         title, f"Horizontal stacked bars of memory per GPU by component, one per case{marked}", {"step": 30}, layers

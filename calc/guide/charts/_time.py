@@ -1,8 +1,8 @@
 """Charts of time per step: exposed against overlapped communication, and the planner's top layouts.
 
 Examples:
-    >>> exposed_time([("Bubble", 0.1, 0.1)])["mark"]
-    {'type': 'bar', 'tooltip': False}
+    >>> [layer.get("mark", {}).get("type") for layer in exposed_time([("Bubble", 0.1, 0.1)])["layer"]]
+    ['bar', None]
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from calc.errors import CalcError
-from calc.guide.charts._common import CHART_WIDTH, _amount
+from calc.guide.charts._common import CHART_WIDTH, _amount, _short, _values_layer, _with_room
 
 
 def exposed_time(
@@ -35,12 +35,14 @@ def exposed_time(
         [('TP all-reduce', 'Exposed', 0.2),
          ('TP all-reduce', 'Overlapped with compute', 0.3),
          ('Pipeline bubble', 'Exposed', 0.1)]
+        >>> [v["text"] for v in s["layer"][1]["data"]["values"]]  # each bar's total, written after it
+        ['0.5 s', '0.1 s']
         >>> exposed_time([("x", 1.0, 2.0)])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: exposed must be between 0 and the row's total seconds (got ...)
     """
-    values = []
+    values, totals = [], []
     for label, total, exposed in rows:
         if not 0 <= exposed <= total * (1 + 1e-12):
             raise CalcError(
@@ -49,26 +51,28 @@ def exposed_time(
         for part, seconds in (("Exposed", exposed), ("Overlapped with compute", max(total - exposed, 0))):
             if seconds > 0:  # a zero part draws nothing and would only add a legend entry
                 values.append({"what": label, "part": part, "seconds": round(seconds, 9)})
+        totals.append({"what": label, "seconds": round(total, 9), "text": _short(total, "s")})
+    y = {"field": "what", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 220}}
+    x = {"field": "seconds", "type": "quantitative", "stack": "zero", "title": "Seconds per step"}
+    x = _with_room(x, max((float(t["seconds"]) for t in totals), default=0.0)) if totals else x
+    parts = {"field": "part", "type": "nominal", "sort": ["Exposed", "Overlapped with compute"], "title": None}
+    bars = {
+        "mark": {"type": "bar", "tooltip": False},
+        "encoding": {
+            "y": y,
+            "x": x,
+            "color": {**parts, "legend": {"orient": "bottom"}},
+            "order": {"field": "part", "sort": "ascending"},
+        },
+    }
     return {
         "title": title,
         "description": "Horizontal bars of seconds per step for each collective and the pipeline bubble, "
-        "split into exposed and overlapped time.",
+        "split into exposed and overlapped time, each bar's total written after it.",
         "width": CHART_WIDTH,
         "height": {"step": 26},
         "data": {"values": values},
-        "mark": {"type": "bar", "tooltip": False},
-        "encoding": {
-            "y": {"field": "what", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 220}},
-            "x": {"field": "seconds", "type": "quantitative", "stack": "zero", "title": "Seconds per step"},
-            "color": {
-                "field": "part",
-                "type": "nominal",
-                "sort": ["Exposed", "Overlapped with compute"],
-                "title": None,
-                "legend": {"orient": "bottom"},
-            },
-            "order": {"field": "part", "sort": "ascending"},
-        },
+        "layer": [bars, _values_layer(totals, x, y)],
     }
 
 
@@ -77,12 +81,15 @@ def _memory_panel(
 ) -> dict[str, object]:
     """The comparison's left panel: memory per GPU of each layout, and the GPU's memory as a labelled rule."""
     memory_x = {"field": "amount", "type": "quantitative", "title": f"Memory per GPU ({unit})"}
+    top = max([float(v["amount"]) for v in values] + ([_amount(capacity[0], unit)] if capacity else []))  # type: ignore[arg-type]
+    memory_x = _with_room(memory_x, top, 0.3)  # a narrow panel: more room for the values after the bars
     layers: list[dict[str, object]] = [
         {
             "data": {"values": values},
             "mark": {"type": "bar", "tooltip": False},
             "encoding": {"y": y, "x": memory_x, "color": {"datum": "Memory per GPU", "legend": None}},
-        }
+        },
+        _values_layer([{**v, "text": _short(float(v["amount"]), unit)} for v in values], memory_x, y),  # type: ignore[arg-type]
     ]
     if capacity is not None:
         cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
@@ -127,6 +134,8 @@ def layout_comparison(
         >>> s = layout_comparison(top, capacity=(80 * 10**9, "H100 80 GB"))
         >>> len(s["hconcat"]), s["hconcat"][0]["layer"][0]["data"]["values"][1]
         (2, {'layout': 'tp 4', 'rank': 2, 'amount': 70.0, 'seconds': 2.0})
+        >>> [[v["text"] for v in p["layer"][1]["data"]["values"]] for p in s["hconcat"]]  # values on the bars
+        [['60 GB', '70 GB'], ['2.5 s', '2 s']]
         >>> layout_comparison([])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -147,18 +156,19 @@ def layout_comparison(
         )
     y = {"field": "layout", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}}
     panels = [_memory_panel(values, y, capacity, unit)]
-    if any(v["seconds"] is not None for v in values):
+    timed = [v for v in values if v["seconds"] is not None]
+    if timed:
+        x = {"field": "seconds", "type": "quantitative", "title": "Seconds per step"}
+        x = _with_room(x, max(float(v["seconds"]) for v in timed), 0.3)  # type: ignore[arg-type]
+        bars = {"mark": {"type": "bar", "tooltip": False}, "encoding": {"y": {**y, "axis": None}, "x": x}}
+        bars["encoding"]["color"] = {"datum": "Seconds per step", "legend": None}  # type: ignore[index]
+        texts = [{**v, "text": _short(float(v["seconds"]), "s")} for v in timed]  # type: ignore[arg-type]
         panels.append(
             {
                 "width": CHART_WIDTH // 2 - 40,
                 "height": {"step": 26},
-                "data": {"values": [v for v in values if v["seconds"] is not None]},
-                "mark": {"type": "bar", "tooltip": False},
-                "encoding": {
-                    "y": {**y, "axis": None},
-                    "x": {"field": "seconds", "type": "quantitative", "title": "Seconds per step"},
-                    "color": {"datum": "Seconds per step", "legend": None},
-                },
+                "data": {"values": timed},
+                "layer": [bars, _values_layer(texts, x, {**y, "axis": None})],
             }
         )
     return {
