@@ -6,13 +6,14 @@ import contextlib
 import os
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from _helpers import run_captured
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,14 +68,8 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _build_site(out: Path) -> Path:
     env = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | {"NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
+    proc = run_captured(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], env=env, timeout=900
     )
     assert proc.returncode == 0, f"strict build failed:\n{proc.stdout}\n{proc.stderr}"
     return out

@@ -33,6 +33,8 @@ BLANK_COUNTER = """root => { window.__blankCharts = 0; new MutationObserver(() =
   for (const f of root.querySelectorAll('[data-chart]'))
     if (!f.querySelector('.lc-chart__view svg')) window.__blankCharts++;
 }).observe(root, {subtree: true, childList: true, attributes: true}); }"""
+ZERO_SCALING_SAYS = """([root, text]) => { const f = root.querySelector('[data-chart="zero-scaling"]');
+  return f && f.dataset.chartState === 'live' && f.textContent.includes(text); }"""
 TEXT_FILLS = (
     """() => [...document.querySelectorAll('[data-chart] .lc-chart__live svg text')].map(t => t.getAttribute('fill'))"""
 )
@@ -43,6 +45,11 @@ def _wait_all_live(page, scheme: str = "default") -> None:
         page.wait_for_function(ALL_LIVE, arg=scheme, timeout=READY_TIMEOUT_MS)
     except PlaywrightTimeout:
         raise AssertionError(f"charts not live in {scheme}: {page.evaluate(CHART_STATES)}") from None
+
+
+def _wait_zero_scaling_says(page, root, text: str) -> None:
+    """Wait until the ZeRO-scaling chart in ``root`` is live and shows ``text``."""
+    page.wait_for_function(ZERO_SCALING_SAYS, arg=[root.element_handle(), text], timeout=READY_TIMEOUT_MS)
 
 
 def test_charts_are_there_without_javascript(browser, site_url) -> None:
@@ -88,22 +95,12 @@ def test_chart_rerenders_when_an_input_changes(session, site_url) -> None:
     page.evaluate(BLANK_COUNTER, root.element_handle())
     root.locator('[name="dp"]').fill("2")
     wait_settled(page, root)
-    page.wait_for_function(
-        """root => { const f = root.querySelector('[data-chart="zero-scaling"]');
-          return f && f.dataset.chartState === 'live' && f.textContent.includes('you: ZeRO-0, dp 2'); }""",
-        arg=root.element_handle(),
-        timeout=READY_TIMEOUT_MS,
-    )
+    _wait_zero_scaling_says(page, root, "you: ZeRO-0, dp 2")
     assert page.evaluate("() => window.__blankCharts") == 0
     root.locator('[name="zero_stage"]').select_option("3")
     root.locator('[name="dp"]').fill("64")
     wait_settled(page, root)
-    page.wait_for_function(
-        """root => { const f = root.querySelector('[data-chart="zero-scaling"]');
-          return f && f.dataset.chartState === 'live' && f.textContent.includes('you: ZeRO-3, dp 64'); }""",
-        arg=root.element_handle(),
-        timeout=READY_TIMEOUT_MS,
-    )
+    _wait_zero_scaling_says(page, root, "you: ZeRO-3, dp 64")
     memory = root.locator('[data-chart="memory-breakdown"]')
     assert memory.get_attribute("data-chart-state") == "live"
     expected = format_bytes(model_state_bytes("7B", zero_stage=3, dp=64).total)

@@ -35,6 +35,14 @@ def _ready(page, exercise: str) -> None:
     )
 
 
+def _open(session, site_url: str, exercise: str):
+    """The session's page on the exercises page, ``exercise`` ready; the page and that exercise's root."""
+    page, _ = session
+    page.goto(f"{site_url}/{PATH}")
+    _ready(page, exercise)
+    return page, page.locator(ROOT.format(exercise))
+
+
 def _answer(page, exercise: str, text: str) -> str:
     root = page.locator(ROOT.format(exercise))
     root.locator("input[name=answer]").fill(text)
@@ -63,11 +71,8 @@ def test_without_javascript_the_question_and_worked_answer_are_there(browser, si
 
 
 def test_a_right_answer_is_accepted_and_a_wrong_one_gets_the_hint(session, site_url) -> None:
-    page, _ = session
-    page.goto(f"{site_url}/{PATH}")
     exercise = "zero3-gpus"
-    _ready(page, exercise)
-    root = page.locator(ROOT.format(exercise))
+    page, root = _open(session, site_url, exercise)
     assert _answer(page, exercise, "14 GPUs") == "right"
     assert "Right" in root.locator("[data-feedback]").text_content()
     assert _answer(page, exercise, "9") == "wrong"
@@ -82,11 +87,8 @@ def test_a_right_answer_is_accepted_and_a_wrong_one_gets_the_hint(session, site_
 
 
 def test_new_numbers_change_the_case_and_the_address_and_a_link_restores_it(session, site_url) -> None:
-    page, _ = session
-    page.goto(f"{site_url}/{PATH}")
     exercise = "bubble-1f1b"
-    _ready(page, exercise)
-    root = page.locator(ROOT.format(exercise))
+    page, root = _open(session, site_url, exercise)
     before = root.locator("[data-question]").text_content()
     seeds = set()
     for _ in range(3):  # a draw may repeat the numbers (few choices), never the seed

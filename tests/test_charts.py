@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _helpers import walk_json
 from calc.errors import CalcError
 from calc.guide import charts
 from calc.memory.model_state import model_state_bytes
@@ -76,16 +77,6 @@ def _charts_in(fragment: str) -> list[tuple[str, dict]]:
     return [(name, json.loads(html.unescape(spec))) for name, spec in _CHART.findall(fragment)]
 
 
-def _walk(value):
-    yield value
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _walk(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _walk(v)
-
-
 # --- the specs: plain data, valid Vega-Lite ---------------------------------------------------------
 
 
@@ -95,10 +86,10 @@ def test_spec_is_plain_data(name: str) -> None:
     assert json.loads(charts.spec_json(spec)) == spec  # round-trips: only dicts, lists, str, numbers, None
     assert spec["title"] and spec["description"]  # a visible title and a text description
     assert {"mark", "layer", "hconcat"} & set(spec)
-    strings = [v for v in _walk(spec) if isinstance(v, str)]
+    strings = [v for v in walk_json(spec) if isinstance(v, str)]
     assert not [s for s in strings if "://" in s], "a spec never names another host (no $schema URL, no data URL)"
-    assert not [v for v in _walk(spec) if isinstance(v, dict) and "url" in v], "data is inline, never fetched"
-    assert not [v for v in _walk(spec) if isinstance(v, dict) and ("expr" in v or "calculate" in v)]
+    assert not [v for v in walk_json(spec) if isinstance(v, dict) and "url" in v], "data is inline, never fetched"
+    assert not [v for v in walk_json(spec) if isinstance(v, dict) and ("expr" in v or "calculate" in v)]
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

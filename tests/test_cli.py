@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _helpers import run_captured
 from calc.cli import DISTRIBUTION, commands, main, version
 from calc.cli._args import FLAGS
 from calc.cli._fragment import json_key, read_fragment
@@ -291,25 +291,11 @@ def test_a_config_file_is_read_with_at(capsys: pytest.CaptureFixture[str], tmp_p
 @pytest.mark.skipif(sys.platform == "emscripten", reason="no processes under Pyodide")
 def test_python_dash_m_calc(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "calc", "will-it-fit", "--json", "params=70B"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        check=False,
-        timeout=120,
+    proc = run_captured(
+        [sys.executable, "-m", "calc", "will-it-fit", "--json", "params=70B"], cwd=tmp_path, env=env, timeout=120
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)["outputs"]["total_bytes"] == model_state_bytes(70e9).total
-    bad = subprocess.run(
-        [sys.executable, "-m", "calc", "will-it-fit", "dp=-1"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        check=False,
-        timeout=120,
-    )
+    bad = run_captured([sys.executable, "-m", "calc", "will-it-fit", "dp=-1"], cwd=tmp_path, env=env, timeout=120)
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1 and "dp" in bad.stderr
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import walk_json
 from calc.cli._fragment import json_key, read_fragment
 from calc.widgets import calculators, render
 from calc.widgets._code import PROG, command_line, python_call
@@ -84,14 +85,7 @@ def _page_numbers(fragment: str) -> dict[str, int | float]:
 
 def _numbers(data: object):
     """Every number in a ``--json`` answer (the planner's is a list of layouts, not ``outputs``)."""
-    if isinstance(data, dict):
-        for v in data.values():
-            yield from _numbers(v)
-    elif isinstance(data, list):
-        for v in data:
-            yield from _numbers(v)
-    elif isinstance(data, int | float) and not isinstance(data, bool):
-        yield data
+    return (v for v in walk_json(data) if isinstance(v, int | float) and not isinstance(v, bool))
 
 
 def _agrees(result: dict, fragment: str) -> None:

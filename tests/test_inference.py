@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 from fractions import Fraction
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from _helpers import check_garbage, widget_error, widget_fragment
 from calc.errors import CalcError
 from calc.hardware import GPUS, gpu
 from calc.memory.inference import (
@@ -30,19 +31,14 @@ from calc.units import format_bytes
 KiB, GiB = 2**10, 2**30
 
 
-@dataclass(frozen=True)
-class _Arch:
-    """The Architecture fields calc.memory.inference reads; keeps these tests independent of
-    calc.models.architecture."""
-
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    param_count: int
-    kv_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    sliding_window: int = 0
+# The Architecture fields calc.memory.inference reads (the last three default to 0); keeps these tests independent
+# of calc.models.architecture.
+_Arch = dataclasses.make_dataclass(
+    "_Arch",
+    [(name, int) for name in ("num_layers", "num_heads", "num_kv_heads", "head_dim", "param_count")]
+    + [(name, int, dataclasses.field(default=0)) for name in ("kv_lora_rank", "qk_rope_head_dim", "sliding_window")],
+    frozen=True,
+)
 
 
 # Configs from the reference notes, Sec. 4 and 6 (parameter totals from the formula column).
@@ -378,16 +374,14 @@ _archs = st.builds(
 )
 
 
+_tps = st.sampled_from([1, 2, 4, 8])
+_devices = st.sampled_from(sorted(GPUS))
+_lengths = st.integers(1, 262_144)
+_kv_dtypes = st.sampled_from(["bf16", "fp8", "int4"])
+
+
 @settings(max_examples=200, deadline=None)
-@given(
-    arch=_archs,
-    s1=st.integers(1, 262_144),
-    s2=st.integers(1, 262_144),
-    tp=st.sampled_from([1, 2, 4, 8]),
-    kv=st.sampled_from(["bf16", "fp8", "int4"]),
-    block=st.sampled_from([1, 16]),
-    device=st.sampled_from(sorted(GPUS)),
-)
+@given(arch=_archs, s1=_lengths, s2=_lengths, tp=_tps, kv=_kv_dtypes, block=st.sampled_from([1, 16]), device=_devices)
 def test_concurrent_sequences_non_increasing_in_length(arch, s1, s2, tp, kv, block, device):
     short, long_ = sorted((s1, s2))
     a = inference_memory(arch, seq_len=short, tp=tp, kv_dtype=kv, block_size=block, gpu=device, precision="int4")
@@ -408,13 +402,7 @@ def test_more_tp_never_raises_kv_per_gpu(arch, seq, tp):
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    arch=_archs,
-    seq=st.integers(1, 131_072),
-    batch=st.integers(1, 4096),
-    tp=st.sampled_from([1, 2, 4, 8]),
-    device=st.sampled_from(sorted(GPUS)),
-)
+@given(arch=_archs, seq=st.integers(1, 131_072), batch=st.integers(1, 4096), tp=_tps, device=_devices)
 def test_fits_exactly_when_batch_within_capacity(arch, seq, batch, tp, device):
     m = inference_memory(arch, seq_len=seq, batch=batch, tp=tp, gpu=device)
     assert m.fits == (batch <= m.max_concurrent_sequences)
@@ -508,9 +496,12 @@ def test_widget_defaults():
 def test_widget_cases(inputs, ok, phrase):
     from calc.widgets.inference import CALCULATOR
 
-    fragment = CALCULATOR.compute(dict(CALCULATOR.defaults, **inputs))
-    assert f'data-ok="{ok}"' in fragment
-    assert phrase in fragment
+    fragment = widget_fragment(CALCULATOR, inputs)
+    assert f'data-ok="{ok}"' in fragment and phrase in fragment
+
+
+_NEEDS = {"gpu_memory": {"gpu": "custom"}}
+"""The inputs a field needs to be read at all."""
 
 
 @pytest.mark.parametrize(
@@ -532,26 +523,14 @@ def test_widget_cases(inputs, ok, phrase):
 def test_widget_bad_input(field, value):
     from calc.widgets.inference import CALCULATOR
 
-    inputs = dict(CALCULATOR.defaults, **{field: value})
-    if field == "gpu_memory":
-        inputs["gpu"] = "custom"
-    with pytest.raises(CalcError) as info:
-        CALCULATOR.compute(inputs)
-    assert info.value.field in (field, "preset")
+    assert widget_error(CALCULATOR, {field: value, **_NEEDS.get(field, {})}).field in (field, "preset")
 
 
 @pytest.mark.parametrize("garbage", ["", "abc", "-1", "1e999", "NaN", "<script>", "0", "1.5"])
 def test_widget_garbage_is_a_calc_error_or_a_result(garbage):
     from calc.widgets.inference import CALCULATOR
 
-    for f in CALCULATOR.fields:
-        inputs = dict(CALCULATOR.defaults, **{f.name: garbage})
-        if f.name == "gpu_memory":
-            inputs["gpu"] = "custom"
-        try:
-            assert "<script>" not in CALCULATOR.compute(inputs)
-        except CalcError as err:
-            assert err.field and err.message
+    check_garbage(CALCULATOR, garbage, _NEEDS)
 
 
 # Local and global layers (Gemma 3 report, arXiv:2503.19786, Sec. 2.1: five local layers per global one;

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _helpers import widget_error, widget_fragment
 from calc.errors import CalcError
 from calc.memory.layout import (
     Layout,
@@ -31,16 +32,9 @@ GiB = 2**30
 
 # A small dense model whose MLP width 8 * 100 = 800 is not divisible by 64 (for the MLP-width rule).
 ODD_MLP = Architecture(
-    name="odd",
-    model_type="custom",
-    vocab_size=1000,
-    hidden_size=512,
-    num_layers=4,
-    num_heads=64,
-    num_kv_heads=64,
-    head_dim=8,
-    intermediate_size=1000,
-)
+    name="odd", model_type="custom", vocab_size=1000, hidden_size=512, num_layers=4, num_heads=64, num_kv_heads=64,
+    head_dim=8, intermediate_size=1000,
+)  # fmt: skip
 
 
 def _error(arch: Architecture | str, **kw) -> CalcError:
@@ -242,14 +236,9 @@ TABLE_3 = [
 def test_table_3_first_stage(name, tp, pp, global_batch, micro_batch, gib) -> None:
     arch = preset(name)
     layout = Layout(
-        tp=tp,
-        pp=pp,
-        global_batch=global_batch,
-        micro_batch=micro_batch,
-        seq_len=SEQ,
-        sequence_parallel=True,
+        tp=tp, pp=pp, global_batch=global_batch, micro_batch=micro_batch, seq_len=SEQ, sequence_parallel=True,
         recompute="selective",
-    )
+    )  # fmt: skip
     m = stage_memory(arch, layout, 0)
     s, b, h, L = SEQ, micro_batch, arch.hidden_size, arch.num_layers
     eq6 = 34 * s * b * h * L // tp
@@ -446,23 +435,12 @@ def cases(draw, offload: bool = False):
     global_batch = draw(st.one_of(st.none(), st.integers(1, 16).map(lambda m: m * per_step)))
     zero = draw(st.integers(0, 3))
     kw = dict(
-        dp=dp,
-        tp=tp,
-        pp=pp,
-        cp=cp,
-        ep=ep,
-        zero_stage=zero,
-        micro_batch=micro_batch,
-        global_batch=global_batch,
-        seq_len=draw(st.sampled_from([256, 512, 1024, 2048])),
-        sequence_parallel=tp > 1 and draw(st.booleans()),
-        recompute=draw(st.sampled_from(["none", "selective", "full"])),
-        flash_attention=draw(st.booleans()),
-        dropout=draw(st.booleans()),
-        convention=draw(st.sampled_from(sorted(CONVENTIONS))),
-        interleave=interleave,
+        dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero_stage=zero, micro_batch=micro_batch, global_batch=global_batch,
+        seq_len=draw(st.sampled_from([256, 512, 1024, 2048])), sequence_parallel=tp > 1 and draw(st.booleans()),
+        recompute=draw(st.sampled_from(["none", "selective", "full"])), flash_attention=draw(st.booleans()),
+        dropout=draw(st.booleans()), convention=draw(st.sampled_from(sorted(CONVENTIONS))), interleave=interleave,
         zero_over_cp=draw(st.booleans()),
-    )
+    )  # fmt: skip
     if offload:
         kw["offload_optimizer"] = zero >= 1 and draw(st.booleans())
         kw["offload_params"] = zero == 3 and draw(st.booleans())
@@ -587,34 +565,32 @@ def test_widget_defaults() -> None:
 def test_widget_cases(inputs: dict, ok: str, phrase: str) -> None:
     from calc.widgets.training import CALCULATOR
 
-    fragment = CALCULATOR.compute(dict(CALCULATOR.defaults, **inputs))
-    assert f'data-ok="{ok}"' in fragment
-    assert phrase in fragment
+    fragment = widget_fragment(CALCULATOR, inputs)
+    assert f'data-ok="{ok}"' in fragment and phrase in fragment
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [
-        ("preset", "gpt-9"),
-        ("dp", "0"),
-        ("tp", "3"),
-        ("pp", "999"),  # any split runs; more stages than layers does not
-        ("ep", "2"),
-        ("zero_stage", "4"),
-        ("global_batch", "7"),
-        ("seq_len", "x"),
-        ("recompute", "all"),
-        ("convention", "adam"),
-        ("gpu", "tpu"),
-        ("interleave", "2"),
-    ],
-)
+BAD_WIDGET_INPUTS = {
+    "preset": "gpt-9",
+    "dp": "0",
+    "tp": "3",
+    "pp": "999",  # any split runs; more stages than layers does not
+    "ep": "2",
+    "zero_stage": "4",
+    "global_batch": "7",
+    "seq_len": "x",
+    "recompute": "all",
+    "convention": "adam",
+    "gpu": "tpu",
+    "interleave": "2",
+}
+"""A value of each field the training-memory calculator must refuse, naming that field."""
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_WIDGET_INPUTS.items())
 def test_widget_bad_input(field: str, value: str) -> None:
     from calc.widgets.training import CALCULATOR
 
-    with pytest.raises(CalcError) as err:
-        CALCULATOR.compute(dict(CALCULATOR.defaults, **{field: value}))
-    assert err.value.field == field
+    assert widget_error(CALCULATOR, {field: value}).field == field
 
 
 # ---------------------------------------------------------------- one layout check, every calculator
@@ -641,42 +617,54 @@ _EP = "ep must divide dp × cp (=8); expert parallelism reuses the data- and con
 _NOT, _UNS = "not-divisible", "unsupported"
 _IL = {"schedule": "interleaved"}
 
-# (calculator, inputs, field as check_parallelism names it, code, message in those names)
+# Each rule (field as check_parallelism names it, code, message in those names): calculators and inputs that break it
+_BROKEN_BY = {
+    ("pp", _NOT, _PP): [
+        ("communication", {"pp": "81", "layers": "80"}),
+        ("training-memory", {"preset": "llama3-70b", "pp": "81"}),
+    ],
+    ("tp", _NOT, _HIDDEN): [
+        ("communication", {"tp": "8", "hidden": "8191"}),
+        ("activations", {"tp": "8", "hidden": "8191", "heads": "1"}),
+    ],
+    ("pp", _NOT, _PPV): [
+        ("communication", {"pp": "32", "virtual_stages": "3", "layers": "80"}),
+        ("training-memory", {"preset": "llama3-70b", "pp": "32", "interleave": "3"}),
+    ],
+    ("num_microbatches", _NOT, _MB): [
+        ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}),
+        ("pipeline-bubble", {**_IL, "pp": "4", "virtual_stages": "2", "num_microbatches": "3"}),
+    ],
+    ("global_batch", _NOT, None): [
+        ("training-memory", {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "24"}),
+    ],
+    ("virtual_stages", _UNS, _V): [
+        ("communication", {"pp": "1", "virtual_stages": "2"}),
+        ("training-memory", {"pp": "1", "interleave": "2"}),
+        ("pipeline-bubble", {**_IL, "pp": "1", "virtual_stages": "2"}),
+    ],
+    ("cp", _NOT, _CP): [
+        ("communication", {"cp": "3", "seq": "4096"}),
+        ("training-memory", {"cp": "3", "seq_len": "4096"}),
+    ],
+    ("cp", _NOT, _CP2): [
+        ("communication", {"cp": "2", "seq": "4094"}),
+        ("training-memory", {"cp": "2", "seq_len": "4094"}),
+    ],
+    ("tp", _NOT, _SP): [
+        ("communication", {"tp": "8", "sequence_parallel": "1", "seq": "4100"}),
+        ("training-memory", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}),
+        ("activations", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}),
+    ],
+    ("ep", _NOT, _EP): [
+        ("communication", {"ep": "16", "dp": "8"}),
+        ("training-memory", {"preset": "deepseek-v3", "ep": "16", "dp": "8"}),
+    ],
+}
 SHARED_LAYOUT_CASES = [
-    ("communication", {"pp": "81", "layers": "80"}, "pp", _NOT, _PP),
-    ("training-memory", {"preset": "llama3-70b", "pp": "81"}, "pp", _NOT, _PP),
-    ("communication", {"tp": "8", "hidden": "8191"}, "tp", _NOT, _HIDDEN),
-    ("activations", {"tp": "8", "hidden": "8191", "heads": "1"}, "tp", _NOT, _HIDDEN),
-    ("communication", {"pp": "32", "virtual_stages": "3", "layers": "80"}, "pp", _NOT, _PPV),
-    ("training-memory", {"preset": "llama3-70b", "pp": "32", "interleave": "3"}, "pp", _NOT, _PPV),
-    ("communication", {"pp": "4", "virtual_stages": "2", "num_microbatches": "3"}, "num_microbatches", _NOT, _MB),
-    (
-        "pipeline-bubble",
-        {**_IL, "pp": "4", "virtual_stages": "2", "num_microbatches": "3"},
-        "num_microbatches",
-        _NOT,
-        _MB,
-    ),
-    (
-        "training-memory",
-        {"preset": "llama3-70b", "pp": "4", "interleave": "2", "dp": "8", "global_batch": "24"},
-        "global_batch",
-        _NOT,
-        None,
-    ),
-    ("communication", {"pp": "1", "virtual_stages": "2"}, "virtual_stages", _UNS, _V),
-    ("training-memory", {"pp": "1", "interleave": "2"}, "virtual_stages", _UNS, _V),
-    ("pipeline-bubble", {**_IL, "pp": "1", "virtual_stages": "2"}, "virtual_stages", _UNS, _V),
-    ("communication", {"cp": "3", "seq": "4096"}, "cp", _NOT, _CP),
-    ("training-memory", {"cp": "3", "seq_len": "4096"}, "cp", _NOT, _CP),
-    ("communication", {"cp": "2", "seq": "4094"}, "cp", _NOT, _CP2),
-    ("training-memory", {"cp": "2", "seq_len": "4094"}, "cp", _NOT, _CP2),
-    ("communication", {"tp": "8", "sequence_parallel": "1", "seq": "4100"}, "tp", _NOT, _SP),
-    ("training-memory", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", _NOT, _SP),
-    ("activations", {"tp": "8", "sequence_parallel": "1", "seq_len": "4100"}, "tp", _NOT, _SP),
-    ("communication", {"ep": "16", "dp": "8"}, "ep", _NOT, _EP),
-    ("training-memory", {"preset": "deepseek-v3", "ep": "16", "dp": "8"}, "ep", _NOT, _EP),
+    (calculator, inputs, *rule) for rule, cases in _BROKEN_BY.items() for calculator, inputs in cases
 ]
+"""(calculator, inputs, field, code, message)"""
 
 
 @pytest.mark.parametrize(("calculator", "inputs", "field", "code", "message"), SHARED_LAYOUT_CASES)

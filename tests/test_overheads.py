@@ -120,18 +120,9 @@ def test_recomputed_layer_is_one_full_layer() -> None:
     layout = Layout(seq_len=4096, recompute="full", flash_attention=True, dropout=False)
     item = next(o for o in overheads(arch, layout) if o.name == "recomputed_layer")
     full = layer_activations(
-        4096,
-        1,
-        arch.hidden_size,
-        arch.num_heads,
-        kv_heads=arch.num_kv_heads,
-        head_dim=arch.head_dim,
-        ffn_hidden=arch.intermediate_size,
-        mlp=arch.mlp,
-        norm=arch.norm,
-        dropout=False,
-        flash_attention=True,
-    )
+        4096, 1, arch.hidden_size, arch.num_heads, kv_heads=arch.num_kv_heads, head_dim=arch.head_dim,
+        ffn_hidden=arch.intermediate_size, mlp=arch.mlp, norm=arch.norm, dropout=False, flash_attention=True,
+    )  # fmt: skip
     assert item.bytes == full.total
 
 
