@@ -92,50 +92,51 @@ class LowPrecisionRecipe:
         return self.copies * per_copy
 
 
-_RECIPES: tuple[LowPrecisionRecipe, ...] = (
-    LowPrecisionRecipe(
-        "fp8-hopper",
-        "FP8, per-tensor scaling, Hopper (2 B/param: copy + transpose)",
-        8,
-        2,
-        0,
-        4,
-        "Transformer Engine DelayedScaling / Float8CurrentScaling; Performance considerations: on Hopper "
-        "'columnwise tensors need to be physically transposed in memory'",
-    ),
-    LowPrecisionRecipe(
-        "fp8-blackwell",
-        "FP8, per-tensor scaling, Blackwell (1 B/param)",
-        8,
-        1,
-        0,
-        4,
-        "Transformer Engine Performance considerations: Blackwell 'supports columnwise access natively, so "
-        "no transpose is needed'",
-    ),
-    LowPrecisionRecipe(
-        "mxfp8-blackwell",
-        "MXFP8, Blackwell (2 B/param + E8M0 scales)",
-        8,
-        2,
-        32,
-        1,
-        "Transformer Engine MXFP8: one E8M0 scale per 32 values; rowwise and columnwise tensors are "
-        "numerically different and both are quantized",
-    ),
-    LowPrecisionRecipe(
-        "nvfp4-blackwell",
-        "NVFP4, Blackwell (1 B/param + E4M3 scales)",
-        4,
-        2,
-        16,
-        1,
-        "Transformer Engine NVFP4: 4-bit E2M1 values with one E4M3 scale per 16 (plus one fp32 scale per "
-        "tensor), rowwise and columnwise",
-    ),
-)
-
-LOW_PRECISION_RECIPES: dict[str, LowPrecisionRecipe] = {r.name: r for r in _RECIPES}
+LOW_PRECISION_RECIPES: dict[str, LowPrecisionRecipe] = {
+    r.name: r
+    for r in (
+        LowPrecisionRecipe(
+            "fp8-hopper",
+            label="FP8, per-tensor scaling, Hopper (2 B/param: copy + transpose)",
+            value_bits=8,
+            copies=2,
+            block=0,
+            scale_bytes=4,
+            source="Transformer Engine DelayedScaling / Float8CurrentScaling; Performance considerations: on Hopper "
+            "'columnwise tensors need to be physically transposed in memory'",
+        ),
+        LowPrecisionRecipe(
+            "fp8-blackwell",
+            label="FP8, per-tensor scaling, Blackwell (1 B/param)",
+            value_bits=8,
+            copies=1,
+            block=0,
+            scale_bytes=4,
+            source="Transformer Engine Performance considerations: Blackwell 'supports columnwise access natively, so "
+            "no transpose is needed'",
+        ),
+        LowPrecisionRecipe(
+            "mxfp8-blackwell",
+            label="MXFP8, Blackwell (2 B/param + E8M0 scales)",
+            value_bits=8,
+            copies=2,
+            block=32,
+            scale_bytes=1,
+            source="Transformer Engine MXFP8: one E8M0 scale per 32 values; rowwise and columnwise tensors are "
+            "numerically different and both are quantized",
+        ),
+        LowPrecisionRecipe(
+            "nvfp4-blackwell",
+            label="NVFP4, Blackwell (1 B/param + E4M3 scales)",
+            value_bits=4,
+            copies=2,
+            block=16,
+            scale_bytes=1,
+            source="Transformer Engine NVFP4: 4-bit E2M1 values with one E4M3 scale per 16 (plus one fp32 scale per "
+            "tensor), rowwise and columnwise",
+        ),
+    )
+}
 """The recipes, by name. Delayed and current per-tensor scaling lay out the weights alike (delayed
 scaling adds a per-tensor amax history of ``amax_history_len`` fp32 values, a few KiB per GEMM)."""
 

@@ -87,87 +87,88 @@ def _pcie(gen: int, gt_per_s: int) -> Interconnect:
     )
 
 
-_LINKS: tuple[Interconnect, ...] = (
-    _switched(
-        "nvlink3",
-        "NVLink 3 (A100)",
-        "scale-up",
-        300,
-        "600 GB/s per GPU, both directions summed: 12 links × 25 GB/s per direction",
-        "NVIDIA A100 datasheet figure (600 GB/s, 12 links) as quoted by glennklockwood.com/garden/processors/A100 "
-        "and NVIDIA's NVLink generation table (6/12/18 links: 300/600/900 GB/s total)",
-    ),
-    _switched(
-        "nvlink4",
-        "NVLink 4 (H100 / H200)",
-        "scale-up",
-        450,
-        "900 GB/s per GPU, both directions summed: 18 links × 25 GB/s per direction",
-        "NVIDIA H100 datasheet figure (900 GB/s) as quoted by glennklockwood.com/garden/processors/h100; "
-        "MLCommons inference v4.1 H200-SXM-141GB system description (18 links, 900 GB/s)",
-    ),
-    _switched(
-        "nvlink5",
-        "NVLink 5 (B200)",
-        "scale-up",
-        900,
-        "1.8 TB/s per GPU, both directions summed: 18 links × 50 GB/s per direction",
-        "NVIDIA HGX B200 figure (1.8 TB/s NVLink per GPU, 14.4 TB/s per 8-GPU node) as quoted by "
-        "glennklockwood.com/garden/processors/B200",
-    ),
-    Interconnect(
-        "infinity-fabric-mi300x",
-        "Infinity Fabric (MI300X, 8-GPU mesh)",
-        "scale-up",
-        448 * _G,
-        64 * _G,
-        "896 GB/s per GPU, both directions summed: 7 links × 128 GB/s (64 GB/s per direction), "
-        "one link to each of the 7 peers (no switch)",
-        "AMD MI300X spec table (896 GB/s Infinity Fabric) as quoted by alpharomercoma/MI300X-vs-H200 "
-        "METHODOLOGY.md; 7 links of 16 lanes at 32 Gb/s = 128 GB/s bidirectional each (wheelersnetwork.com, "
-        "January 2024, on AMD's MI300 launch)",
-    ),
-    _pcie(4, 16),
-    _pcie(5, 32),
-    _switched(
-        "ib-hdr",
-        "InfiniBand HDR 200 Gb/s",
-        "scale-out",
-        25,
-        "200 Gb/s per port and direction = 25 GB/s (one NIC per GPU)",
-        "InfiniBand HDR: 200 Gb/s per 4x port (4 lanes × 50 Gb/s PAM4), ConnectX-6; IBTA rate as "
-        "summarized by aicplight.com; NCCL maintainers quote 24 GB/s achieved (NVIDIA/nccl#412)",
-    ),
-    _switched(
-        "ib-ndr",
-        "InfiniBand NDR 400 Gb/s",
-        "scale-out",
-        50,
-        "400 Gb/s per port and direction = 50 GB/s (one NIC per GPU)",
-        "InfiniBand NDR: 400 Gb/s per 4x port (4 lanes × 100 Gb/s PAM4), ConnectX-7; IBTA rate as "
-        "summarized by nexuswise-c.com; 48-49 GB/s achieved per NIC (NVIDIA/nccl-tests#267)",
-    ),
-    _switched(
-        "ib-xdr",
-        "InfiniBand XDR 800 Gb/s",
-        "scale-out",
-        100,
-        "800 Gb/s per port and direction = 100 GB/s (one NIC per GPU)",
-        "InfiniBand XDR: 800 Gb/s per port (4 lanes × 200 Gb/s PAM4), ConnectX-8; IBTA rate as "
-        "summarized by nexuswise-c.com and yobitel.com",
-    ),
-    _switched(
-        "roce-400g",
-        "RoCE 400 GbE",
-        "scale-out",
-        50,
-        "400 Gb/s Ethernet per port and direction = 50 GB/s (one NIC per GPU)",
-        "400 Gb/s Ethernet port rate (IEEE 802.3bs 400GbE) carrying RDMA over Converged Ethernet; "
-        "e.g. 8 × 400G ConnectX-7 per H100 node (NVIDIA/nccl-tests#267)",
-    ),
-)
-
-INTERCONNECTS: dict[str, Interconnect] = {i.name: i for i in _LINKS}
+INTERCONNECTS: dict[str, Interconnect] = {
+    i.name: i
+    for i in (
+        _switched(
+            "nvlink3",
+            "NVLink 3 (A100)",
+            "scale-up",
+            300,
+            "600 GB/s per GPU, both directions summed: 12 links × 25 GB/s per direction",
+            "NVIDIA A100 datasheet figure (600 GB/s, 12 links) as quoted by glennklockwood.com/garden/processors/A100 "
+            "and NVIDIA's NVLink generation table (6/12/18 links: 300/600/900 GB/s total)",
+        ),
+        _switched(
+            "nvlink4",
+            "NVLink 4 (H100 / H200)",
+            "scale-up",
+            450,
+            "900 GB/s per GPU, both directions summed: 18 links × 25 GB/s per direction",
+            "NVIDIA H100 datasheet figure (900 GB/s) as quoted by glennklockwood.com/garden/processors/h100; "
+            "MLCommons inference v4.1 H200-SXM-141GB system description (18 links, 900 GB/s)",
+        ),
+        _switched(
+            "nvlink5",
+            "NVLink 5 (B200)",
+            "scale-up",
+            900,
+            "1.8 TB/s per GPU, both directions summed: 18 links × 50 GB/s per direction",
+            "NVIDIA HGX B200 figure (1.8 TB/s NVLink per GPU, 14.4 TB/s per 8-GPU node) as quoted by "
+            "glennklockwood.com/garden/processors/B200",
+        ),
+        Interconnect(
+            "infinity-fabric-mi300x",
+            "Infinity Fabric (MI300X, 8-GPU mesh)",
+            "scale-up",
+            448 * _G,
+            64 * _G,
+            "896 GB/s per GPU, both directions summed: 7 links × 128 GB/s (64 GB/s per direction), "
+            "one link to each of the 7 peers (no switch)",
+            "AMD MI300X spec table (896 GB/s Infinity Fabric) as quoted by alpharomercoma/MI300X-vs-H200 "
+            "METHODOLOGY.md; 7 links of 16 lanes at 32 Gb/s = 128 GB/s bidirectional each (wheelersnetwork.com, "
+            "January 2024, on AMD's MI300 launch)",
+        ),
+        _pcie(4, 16),
+        _pcie(5, 32),
+        _switched(
+            "ib-hdr",
+            "InfiniBand HDR 200 Gb/s",
+            "scale-out",
+            25,
+            "200 Gb/s per port and direction = 25 GB/s (one NIC per GPU)",
+            "InfiniBand HDR: 200 Gb/s per 4x port (4 lanes × 50 Gb/s PAM4), ConnectX-6; IBTA rate as "
+            "summarized by aicplight.com; NCCL maintainers quote 24 GB/s achieved (NVIDIA/nccl#412)",
+        ),
+        _switched(
+            "ib-ndr",
+            "InfiniBand NDR 400 Gb/s",
+            "scale-out",
+            50,
+            "400 Gb/s per port and direction = 50 GB/s (one NIC per GPU)",
+            "InfiniBand NDR: 400 Gb/s per 4x port (4 lanes × 100 Gb/s PAM4), ConnectX-7; IBTA rate as "
+            "summarized by nexuswise-c.com; 48-49 GB/s achieved per NIC (NVIDIA/nccl-tests#267)",
+        ),
+        _switched(
+            "ib-xdr",
+            "InfiniBand XDR 800 Gb/s",
+            "scale-out",
+            100,
+            "800 Gb/s per port and direction = 100 GB/s (one NIC per GPU)",
+            "InfiniBand XDR: 800 Gb/s per port (4 lanes × 200 Gb/s PAM4), ConnectX-8; IBTA rate as "
+            "summarized by nexuswise-c.com and yobitel.com",
+        ),
+        _switched(
+            "roce-400g",
+            "RoCE 400 GbE",
+            "scale-out",
+            50,
+            "400 Gb/s Ethernet per port and direction = 50 GB/s (one NIC per GPU)",
+            "400 Gb/s Ethernet port rate (IEEE 802.3bs 400GbE) carrying RDMA over Converged Ethernet; "
+            "e.g. 8 × 400G ConnectX-7 per H100 node (NVIDIA/nccl-tests#267)",
+        ),
+    )
+}
 """Link presets by name. ``bytes_per_s`` is per GPU and per direction, in bytes (not bits) per second.
 
 Measured figures, for choosing an ``efficiency`` (all from NCCL maintainers in
