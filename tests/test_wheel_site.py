@@ -116,7 +116,8 @@ def test_the_built_site_serves_the_wheel_and_says_how_to_install_it(built_site: 
         assert "calc/__init__.py" in whl.namelist()
         assert f"\nVersion: {PROJECT['version']}\n" in whl.read(f"{INFO}/METADATA").decode()
     page = (built_site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
-    line = re.search(r"pip install (https?://[^\s<]+)", page)
+    text = re.sub(r"<[^>]+>", "", page)  # the console block's highlighting splits the line into spans
+    line = re.search(r"\$ pip install (https?://\S+)", text)
     assert line and line[1].endswith(f"/assets/{NAME}"), "the CLI page installs the site's wheel"
     assert f'href="{line[1]}"' in page  # and links it
     assert "[[wheel]]" not in page
