@@ -31,7 +31,7 @@ def plan_data(values: dict[str, str]) -> dict[str, Any]:
         >>> v = {**calculators()["plan"].defaults, "preset": "llama3-8b", "gpus": "16", "global_batch": "64", "tp": ""}
         >>> d = plan_data(v)
         >>> sorted(d)
-        ['assumptions', 'command', 'inputs', 'layouts', 'rejected', 'searched']
+        ['assumptions', 'command', 'inputs', 'layouts', 'rejected', 'rejected_by_reason', 'searched']
         >>> best = d["layouts"][0]
         >>> all(isinstance(best[k], int) for k in ("dp", "tp", "pp", "cp", "ep", "zero_stage", "memory_bytes"))
         True
@@ -45,6 +45,7 @@ def plan_data(values: dict[str, str]) -> dict[str, Any]:
         "inputs": values,
         "layouts": r["layouts"],
         "rejected": r["rejected"],
+        "rejected_by_reason": r["rejected_by_reason"],
         "searched": r["searched"],
         "assumptions": r.get("assumptions", []),
     }

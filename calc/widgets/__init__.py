@@ -21,6 +21,8 @@ name, a suggestion) carry neither. ``python -m calc NAME --json`` reads them, so
 the command line and the page show the same computation.
 An output may also carry ``data-fill=FIELD``: its text is what that field should show (a preset's parameter
 count in will-it-fit's Parameters box), for the browser to write into the control after the render.
+A select may carry ``data-sets``, JSON ``{option: {field: value}}`` ([`Field.sets`][calc.widgets.Field]): choosing
+an option sets those fields, except the ones the reader (or a link) set (a training stack sets its defaults).
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ FIELD_GROUPS: dict[str, str] = {
             "implementation",
             "moe_routing",
             "factor",
+            "stack",
+            "loss",
         ),
         "Precision & optimizer",
     ),
@@ -174,6 +178,9 @@ class Field:
             calculator's own); blank takes [`FIELD_GROUPS`][calc.widgets.FIELD_GROUPS]' entry for the name.
         advanced: A rarely changed option, folded in its group's "More options" ``<details>``; ``None``
             takes whether the name is in [`ADVANCED_FIELDS`][calc.widgets.ADVANCED_FIELDS].
+        sets: For a select, the other fields each option sets in the browser, ``(option, ((field, value), ...))``
+            (the ``data-sets`` attribute; the default option sets the embedding's own values); a field the reader
+            or a link set is left as it is.
     """
 
     name: str
@@ -185,6 +192,7 @@ class Field:
     enabled_when: tuple[str, str] | None = None
     group: str = ""
     advanced: bool | None = None
+    sets: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def fieldset(self) -> str:
@@ -356,6 +364,10 @@ def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
         attrs += f' data-enabled-when="{esc(other)}={esc(wanted)}"'
         if values.get(other) != wanted:
             attrs += " disabled"
+    if f.sets:  # the default option restores this embedding's own values (a page's marker may set them)
+        own = values.get(f.name) == f.default
+        sets = {o: {k: values[k] if own and o == f.default else v for k, v in knobs} for o, knobs in f.sets}
+        attrs += f' data-sets="{esc(json.dumps(sets))}"'
     if f.kind == "select":
         opts = "".join(
             f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(label)}</option>'

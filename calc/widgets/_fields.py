@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from calc.errors import CalcError
 from calc.memory.model_state import convention_options
+from calc.memory.stacks import STACKS, stack_defaults
 from calc.units import parse_positive_int
 from calc.widgets import Field
 from calc.widgets._html import GPU_FIELD_OPTIONS, UNIT_FIELD_OPTIONS
@@ -27,6 +28,8 @@ __all__ = [
     "PARALLELISMS",
     "RECOMPUTE_OPTIONS",
     "RECOMPUTE_OPTIONS_OP",
+    "RECOMPUTE_OPTIONS_STACK",
+    "STACK_DEFAULT",
     "STACK_OPTIONS",
     "ZERO_OPTIONS",
     "checkbox",
@@ -83,7 +86,13 @@ STACK_OPTIONS: tuple[tuple[str, str], ...] = (
 """The training stacks (``Layout.stack``, ``calc.memory.stacks``)."""
 
 STACK_DEFAULT = "stack"
-"""The ``loss`` value that leaves the loss to the stack (``Layout(loss=None)``)."""
+"""The ``loss`` (or ``recompute``) value that leaves the knob to the stack (``Layout(loss=None)``)."""
+
+RECOMPUTE_OPTIONS_STACK: tuple[tuple[str, str], ...] = (
+    (STACK_DEFAULT, "The stack's (Megatron: none; torchtitan: per-op selective)"),
+    *RECOMPUTE_OPTIONS_OP,
+)
+"""The recomputation modes with, first, the stack's own (``Layout(recompute=None)``)."""
 
 LOSS_OPTIONS: tuple[tuple[str, str], ...] = (
     (STACK_DEFAULT, "The stack's (Megatron: fused; torchtitan: stock, compiled with torch.compile)"),
@@ -95,14 +104,38 @@ LOSS_OPTIONS: tuple[tuple[str, str], ...] = (
 """How the cross-entropy is computed (``Layout.loss``; the bytes per logit are ``calc.memory.stacks``')."""
 
 
-def stack_field(**kw: object) -> Field:
+def _as_typed(value: object) -> str:
+    """A knob's value as a field holds it: ``"1"`` / ``"0"`` for a switch, the text otherwise."""
+    return ("1" if value else "0") if isinstance(value, bool) else str(value)
+
+
+def stack_field(own: Mapping[str, str] | None = None, **kw: object) -> Field:
     """The ``stack`` select: whose defaults the knobs left to the stack take (``"megatron"``, today's accounting).
+
+    With ``own``, the calculator's fields for the knobs a stack decides (``{field: this calculator's default}``),
+    choosing a stack sets those fields in the browser ([`Field.sets`][calc.widgets.Field]): Megatron-LM back to
+    the calculator's defaults, any other stack to its own
+    ([`stack_defaults`][calc.memory.stacks.stack_defaults]); a field the reader set stays.
 
     Examples:
         >>> stack_field().default, stack_field().options[1][0]
         ('megatron', 'torchtitan')
+        >>> dict(stack_field({"recompute": "selective", "zero_stage": "1"}).sets)["torchtitan"]
+        (('recompute', 'op'), ('zero_stage', '3'))
     """
-    return Field("stack", "Training stack", "megatron", kind="select", options=STACK_OPTIONS, **kw)
+    sets = tuple(
+        (
+            stack,
+            tuple(
+                (name, value if stack == "megatron" else _as_typed(stack_defaults(stack, pp=1)[name]))
+                for name, value in (own or {}).items()
+            ),
+        )
+        for stack in STACKS
+    )
+    return Field(
+        "stack", "Training stack", "megatron", kind="select", options=STACK_OPTIONS, sets=sets if own else (), **kw
+    )
 
 
 def loss_field(**kw: object) -> Field:
@@ -147,10 +180,10 @@ def seq_len_field(default: str, label: str = "Sequence length", *, name: str = "
 
 
 def recompute_field(
-    default: str, options: tuple[tuple[str, str], ...] = RECOMPUTE_OPTIONS, label: str = "Recomputation"
+    default: str, options: tuple[tuple[str, str], ...] = RECOMPUTE_OPTIONS, label: str = "Recomputation", **kw: object
 ) -> Field:
     """The ``recompute`` select."""
-    return Field("recompute", label, default, kind="select", options=options)
+    return Field("recompute", label, default, kind="select", options=options, **kw)
 
 
 def convention_field(label: str = "Bytes per parameter", options: tuple[tuple[str, str], ...] | None = None) -> Field:

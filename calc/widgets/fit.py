@@ -6,6 +6,7 @@ from html import escape
 from urllib.parse import quote
 
 from calc.guide.charts import zero_chart
+from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.layout import Layout
 from calc.memory.model_state import (
     COMPONENTS,
@@ -14,17 +15,21 @@ from calc.memory.model_state import (
     smallest_fitting_layout,
 )
 from calc.memory.overheads import peak_memory
-from calc.memory.stacks import STACKS
+from calc.memory.stacks import LOSS_KINDS, STACKS, stack_defaults
 from calc.models.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, gpu_code, model_code, snippet
 from calc.widgets._fields import (
+    RECOMPUTE_OPTIONS_STACK,
+    STACK_DEFAULT,
     convention_field,
     degree,
     gpu_fields,
+    loss_field,
     micro_batch_field,
     one_of,
+    recompute_field,
     select,
     seq_len_field,
     stack_field,
@@ -43,10 +48,17 @@ _SHARDED_FROM = {"master": 1, "momentum": 1, "variance": 1, "gradients": 2, "wei
 _SOURCE = "Rajbhandari et al. 2020 (ZeRO), Sec. 3.1 (bytes per parameter) and Sec. 5 (stages P_os, P_os+g, P_os+g+p)"
 _NO_MODEL = "none"
 _ACTIVATIONS = "Activations (optional)"
-_WHAT_ACTIVATIONS = "FlashAttention, no recomputation, no dropout, no tensor or pipeline parallelism"
+_WHAT_ACTIVATIONS = "FlashAttention, {}, no dropout, no tensor or pipeline parallelism"
+_RECOMPUTATION = {
+    "none": "no recomputation",
+    "selective": "selective recomputation",
+    "op": "per-op selective recomputation",
+    "full": "full recomputation",
+}
 _MAX_DP = 1 << 20
 _AS_SHOWN = {"flash_attention": True, "dropout": False}
-"""The activation settings the peak is counted with (``_WHAT_ACTIVATIONS``)."""
+"""The activation settings the peak is counted with (``_WHAT_ACTIVATIONS``); recomputation and the loss are the
+reader's or the stack's."""
 
 
 def _sci(n: int) -> str:
@@ -68,8 +80,23 @@ def _row(key: str, bytes_per: int, params: int, stage: int, dp: int, fmt) -> tup
 
 
 def _stack(v: dict[str, str]) -> dict[str, str]:
-    """The ``stack`` argument of the layout, only when it is not the default (``"megatron"``)."""
-    return {} if one_of(v, "stack", STACKS) == "megatron" else {"stack": v["stack"]}
+    """The layout's ``stack``, ``recompute`` and ``loss``, each only when not the default (``"megatron"``, the
+    stack's)."""
+    knobs = {"stack": one_of(v, "stack", STACKS)} if v["stack"] != "megatron" else {}
+    if one_of(v, "recompute", LAYOUT_RECOMPUTE_MODES + (STACK_DEFAULT,)) != STACK_DEFAULT:
+        knobs["recompute"] = v["recompute"]
+    if one_of(v, "loss", (STACK_DEFAULT, *LOSS_KINDS)) != STACK_DEFAULT:
+        knobs["loss"] = v["loss"]
+    return knobs
+
+
+def _recompute(v: dict[str, str]) -> str:
+    """The recomputation the activations are counted with: the reader's, else the stack's."""
+    return _stack(v).get("recompute") or str(stack_defaults(v["stack"], pp=1)["recompute"])
+
+
+def _what_activations(v: dict[str, str]) -> str:
+    return _WHAT_ACTIVATIONS.format(_RECOMPUTATION[_recompute(v)])
 
 
 def _peak(arch, stage: int, dp: int, v: dict[str, str], seq: int, micro: int) -> int:
@@ -133,7 +160,7 @@ def _breakdown(state, c, params: int, stage: int, dp: int, fmt) -> tuple[list, l
     return rows, lines
 
 
-def _peak_rows(rows: list, lines: list, total: int, peak: int, fmt) -> None:
+def _peak_rows(rows: list, lines: list, total: int, peak: int, v: dict[str, str], fmt) -> None:
     """Adds the activations-and-overheads and peak rows (a model is chosen)."""
     extra = peak - total
     rows.append(("Activations and overheads", "", out("activations_overheads", fmt(extra))))
@@ -141,7 +168,7 @@ def _peak_rows(rows: list, lines: list, total: int, peak: int, fmt) -> None:
         (
             "Activations and overheads",
             (
-                f"peak {fmt(peak)} − model state {fmt(total)} = {fmt(extra)} ({_WHAT_ACTIVATIONS}; activations "
+                f"peak {fmt(peak)} − model state {fmt(total)} = {fmt(extra)} ({_what_activations(v)}; activations "
                 "from Korthikanti et al. 2022, Sec. 4, plus the CUDA context, NCCL buffers and allocator reserve "
                 "of calc.memory.overheads.peak_memory)"
             ),
@@ -165,7 +192,7 @@ def _hint(arch, params: int, memory: int, v: dict[str, str], seq: int, micro: in
         if found is None:
             return (
                 f"Nothing fits with ZeRO and data parallelism alone: even ZeRO-3 over {_MAX_DP:,} GPUs leaves no "
-                f"room for the activations of {seq:,} tokens × {micro} ({_WHAT_ACTIVATIONS}). Recomputation "
+                f"room for the activations of {seq:,} tokens × {micro} ({_what_activations(v)}). Recomputation "
                 "(selective or full), tensor parallelism with sequence parallelism, and context parallelism "
                 "shrink them."
             )
@@ -201,7 +228,7 @@ def _compute(v: dict[str, str]) -> str:
     if arch is not None:
         used = max(_peak(arch, stage, dp, v, seq, micro), total)
         what = f"{fmt(used)} per GPU with activations at {seq:,} tokens × {micro} and overheads (as nvidia-smi shows)"
-        _peak_rows(rows, lines, total, used, fmt)
+        _peak_rows(rows, lines, total, used, v, fmt)
         if used > total:
             segments.append(("Activations and overheads", used - total))
     line = _verdict_line(used, memory, gpu_label, head, what, arch is not None, fmt)
@@ -237,9 +264,8 @@ def _handoff(v: dict[str, str], hint: str, stage: int, dp: int, seq: int, micro:
     if v["preset"] == _NO_MODEL or not hint.startswith("Nothing fits"):
         return ""
     inputs = {"preset": v["preset"], "dp": dp, "zero_stage": stage, "micro_batch": micro, "seq_len": seq}
-    recompute = "op" if v["stack"] == "torchtitan" else "none"
-    inputs |= {"recompute": recompute, "flash_attention": 1, "dropout": 0, "convention": v["convention"]}
-    inputs |= {"stack": v["stack"]} if v["stack"] != "megatron" else {}
+    inputs |= {"recompute": _recompute(v), "flash_attention": 1, "dropout": 0, "convention": v["convention"]}
+    inputs |= {k: value for k, value in _stack(v).items() if k != "recompute"}
     inputs |= {"gpu": v["gpu"], "unit": v["unit"]} | ({"gpu_memory": v["gpu_memory"]} if v["gpu"] == "custom" else {})
     query = "&".join(f"{_HANDOFF_ID}.{k}={quote(str(value))}" for k, value in inputs.items())
     href = f"{_HANDOFF_PAGE}?{query}#rival-model-state"
@@ -312,6 +338,8 @@ CALCULATOR = Calculator(
         seq_len_field("4096", group=_ACTIVATIONS, advanced=True),
         micro_batch_field(group=_ACTIVATIONS, advanced=True),
         stack_field(group=_ACTIVATIONS, advanced=True, help="torchtitan: per-op recomputation, stock loss, FSDP2"),
+        recompute_field(STACK_DEFAULT, RECOMPUTE_OPTIONS_STACK, group=_ACTIVATIONS, advanced=True),
+        loss_field(group=_ACTIVATIONS, advanced=True),
     ),
     compute=_compute,
     python=_python,

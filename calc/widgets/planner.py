@@ -11,11 +11,21 @@ from calc.guide.charts import layout_chart, step_time_chart
 from calc.hardware import GPUS
 from calc.memory.activations import IMPLEMENTATIONS
 from calc.memory.model_state import CONVENTIONS
+from calc.memory.stacks import LOSS_KINDS, STACKS
 from calc.parallel.interconnects import INTERCONNECTS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, model_code, snippet
-from calc.widgets._fields import convention_field, one_of, select, seq_len_field
+from calc.widgets._fields import (
+    STACK_DEFAULT,
+    convention_field,
+    loss_field,
+    one_of,
+    recompute_field,
+    select,
+    seq_len_field,
+    stack_field,
+)
 from calc.widgets._html import out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._parts import duration, kv, plural
@@ -26,7 +36,7 @@ _SEARCHED = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")
 
 
 _ANY = "any"
-_RECOMPUTE = (_ANY, "none", "selective", "full")
+_RECOMPUTE = (_ANY, "none", "selective", "op", "full")
 _NETWORKS = tuple(name for name, link in INTERCONNECTS.items() if link.scope == "scale-out")
 
 _MAXIMA = {"gpus": 1 << 20, "gpus_per_node": 1024, "seq_len": 1 << 24, "global_batch": 1 << 24}
@@ -118,13 +128,17 @@ def _plan_fields(v: dict[str, str]) -> tuple[Any, dict[str, str]]:
         ("inter", _NETWORKS),
         ("convention", tuple(CONVENTIONS)),
         ("implementation", IMPLEMENTATIONS),
-        ("zero_stage", (_ANY, "1", "2", "3")),
+        ("zero_stage", (_ANY, "0", "1", "2", "3")),
         ("recompute", _RECOMPUTE),
+        ("stack", STACKS),
+        ("loss", (STACK_DEFAULT, *LOSS_KINDS)),
     )
     for name, known in selects:
         one_of(v, name, known)
     for name in ("gpu", "inter", "convention", "implementation"):
         fields[name] = v[name]
+    fields["stack"] = "" if v["stack"] == "megatron" else v["stack"]  # blank: the planner's default, megatron
+    fields["loss"] = "" if v["loss"] == STACK_DEFAULT else v["loss"]
     fields.update({k: _searched(v, k) for k in _SEARCHED})
     fields["safety_margin"] = _share(v, "safety_margin", 0.01, 0.9)
     fields["matmul_efficiency"] = _share(v, "matmul_efficiency", 0.05, 1)
@@ -143,7 +157,12 @@ def _verdict_line(label: str, r: dict[str, Any]) -> str:
     )
 
 
-_RECOMPUTATION = {"none": "no recomputation", "selective": "selective recomputation", "full": "full recomputation"}
+_RECOMPUTATION = {
+    "none": "no recomputation",
+    "selective": "selective recomputation",
+    "op": "per-op selective recomputation",
+    "full": "full recomputation",
+}
 
 
 def _flip(layouts: list[dict[str, Any]], i: int) -> str:
@@ -345,13 +364,10 @@ CALCULATOR = accept_legacy_model(
             Field("pp", "pp", _ANY),
             Field("cp", "cp", _ANY, help="searched from 32K tokens"),
             Field("ep", "ep", _ANY, help="MoE only; carved from dp × cp"),
-            select("zero_stage", "ZeRO stage", _ANY, ((_ANY, "search 1 and 3"), ("1", "1"), ("2", "2"), ("3", "3"))),
-            select(
-                "recompute",
-                "Recomputation",
-                _ANY,
-                ((_ANY, "search"), ("none", "none"), ("selective", "selective"), ("full", "full")),
-            ),
+            select("zero_stage", "ZeRO stage", _ANY, ((_ANY, "search"), *((z, z) for z in "0123"))),
+            recompute_field(_ANY, ((_ANY, "search"), *((r, r) for r in _RECOMPUTE[1:]))),
+            stack_field(help="torchtitan searches ZeRO 0 and 3, recomputation none, op and full"),
+            loss_field(),
             Field("micro_batch", "Micro-batch", _ANY),
             Field("interleave", "Interleave (model chunks per stage)", _ANY),
             Field("safety_margin", "Memory kept free (share)", "0.1", help="from 0.01 to 0.9"),

@@ -51,6 +51,10 @@ __all__ = ["CALCULATOR"]
 _LABELS = {**MODEL_STATE_LABELS, "activations": "Activations", "logits": "Output layer (fp32 logits)"}
 _PARTS = tuple(_LABELS)
 
+_STACK_KNOBS = {"recompute": "selective", "zero_stage": "1", "shard": "even", "flash_attention": "1", "dropout": "0"}
+"""The fields a training stack decides, at this calculator's defaults (its Megatron-LM values); choosing another
+stack sets them to that stack's defaults (``calc.memory.stacks.stack_defaults``), unless the reader set them."""
+
 _DEGREE_MAX = 1 << 20
 _ACTIVATION_FLAGS = ("sequence_parallel", "flash_attention", "dropout")
 _STATE_FLAGS = ("distributed_optimizer", "offload_optimizer", "offload_params")
@@ -361,7 +365,7 @@ CALCULATOR = Calculator(
         degree("pp", "1", "divides the layers"),
         degree("cp", "1"),
         degree("ep", "1", "MoE only; divides dp × cp"),
-        zero_field("1"),
+        zero_field(_STACK_KNOBS["zero_stage"]),
         micro_batch_field(),
         Field(
             "global_batch",
@@ -371,12 +375,12 @@ CALCULATOR = Calculator(
             help="blank: at least pp micro-batches per step",
         ),
         seq_len_field("4096"),
-        recompute_field("selective", RECOMPUTE_OPTIONS_OP),
-        stack_field(group="Precision & optimizer"),
+        recompute_field(_STACK_KNOBS["recompute"], RECOMPUTE_OPTIONS_OP),
+        stack_field(_STACK_KNOBS, group="Precision & optimizer"),
         loss_field(group="Precision & optimizer"),
-        checkbox("flash_attention", "FlashAttention", "1"),
+        checkbox("flash_attention", "FlashAttention", _STACK_KNOBS["flash_attention"]),
         checkbox("sequence_parallel", "Sequence parallelism"),
-        checkbox("dropout", "Dropout"),
+        checkbox("dropout", "Dropout", _STACK_KNOBS["dropout"]),
         select(
             "implementation",
             "Activations saved by",
@@ -393,7 +397,7 @@ CALCULATOR = Calculator(
         select(
             "shard",
             "ZeRO shard of the busiest rank",
-            "even",
+            _STACK_KNOBS["shard"],
             (
                 ("even", "Even split (ZeRO paper, lower bound)"),
                 ("fsdp2", "FSDP2: dim-0 chunks, padded"),

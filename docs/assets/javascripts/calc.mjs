@@ -706,6 +706,28 @@ function mount(root) {
   // A state from the URL (a shared link) replaces the defaults before anything is computed.
   const byName = new Map(controls(root).map((c) => [c.name, c]));
   const syncConfig = configChoice(byName);
+  const chosen = new Set(); // the fields the reader or the link set: an option's data-sets leaves them alone
+
+  /** A select with data-sets (calc.widgets.Field.sets) sets the fields its option names, the training stack its
+   *  defaults, except those the reader or the link chose; runs before the change is read, so one request carries
+   *  them. A link's own stack sets nothing: the values it leaves out are the defaults it was made with. */
+  function applySets(event) {
+    const control = event.target;
+    if (!control || !byName.has(control.name) || byName.get(control.name) !== control) return;
+    chosen.add(control.name);
+    if (!control.dataset.sets) return;
+    let sets;
+    try {
+      sets = JSON.parse(control.dataset.sets)[valueOf(control)];
+    } catch {
+      return;
+    }
+    for (const [field, value] of Object.entries(sets || {})) {
+      const other = byName.get(field);
+      if (!other || chosen.has(field) || unusable(other, value) || valueOf(other) === value) continue;
+      setValue(other, value);
+    }
+  }
   const params = new URLSearchParams(location.search);
   const problems = [];
   const seen = new Set();
@@ -716,6 +738,7 @@ function mount(root) {
       setValue(control, value);
       unfold(control);
       fromUrl = true;
+      chosen.add(control.name);
     }
   };
   const unpacking = []; // packed textarea values (a config.json) being inflated before the first computation
@@ -987,6 +1010,8 @@ function mount(root) {
   };
   controllers.add(controller);
 
+  form.addEventListener("input", applySets); // before `changed` reads the values
+  form.addEventListener("change", applySets);
   form.addEventListener("input", changed);
   form.addEventListener("change", changed);
   form.addEventListener("submit", (event) => event.preventDefault());
