@@ -93,7 +93,7 @@ def flops_6nd(params: int | float | str, tokens: int | float | str) -> int:
 
 
 def _whole(**values: object) -> list[int]:
-    """Each value parsed as a whole number of at least 1, in order, an error naming its keyword."""
+    """Each value as a whole number of at least 1, checked in order; an error names the value's keyword."""
     return [parse_positive_int(value, name) for name, value in values.items()]
 
 
