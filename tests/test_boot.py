@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import run_captured
 from conftest import READY_TIMEOUT_MS, Watch, wait_settled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,13 +125,9 @@ def test_the_precompiled_runtime_gives_the_same_results_as_cpython() -> None:
     import pyodide_cases
 
     built = build_runtime.compiled(ROOT / "node_modules" / "pyodide")
-    proc = subprocess.run(
+    proc = run_captured(
         ["node", "tests/pyodide/run.mjs", "cases", str(built / "calc.zip"), str(built / build_runtime.COMPILED_STDLIB)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("CASES "))
@@ -142,13 +139,8 @@ def test_compiling_twice_gives_the_same_bytes_with_pyodides_magic(tmp_path: Path
     shutil.copytree(ROOT / "calc", tmp_path / "engine" / "calc", ignore=shutil.ignore_patterns("__pycache__"))
     summaries, archives = [], []
     for run in ("a", "b"):
-        proc = subprocess.run(
-            ["node", "tools/build_runtime.mjs", str(tmp_path / run), str(tmp_path / "engine")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
+        proc = run_captured(
+            ["node", "tools/build_runtime.mjs", str(tmp_path / run), str(tmp_path / "engine")], timeout=600
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         summaries.append(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -192,7 +184,7 @@ py.FS.writeFile("/home/pyodide/calc.zip", new Uint8Array(readFileSync({json.dump
 process.stdout.write("ALONE " + py.runPython({json.dumps(ALONE)}) + "\\n");
 """
     node = ["node", "--input-type=module", "-e", script]
-    proc = subprocess.run(node, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = run_captured(node, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     alone = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("ALONE ")).removeprefix("ALONE "))
     from calc.widgets import _MODULE_OF, CALCULATOR_MODULES
