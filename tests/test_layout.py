@@ -131,8 +131,9 @@ def _error(arch: Architecture | str, **kw) -> CalcError:
             (
                 "convention must be one of bf16-adam-12, bf16-adam-fused-6, "
                 "bf16-adam-pure-8, fp32-adam-16, fp32-adam-fused-12, fp32-sgd-8, fp32-sgdm-12, "
-                "mixed-adam-16, mixed-adam-18, mixed-adam-20, mixed-adam8bit-10, mixed-bf16-states, mixed-sgdm-12 "
-                "(got 'adam-12')"
+                "mixed-adafactor-8, mixed-adafactor-momentum-12, mixed-adam-16, mixed-adam-18, mixed-adam-20, "
+                "mixed-adam8bit-10, mixed-bf16-states, mixed-lion-12, mixed-muon-12, mixed-sgdm-12, mixed-shampoo-28, "
+                "mixed-soap-32 (got 'adam-12')"
             ),
         ),
         ("gpt2", dict(zero_stage=4), "zero_stage must be a whole number from 0 to 3 (got 4)"),
