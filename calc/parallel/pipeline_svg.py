@@ -13,12 +13,24 @@ from __future__ import annotations
 
 import html
 
-from calc.parallel.pipeline_schedules import PipelineOp, Schedule
+from calc.parallel.pipeline_elision import KEEP_MICROBATCHES, DrawnPass, Elision, drawn_passes, elided_schedule
+from calc.parallel.pipeline_schedules import Schedule
 
-__all__ = ["MAX_LABELLED_PASSES", "schedule_svg", "schedule_text"]
+__all__ = [
+    "CUT_WIDTH",
+    "MAX_LABELLED_PASSES",
+    "elided_schedule_svg",
+    "elided_schedule_text",
+    "schedule_svg",
+    "schedule_text",
+]
 
 MAX_LABELLED_PASSES = 256
 """Most passes whose micro-batch number is written in its box (one ``<text>`` each); above it boxes only."""
+
+CUT_WIDTH = 40
+"""Pixels between the two sides of a cut in [`elided_schedule_svg`][calc.parallel.pipeline_svg.elided_schedule_svg]:
+room for the ellipsis, however many time units the cut stands for."""
 
 _FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
 _CHUNK_OPACITY = (0.28, 0.55, 0.75, 0.9)
@@ -36,17 +48,14 @@ def _name(s: Schedule) -> str:
     return _NAMES[s.schedule] + (f" (v={s.v})" if s.schedule == "interleaved" else "")
 
 
-def _passes(s: Schedule) -> int:
-    return sum(len(ops) for ops in s.ops)
-
-
 def _stage_row(
     parts: list[str],
     labels: list[str],
     s: Schedule,
     i: int,
-    ops: tuple[PipelineOp, ...],
+    row: list[DrawnPass],
     geometry: tuple[int, int, int, int],
+    cuts: tuple[Elision, ...],
     labelled: bool,
 ) -> None:
     """Draw stage ``i``'s row (its label, idle background and passes) into ``parts``; pass labels into ``labels``."""
@@ -56,12 +65,19 @@ def _stage_row(
             f'<text class="pp-label" x="{label_w - 6}" y="{y + row_h / 2}" text-anchor="end" '
             f'dominant-baseline="central">Stage {i + 1}</text>'
         )
-    parts.append(f'<rect class="pp-idle" x="{label_w}" y="{y}" width="{s.makespan * unit}" height="{row_h}"/>')
+    edges = [0, *(c.at for c in cuts), s.makespan]
+    for n in range(len(edges) - 1):
+        x = label_w + edges[n] * unit + n * CUT_WIDTH
+        w = (edges[n + 1] - edges[n]) * unit
+        parts.append(f'<rect class="pp-idle" x="{x}" y="{y}" width="{w}" height="{row_h}"/>')
+    shift = [0]
+    for c in cuts:
+        shift.append(shift[-1] + c.units)
     boxes: dict[tuple[str, int], list[str]] = {}
     half = row_h // 2
-    for op in ops:
-        x = label_w + op.start * unit
-        w = op.duration * unit
+    for op in row:
+        x = label_w + (op.start - shift[op.segment]) * unit + op.segment * CUT_WIDTH
+        w = (op.end - op.start) * unit
         if op.overlapped:
             y0, h = (y, half) if op.kind == "F" else (y + half, row_h - half)
         else:
@@ -76,6 +92,102 @@ def _stage_row(
         parts.append(f'<path class="pp-op pp-{kind}" fill-opacity="{_CHUNK_OPACITY[chunk]}" d="{"".join(subpaths)}"/>')
 
 
+def _cut_text(c: Elision) -> str:
+    what = {"F": " of forwards", "B": " of backwards"}.get(c.kinds, "")
+    return f"{c.microbatches:,} micro-batches{what} ({c.units:,} time units) elided"
+
+
+def _desc(s: Schedule, m: int, passes: int, makespan: int, cuts: tuple[Elision, ...]) -> str:
+    """The drawing's ``<desc>``: what the rows and boxes are, the bubble, and what each cut elides."""
+    ideal, total = s.bubble("ideal"), s.bubble("total")
+    weights = f", weight-gradient passes {s.weight_units}" if s.weight_units else ""
+    text = (
+        f"{s.p} stages as rows, time left to right; forward passes take {s.forward_units} unit"
+        f"{'s' if s.forward_units != 1 else ''}, backward passes {s.backward_units - s.weight_units}{weights}. "
+    )
+    if not cuts:
+        return text + (
+            f"Bubble: {float(ideal):.1%} of ideal time ({ideal}), {float(total):.1%} of total time; "
+            f"{passes:,} passes over {makespan:,} time units."
+        )
+    done, where = 0, []
+    for c in cuts:
+        where.append(f"{_cut_text(c)} from time {c.at + done:,}")
+        done += c.units
+    return text + (
+        f"Micro-batches 1 to {m:,} over {makespan:,} time units; the steady state in the middle is elided "
+        f"({'; '.join(where)}); the warm-up and cool-down, where the bubble is, are drawn in full."
+    )
+
+
+def _axis(parts: list[str], s: Schedule, geometry: tuple[int, int, int], cuts: tuple[Elision, ...], text: str) -> None:
+    """The time axis under the rows; at each cut, a dashed gap with an ellipsis and the real times it spans."""
+    axis_y, label_w, unit = geometry
+    end = label_w + s.makespan * unit + len(cuts) * CUT_WIDTH
+    parts.append(f'<line class="pp-axis" x1="{label_w}" y1="{axis_y}" x2="{end}" y2="{axis_y}"/>')
+    done = 0
+    for n, c in enumerate(cuts):
+        x = label_w + c.at * unit + n * CUT_WIDTH
+        mid = x + CUT_WIDTH / 2
+        parts.append(
+            f'<g class="pp-cut"><title>{html.escape(_cut_text(c))}</title>'
+            f'<rect class="pp-gap" x="{x}" y="0" width="{CUT_WIDTH}" height="{axis_y + 4}"/>'
+            f'<text class="pp-ellipsis" x="{mid}" y="{axis_y / 2}" text-anchor="middle" '
+            f'dominant-baseline="central">⋯</text>'
+            f'<text x="{mid}" y="{axis_y + 12}" text-anchor="middle">{c.at + done:,}…{c.at + done + c.units:,}</text>'
+            "</g>"
+        )
+        done += c.units
+    parts.append(f'<text x="{label_w}" y="{axis_y + (24 if cuts else 12)}">{html.escape(text)}</text>')
+
+
+_STYLE = (
+    ".pp-op{stroke:currentColor;stroke-opacity:.45;stroke-width:.6}"
+    ".pp-F{fill:var(--pp-forward,#3b82f6)}"
+    ".pp-B{fill:var(--pp-backward,#16a34a)}"
+    ".pp-W{fill:var(--pp-weight,#d97706)}"
+    ".pp-idle{fill:currentColor;fill-opacity:.07}"
+    ".pp-axis{stroke:currentColor;stroke-opacity:.5}"
+)
+_CUT_STYLE = (
+    ".pp-gap{fill:none;stroke:currentColor;stroke-opacity:.5;stroke-dasharray:3 3}"
+    ".pp-schedule .pp-ellipsis{font-size:20px;font-weight:bold}"
+)
+
+
+def _render(s: Schedule, rows: list[list[DrawnPass]], cuts: tuple[Elision, ...], m: int, title: str, pid: str) -> str:
+    """The SVG of the passes ``rows`` (per stage) of the short or full schedule ``s``, with its ``cuts``."""
+    passes = sum(len(r) for r in rows)
+    makespan = s.makespan + sum(c.units for c in cuts)
+    labelled = passes <= MAX_LABELLED_PASSES
+    unit = max(12, 7 * len(str(m)) + 4) if labelled else max(2, min(12, 2400 // max(1, s.makespan)))
+    row_h, gap, label_w, top, axis_h = (20, 4, 60, 4, 18) if s.p <= 64 else (6, 1, 60, 4, 18)
+    legend = "F = forward, B = backward" + (", W = weight gradients" if s.weight_units else "")
+    elided = f", {cuts[0].microbatches:,} micro-batches elided at each ⋯" if cuts else ""
+    axis_text = f"time → ({makespan} units{elided}; {legend})"
+    width = label_w + max(s.makespan * unit + len(cuts) * CUT_WIDTH, 6 * len(axis_text)) + 4
+    height = top + s.p * (row_h + gap) + axis_h + (12 if cuts else 0)
+    parts = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}" role="img" aria-labelledby="{pid}-title {pid}-desc" class="pp-schedule">'
+        ),
+        f'<title id="{pid}-title">{html.escape(title)}</title>',
+        f'<desc id="{pid}-desc">{html.escape(_desc(s, m, passes, makespan, cuts))}</desc>',
+        (
+            f"<style>.pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
+            f"{_STYLE}{_CUT_STYLE if cuts else ''}</style>"
+        ),
+    ]
+    labels: list[str] = []
+    for i, row in enumerate(rows):
+        _stage_row(parts, labels, s, i, row, (top + i * (row_h + gap), row_h, label_w, unit), cuts, labelled)
+    parts.extend(labels)
+    _axis(parts, s, (top + s.p * (row_h + gap), label_w, unit), cuts, axis_text)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str = "pp") -> str:
     """Draw a schedule as an SVG timeline: stages as rows, forward, backward and weight passes as boxes.
 
@@ -87,7 +199,8 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
     forward-and-backward pairs share one box, forward above, backward below. Micro-batches are
     labelled from 1, as in Narayanan et al. 2021 Figs. 3-4, on schedules of at most
     [`MAX_LABELLED_PASSES`][calc.parallel.pipeline_svg.MAX_LABELLED_PASSES] passes. No external fonts; a
-    ``viewBox`` lets it scale; ``<title>`` and ``<desc>`` describe it for screen readers.
+    ``viewBox`` lets it scale; ``<title>`` and ``<desc>`` describe it for screen readers. Every pass is
+    drawn; [`elided_schedule_svg`][calc.parallel.pipeline_svg.elided_schedule_svg] draws any length.
 
     Args:
         schedule: From [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule].
@@ -104,55 +217,71 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
         (True, True, True)
     """
     s = schedule
-    ideal = s.bubble("ideal")
-    total = s.bubble("total")
     if title is None:
         title = f"{_name(s)} pipeline schedule, p={s.p}, m={s.m}"
-    passes = _passes(s)
-    weights = f", weight-gradient passes {s.weight_units}" if s.weight_units else ""
-    desc = (
-        f"{s.p} stages as rows, time left to right; forward passes take {s.forward_units} unit"
-        f"{'s' if s.forward_units != 1 else ''}, backward passes {s.backward_units - s.weight_units}{weights}. "
-        f"Bubble: {float(ideal):.1%} of ideal time ({ideal}), {float(total):.1%} of total time; "
-        f"{passes:,} passes over {s.makespan:,} time units."
-    )
-    labelled = passes <= MAX_LABELLED_PASSES
-    unit = max(12, 7 * len(str(s.m)) + 4) if labelled else max(2, min(12, 2400 // max(1, s.makespan)))
-    row_h, gap, label_w, top, axis_h = (20, 4, 60, 4, 18) if s.p <= 64 else (6, 1, 60, 4, 18)
-    legend = "F = forward, B = backward" + (", W = weight gradients" if s.weight_units else "")
-    axis_text = f"time → ({s.makespan} units; {legend})"
-    width = label_w + max(s.makespan * unit, 6 * len(axis_text)) + 4
-    height = top + s.p * (row_h + gap) + axis_h
-    pid = html.escape(id_prefix, quote=True)
-    parts = [
-        (
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-            f'height="{height}" role="img" aria-labelledby="{pid}-title {pid}-desc" class="pp-schedule">'
-        ),
-        f'<title id="{pid}-title">{html.escape(title)}</title>',
-        f'<desc id="{pid}-desc">{html.escape(desc)}</desc>',
-        (
-            "<style>"
-            f".pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
-            ".pp-op{stroke:currentColor;stroke-opacity:.45;stroke-width:.6}"
-            ".pp-F{fill:var(--pp-forward,#3b82f6)}"
-            ".pp-B{fill:var(--pp-backward,#16a34a)}"
-            ".pp-W{fill:var(--pp-weight,#d97706)}"
-            ".pp-idle{fill:currentColor;fill-opacity:.07}"
-            ".pp-axis{stroke:currentColor;stroke-opacity:.5}"
-            "</style>"
-        ),
+    rows = [
+        [DrawnPass(o.stage, o.start, o.start + o.duration, o.kind, o.microbatch, o.chunk, o.overlapped, 0) for o in ops]
+        for ops in s.ops
     ]
-    labels: list[str] = []
-    for i, ops in enumerate(s.ops):
-        _stage_row(parts, labels, s, i, ops, (top + i * (row_h + gap), row_h, label_w, unit), labelled)
-    parts.extend(labels)
-    axis_y = top + s.p * (row_h + gap)
-    end = label_w + s.makespan * unit
-    parts.append(f'<line class="pp-axis" x1="{label_w}" y1="{axis_y}" x2="{end}" y2="{axis_y}"/>')
-    parts.append(f'<text x="{label_w}" y="{axis_y + 12}">{html.escape(axis_text)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    return _render(s, rows, (), s.m, title, html.escape(id_prefix, quote=True))
+
+
+def elided_schedule_svg(
+    p: int,
+    m: int,
+    schedule: str = "1f1b",
+    v: int = 1,
+    *,
+    backward_units: int = 2,
+    forward_units: int = 1,
+    weight_units: int | None = None,
+    keep: int = KEEP_MICROBATCHES,
+    title: str | None = None,
+    id_prefix: str = "pp",
+) -> str:
+    """Draw a schedule of any number of micro-batches: warm-up and cool-down exact, the steady middle elided.
+
+    The drawing of [`schedule_svg`][calc.parallel.pipeline_svg.schedule_svg], made from the short schedule
+    of [`elided_schedule`][calc.parallel.pipeline_elision.elided_schedule]: at each cut a dashed gap with an
+    ellipsis, under it the real time units it spans, and in its tooltip and the ``<desc>`` how many
+    micro-batches it elides. Every pass on either side of a cut is where the full schedule has it, with its
+    real micro-batch number; the axis counts the real time units. Its size depends on ``p`` and ``v``, not
+    on ``m``; a schedule short enough is drawn whole, with no cut.
+
+    Args:
+        p: Stages.
+        m: Micro-batches per step.
+        schedule: One of [`SCHEDULES`][calc.parallel.pipeline_schedules.SCHEDULES].
+        v: Model chunks per stage (interleaved only).
+        backward_units: Time units of a whole backward pass.
+        forward_units: Time units of a forward pass.
+        weight_units: The split schedules' weight-gradient share of the backward.
+        keep: Steady micro-batches kept each side of a cut.
+        title: Accessible title (a default names the schedule).
+        id_prefix: Prefix for the element ids, unique per page.
+
+    Returns:
+        The SVG document as a string.
+
+    Raises:
+        CalcError: On the inputs [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule]
+            rejects, or a ``p × v`` too large even for the short schedule.
+
+    Examples:
+        >>> svg = elided_schedule_svg(8, 1024)
+        >>> "⋯" in svg, ">1024<" in svg, len(svg) < 40_000
+        (True, True, True)
+        >>> "⋯" in elided_schedule_svg(4, 8)
+        False
+    """
+    units = {"backward_units": backward_units, "forward_units": forward_units, "weight_units": weight_units}
+    s, cuts = elided_schedule(p, m, schedule, v, keep=keep, **units)
+    if title is None:
+        title = f"{_name(s)} pipeline schedule, p={s.p}, m={m}"
+    rows: list[list[DrawnPass]] = [[] for _ in range(s.p)]
+    for d in drawn_passes(s, cuts, m):
+        rows[d.stage].append(d)
+    return _render(s, rows, cuts, m, title, html.escape(id_prefix, quote=True))
 
 
 def schedule_text(schedule: Schedule) -> list[str]:
@@ -173,13 +302,27 @@ def schedule_text(schedule: Schedule) -> list[str]:
         >>> schedule_text(pipeline_schedule(2, 2, backward_units=1))
         ['Stage 1: F1 F2 (idle 1) B1 (idle 1) B2', 'Stage 2: (idle 1) F1 B1 F2 B2']
     """
-    s = schedule
+    rows = [
+        [DrawnPass(o.stage, o.start, o.start + o.duration, o.kind, o.microbatch, o.chunk, o.overlapped, 0) for o in ops]
+        for ops in schedule.ops
+    ]
+    return _text(rows, ())
+
+
+def _text(rows: list[list[DrawnPass]], cuts: tuple[Elision, ...]) -> list[str]:
+    """The text alternative of ``rows`` (per stage), a ``(… n micro-batches elided …)`` at each cut."""
     out = []
-    for i, ops in enumerate(s.ops):
+    for i, row in enumerate(rows):
         words: list[str] = []
         t = 0
+        segment = 0
         previous = None
-        for op in ops:
+        for op in row:
+            while segment < op.segment:
+                c = cuts[segment]
+                words.append(f"(… {c.microbatches:,} micro-batches, {c.units:,} time units elided …)")
+                t += c.units
+                segment += 1
             tag = f"{op.kind}{op.microbatch + 1}" + (f".{op.chunk + 1}" if op.chunk else "")
             if op.overlapped and previous is not None and previous.overlapped and previous.start == op.start:
                 words[-1] += f"&{tag}"
@@ -187,7 +330,48 @@ def schedule_text(schedule: Schedule) -> list[str]:
                 if op.start > t:
                     words.append(f"(idle {op.start - t})")
                 words.append(tag)
-            t = max(t, op.start + op.duration)
+            t = max(t, op.end)
             previous = op
         out.append(f"Stage {i + 1}: " + " ".join(words))
     return out
+
+
+def elided_schedule_text(
+    p: int,
+    m: int,
+    schedule: str = "1f1b",
+    v: int = 1,
+    *,
+    backward_units: int = 2,
+    forward_units: int = 1,
+    weight_units: int | None = None,
+    keep: int = KEEP_MICROBATCHES,
+) -> list[str]:
+    """The text alternative of [`elided_schedule_svg`][calc.parallel.pipeline_svg.elided_schedule_svg].
+
+    The lines of [`schedule_text`][calc.parallel.pipeline_svg.schedule_text], each cut written where it falls
+    (a pass a cut runs across is named on both sides of it).
+
+    Args:
+        p: Stages.
+        m: Micro-batches per step.
+        schedule: One of [`SCHEDULES`][calc.parallel.pipeline_schedules.SCHEDULES].
+        v: Model chunks per stage (interleaved only).
+        backward_units: Time units of a whole backward pass.
+        forward_units: Time units of a forward pass.
+        weight_units: The split schedules' weight-gradient share of the backward.
+        keep: Steady micro-batches kept each side of a cut.
+
+    Returns:
+        One string per stage.
+
+    Examples:
+        >>> elided_schedule_text(1, 100, backward_units=1)[0][:60]
+        'Stage 1: F1 B1 F2 B2 F3 B3 F4 (… 93 micro-batches, 186 time '
+    """
+    units = {"backward_units": backward_units, "forward_units": forward_units, "weight_units": weight_units}
+    s, cuts = elided_schedule(p, m, schedule, v, keep=keep, **units)
+    rows: list[list[DrawnPass]] = [[] for _ in range(s.p)]
+    for d in drawn_passes(s, cuts, m):
+        rows[d.stage].append(d)
+    return _text(rows, cuts)
