@@ -44,8 +44,9 @@ def test_overlap_off_is_the_raw_collective() -> None:
 def test_zero3_prefetch_hides_most_of_the_gathers() -> None:
     t = step_time(preset(guide2.OVERLAP_ARCH), guide2.overlap_layout(3))
     raw = guide2.raw_terms(3)
-    # Partial overlap (issue 21): prefetched gathers still cost calc.timing.overlap.PREFETCH_INTERFERENCE of their time.
-    assert t.exposed_s["dp-param-all-gather"] < raw["dp-param-all-gather"] / 4
+    # Partial overlap (issue 21): prefetched gathers still cost calc.timing.overlap.PREFETCH_INTERFERENCE of their time,
+    # and each layer's gather its own collective latency (calc.timing.overlap: one FSDP unit per block).
+    assert t.exposed_s["dp-param-all-gather"] < raw["dp-param-all-gather"] / 3
     off = t.compute_s + t.bubble_s + sum(raw.values())
     assert t.step_time_s < off
     assert NUMBERS["g2-ov-z3-saved"]() == f"{(1 - t.step_time_s / off) * 100:.1f}%"

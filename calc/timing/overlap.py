@@ -21,7 +21,10 @@ the frameworks do, each rule a named knob with its default and source.
   arXiv:2304.11277, Sec. 3.3). What a gather takes beyond that compute shows, plus the first layer's, plus a
   share ``prefetch_interference`` of the hidden part (default
   [`PREFETCH_INTERFERENCE`][calc.timing.overlap.PREFETCH_INTERFERENCE]): the overlap is partial, not all or
-  nothing.
+  nothing. Each layer's gather is its own collective (one FSDP unit per transformer block, Zhao et al. 2023
+  Sec. 3.2.1; torchtitan and DeepSpeed ZeRO-3 gather per block or sub-module), so each pays the collective's
+  latency (the ring's ``(n-1)`` hops): a layer's gather takes ``latency + bytes/bandwidth``, not a share of one
+  whole-stage gather's single latency.
 """
 
 from __future__ import annotations
@@ -112,7 +115,9 @@ def exposed_communication(
         elif name.endswith("param-all-gather") and layout.effective_zero_stage == 3:
             m = layout.num_microbatches or 1
             fwd, bwd = min(m, term.calls), max(0, term.calls - m)
-            out[name] = (_prefetched(fwd, bwd, one, t_mb, layers_ps, kappa), "prefetched a layer ahead, partly hidden")
+            lat = term.latency_s / max(1, term.calls)
+            gathered = _prefetched(fwd, bwd, one, t_mb, layers_ps, kappa, lat)
+            out[name] = (gathered, "one gather per layer, prefetched a layer ahead, partly hidden")
         elif name.endswith("param-all-gather") and overlap_param_gather:
             params = max(1, term.message_bytes // 2)
             bucket = min(1.0, max(bucket_params, 1_000_000 * layout.dp) / params)
@@ -122,12 +127,25 @@ def exposed_communication(
     return out
 
 
-def _prefetched(fwd: int, bwd: int, one: float, t_mb: float, layers_ps: int, kappa: float) -> float:
+def _prefetched(
+    fwd: int, bwd: int, one: float, t_mb: float, layers_ps: int, kappa: float, latency: float = 0.0
+) -> float:
     """ZeRO-3 gathers of one stage: ``fwd`` forward and ``bwd`` backward passes (none when parameters are not
-    resharded after forward), each of ``layers_ps`` per-layer gathers of ``one / layers_ps`` seconds, prefetched
-    under the previous layer's compute (a forward layer ``t_mb / 3 / layers``, a backward layer twice that)."""
+    resharded after forward), each of ``layers_ps`` per-layer gathers, prefetched under the previous layer's
+    compute (a forward layer ``t_mb / 3 / layers``, a backward layer twice that).
+
+    ``one`` is one pass's gather of the whole stage as a single collective, ``latency`` that collective's latency:
+    a layer's own gather moves ``(one - latency) / layers`` seconds of bytes and pays the latency again (FSDP
+    gathers each unit separately, Zhao et al. 2023, arXiv:2304.11277, Sec. 3.2.1).
+
+    Examples:
+        >>> round(_prefetched(1, 0, 1.0, 30.0, 10, 0.0), 6)  # hidden under compute but the first layer's gather
+        0.1
+        >>> round(_prefetched(1, 0, 1.0, 30.0, 10, 0.0, latency=0.05), 6)  # each of the 10 gathers pays 0.05 s
+        0.145
+    """
     layers = max(1, layers_ps)
-    gather = one / layers
+    gather = (one - latency) / layers + latency
     total = 0.0
     for calls, compute in ((fwd, t_mb / (3 * layers)), (bwd, 2 * t_mb / (3 * layers))):
         hidden = min(gather, compute)
