@@ -60,9 +60,9 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     **dict.fromkeys([("plan", d) for d in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")], _BLANK),
     # Blank or 0 routed-expert parameters means a dense model; 1e9 of 70B is a plausible MoE share.
     ("communication", "expert_params"): _BLANK | {"0", "1000000000"},
-    # ZeRO stage 0 is plain data parallelism.
+    # ZeRO stage 0 is plain data parallelism (the planner searches it too: DDP for the torchtitan stack).
     **dict.fromkeys(
-        [(name, "zero_stage") for name in ("will-it-fit", "training-memory", "communication")], frozenset({"0"})
+        [(name, "zero_stage") for name in ("will-it-fit", "training-memory", "communication", "plan")], frozenset({"0"})
     ),
     # Real-valued fields take 1.5.
     **dict.fromkeys(_REAL, frozenset({"1.5"})),
