@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from calc.errors import CalcError
+from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.model_state import convention_options
-from calc.memory.stacks import STACKS, stack_defaults
+from calc.memory.stacks import LOSS_KINDS, STACKS, stack_defaults
 from calc.units import parse_positive_int
 from calc.widgets import Field
 from calc.widgets._html import GPU_FIELD_OPTIONS, UNIT_FIELD_OPTIONS
@@ -43,6 +44,8 @@ __all__ = [
     "select",
     "seq_len_field",
     "stack_field",
+    "stack_fields",
+    "stack_knobs",
     "unit_field",
     "whole_numbers",
     "zero_field",
@@ -136,6 +139,42 @@ def stack_field(own: Mapping[str, str] | None = None, **kw: object) -> Field:
     return Field(
         "stack", "Training stack", "megatron", kind="select", options=STACK_OPTIONS, sets=sets if own else (), **kw
     )
+
+
+def stack_fields(
+    recompute: str, own: Mapping[str, str] | None = None, stack_help: str = "", **kw: object
+) -> tuple[Field, Field, Field]:
+    """The recomputation, the training stack and the loss, declared alike in every calculator that takes a stack.
+
+    ``recompute`` is the recomputation's default: ``"stack"`` offers the stack's own first
+    (``RECOMPUTE_OPTIONS_STACK``), a mode is the calculator's own default (``RECOMPUTE_OPTIONS_OP``); ``own`` is
+    [`stack_field`][calc.widgets._fields.stack_field]'s; ``kw`` (a group, ``advanced``) goes to all three.
+
+    Examples:
+        >>> [(f.name, f.default) for f in stack_fields("stack")]
+        [('recompute', 'stack'), ('stack', 'megatron'), ('loss', 'stack')]
+    """
+    options = RECOMPUTE_OPTIONS_STACK if recompute == STACK_DEFAULT else RECOMPUTE_OPTIONS_OP
+    help_ = {"help": stack_help} if stack_help else {}
+    return recompute_field(recompute, options, **kw), stack_field(own, **help_, **kw), loss_field(**kw)
+
+
+def stack_knobs(values: Mapping[str, str], names: tuple[str, ...] = ("loss",)) -> dict[str, str]:
+    """The [`Layout`][calc.memory.layout.Layout]'s ``stack`` and the ``names`` knobs a calculator leaves to it
+    (``loss``; ``recompute`` where it offers the stack's), each checked and given only when not the default
+    (Megatron-LM; the stack's), so "Copy as Python" names only what the reader chose.
+
+    Examples:
+        >>> stack_knobs({"stack": "torchtitan", "loss": "stack"}), stack_knobs({"stack": "megatron", "loss": "stock"})
+        ({'stack': 'torchtitan'}, {'loss': 'stock'})
+    """
+    stack = one_of(values, "stack", STACKS)
+    knobs = {} if stack == "megatron" else {"stack": stack}
+    for name in names:
+        modes = LOSS_KINDS if name == "loss" else LAYOUT_RECOMPUTE_MODES
+        if one_of(values, name, (STACK_DEFAULT, *modes)) != STACK_DEFAULT:
+            knobs[name] = values[name]
+    return knobs
 
 
 def loss_field(**kw: object) -> Field:

@@ -6,7 +6,6 @@ from html import escape
 from urllib.parse import quote
 
 from calc.guide.charts import zero_chart
-from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.layout import Layout
 from calc.memory.model_state import (
     COMPONENTS,
@@ -15,24 +14,21 @@ from calc.memory.model_state import (
     smallest_fitting_layout,
 )
 from calc.memory.overheads import peak_memory
-from calc.memory.stacks import LOSS_KINDS, STACKS, stack_defaults
+from calc.memory.stacks import stack_defaults
 from calc.models.presets import PRESET_LABELS, preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, gpu_code, model_code, snippet
 from calc.widgets._fields import (
-    RECOMPUTE_OPTIONS_STACK,
     STACK_DEFAULT,
     convention_field,
     degree,
     gpu_fields,
-    loss_field,
     micro_batch_field,
-    one_of,
-    recompute_field,
     select,
     seq_len_field,
-    stack_field,
+    stack_fields,
+    stack_knobs,
     unit_field,
     zero_field,
 )
@@ -82,12 +78,7 @@ def _row(key: str, bytes_per: int, params: int, stage: int, dp: int, fmt) -> tup
 def _stack(v: dict[str, str]) -> dict[str, str]:
     """The layout's ``stack``, ``recompute`` and ``loss``, each only when not the default (``"megatron"``, the
     stack's)."""
-    knobs = {"stack": one_of(v, "stack", STACKS)} if v["stack"] != "megatron" else {}
-    if one_of(v, "recompute", LAYOUT_RECOMPUTE_MODES + (STACK_DEFAULT,)) != STACK_DEFAULT:
-        knobs["recompute"] = v["recompute"]
-    if one_of(v, "loss", (STACK_DEFAULT, *LOSS_KINDS)) != STACK_DEFAULT:
-        knobs["loss"] = v["loss"]
-    return knobs
+    return stack_knobs(v, ("recompute", "loss"))
 
 
 def _recompute(v: dict[str, str]) -> str:
@@ -337,9 +328,12 @@ CALCULATOR = Calculator(
         ),
         seq_len_field("4096", group=_ACTIVATIONS, advanced=True),
         micro_batch_field(group=_ACTIVATIONS, advanced=True),
-        stack_field(group=_ACTIVATIONS, advanced=True, help="torchtitan: per-op recomputation, stock loss, FSDP2"),
-        recompute_field(STACK_DEFAULT, RECOMPUTE_OPTIONS_STACK, group=_ACTIVATIONS, advanced=True),
-        loss_field(group=_ACTIVATIONS, advanced=True),
+        *stack_fields(
+            STACK_DEFAULT,
+            stack_help="torchtitan: per-op recomputation, stock loss, FSDP2",
+            group=_ACTIVATIONS,
+            advanced=True,
+        ),
     ),
     compute=_compute,
     python=_python,

@@ -10,24 +10,20 @@ from calc.memory.layout import Layout
 from calc.memory.model_state import resolve_convention
 from calc.memory.moe_routing import activation_range
 from calc.memory.overheads import PeakMemory, peak_memory, stage_peaks
-from calc.memory.stacks import LOSS_KINDS, STACKS
 from calc.units import format_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import (
-    RECOMPUTE_OPTIONS_OP,
-    STACK_DEFAULT,
     checkbox,
     convention_field,
     degree,
     gpu_fields,
-    loss_field,
     micro_batch_field,
     one_of,
-    recompute_field,
     select,
     seq_len_field,
-    stack_field,
+    stack_fields,
+    stack_knobs,
     unit_field,
     whole_numbers,
     zero_field,
@@ -84,16 +80,11 @@ def _layout_kwargs(v: dict[str, str]) -> dict[str, object]:
     ints["zero_stage"] = parse_positive_int(v["zero_stage"], "zero_stage", minimum=0, maximum=3)
     text = v["global_batch"].strip()
     global_batch = parse_positive_int(text, "global_batch", maximum=1 << 30) if text else None
-    stack = {}  # only when not the default, so "Copy as Python" stays as it was for megatron
-    if one_of(v, "stack", STACKS) != "megatron":
-        stack["stack"] = v["stack"]
-    if one_of(v, "loss", (STACK_DEFAULT, *LOSS_KINDS)) != STACK_DEFAULT:
-        stack["loss"] = v["loss"]
     return dict(
         **ints,
         global_batch=global_batch,
         recompute=one_of(v, "recompute", LAYOUT_RECOMPUTE_MODES),
-        **stack,
+        **stack_knobs(v),
         convention=v["convention"],
         shard=v["shard"],
         implementation=v["implementation"],
@@ -375,9 +366,7 @@ CALCULATOR = Calculator(
             help="blank: at least pp micro-batches per step",
         ),
         seq_len_field("4096"),
-        recompute_field(_STACK_KNOBS["recompute"], RECOMPUTE_OPTIONS_OP),
-        stack_field(_STACK_KNOBS, group="Precision & optimizer"),
-        loss_field(group="Precision & optimizer"),
+        *stack_fields(_STACK_KNOBS["recompute"], _STACK_KNOBS),
         checkbox("flash_attention", "FlashAttention", _STACK_KNOBS["flash_attention"]),
         checkbox("sequence_parallel", "Sequence parallelism"),
         checkbox("dropout", "Dropout", _STACK_KNOBS["dropout"]),
