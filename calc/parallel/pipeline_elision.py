@@ -14,6 +14,8 @@ no idle time (the bubble) is ever elided.
 
 from __future__ import annotations
 
+import bisect
+import functools
 from typing import NamedTuple
 
 from calc.errors import CalcError
@@ -26,6 +28,7 @@ from calc.parallel.pipeline_schedules import (
     check_schedule,
     pipeline_schedule,
 )
+from calc.units import parse_positive_int
 
 __all__ = ["DrawnPass", "Elision", "KEEP_MICROBATCHES", "drawn_passes", "elided_schedule"]
 
@@ -123,11 +126,25 @@ def _all_busy(s: Schedule, split_at: tuple[int, int] | None = None) -> list[tupl
     if split_at is not None:
         a, b = min(split_at), max(split_at)
         common = [(lo, min(hi, a)) for lo, hi in common if lo < a] + [(max(lo, b), hi) for lo, hi in common if hi > b]
-    kinds = "FBW"
-    return [
-        (lo, hi, "".join(k for k in kinds if any(o.kind == k and lo <= o.start < hi for ops in s.ops for o in ops)))
-        for lo, hi in common
-    ]
+    events = sorted((op.start, op.kind) for ops in s.ops for op in ops)
+    starts = [start for start, _ in events]
+    out = []
+    for lo, hi in common:  # the kinds of the passes that start in it (disjoint stretches: one pass over all)
+        ran = {kind for _, kind in events[bisect.bisect_left(starts, lo) : bisect.bisect_left(starts, hi)]}
+        out.append((lo, hi, "".join(k for k in "FBW" if k in ran)))
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _short_schedule(
+    stages: int, short: int, name: str, chunks: int, units: tuple[int, int, int, int]
+) -> tuple[Schedule, list[tuple[int, int, str]]]:
+    """The short schedule and its all-busy stretches, simulated once for the drawing and its text (both immutable)."""
+    fwd, bwd, wgt, overlap = units
+    orders = stage_orders(stages, short, name, chunks)
+    placed, free = _simulate(orders, name, stages * chunks - 1, fwd, bwd, wgt, overlap)
+    s = Schedule(stages, short, chunks, name, bwd, tuple(map(tuple, placed)), max(free), fwd, wgt)
+    return s, _all_busy(s, split_at=_phase_change(s) if name == "gpipe" else None)
 
 
 def elided_schedule(
@@ -173,7 +190,7 @@ def elided_schedule(
         ()
     """
     stages, micro, name, chunks = check_schedule(p, m, schedule, v)
-    short = max(_short_m(stages, name, chunks, keep), 1)
+    short = _short_m(stages, name, chunks, parse_positive_int(keep, "keep"))
     units = {"backward_units": backward_units, "forward_units": forward_units, "weight_units": weight_units}
     if micro <= short + _period(name, stages):
         return pipeline_schedule(stages, micro, name, chunks, **units), ()
@@ -181,11 +198,7 @@ def elided_schedule(
     if 2 * stages * short * chunks > MAX_SCHEDULE_OPS:
         msg = f"is too large to draw with v={chunks}: even the short schedule ({short} micro-batches) has more than"
         raise CalcError("p", f"{msg} {MAX_SCHEDULE_OPS:,} passes", stages)
-    placed, free = _simulate(
-        stage_orders(stages, short, name, chunks), name, stages * chunks - 1, fwd, bwd, wgt, overlap
-    )
-    s = Schedule(stages, short, chunks, name, bwd, tuple(map(tuple, placed)), max(free), fwd, wgt)
-    stretches = _all_busy(s, split_at=_phase_change(s) if name == "gpipe" else None)
+    s, stretches = _short_schedule(stages, short, name, chunks, (fwd, bwd, wgt, overlap))
     cuts = []
     for kinds in ("F", "B") if name == "gpipe" else ("",):  # GPipe: one cut in its forwards, one in its backwards
         lo, hi, ran = max((x for x in stretches if kinds in x[2]), key=lambda x: x[1] - x[0])
