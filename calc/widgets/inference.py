@@ -20,6 +20,8 @@ _PRECISION_LABELS = {k: f"{k.upper()} ({bits / 8:g} B)" for k, bits in PRECISION
 """Each data type the engine knows, with its bytes per element: ``FP32 (4 B)``, ``FP4 (0.5 B)``."""
 _MAX_TOKENS = 1 << 24
 _MAX_BATCH = 1 << 20
+_DEFAULT_TP = "4"
+"""The tp field's default; a model whose heads it does not divide is shown at the largest tp below it that does."""
 
 
 def _reserve(text: str) -> Fraction:
@@ -33,13 +35,25 @@ def _reserve(text: str) -> Fraction:
     return value / 100
 
 
-def _read(v: dict[str, str]) -> tuple[int, int, int]:
+def _read(v: dict[str, str], arch) -> tuple[int, int, int, str]:
+    """Sequence length, batch, tp and the note on a default tp the model's heads refused ("" if none)."""
     for key in ("precision", "kv_dtype"):
         one_of(v, key, PRECISION_BITS)
     seq_len = parse_positive_int(v["seq_len"], "seq_len", maximum=_MAX_TOKENS)
     batch = parse_positive_int(v["batch"], "batch", maximum=_MAX_BATCH)
     tp = parse_positive_int(v["tp"], "tp", maximum=1024)
-    return seq_len, batch, tp
+    if v["tp"] != _DEFAULT_TP or _splits(arch, tp):
+        return seq_len, batch, tp, ""  # a tp the reader typed gets the engine's own error
+    fit = next(t for t in range(tp, 0, -1) if _splits(arch, t))
+    kv = "" if arch.uses_mla else f" and {arch.num_kv_heads} KV heads"
+    note = f"tp {tp} (the default) does not split {arch.num_heads} attention heads{kv} evenly: shown at tp {fit}."
+    return seq_len, batch, fit, note
+
+
+def _splits(arch, tp: int) -> bool:
+    """Whether ``tp`` divides the attention heads and divides (or is a multiple of) the KV heads (vLLM's rule)."""
+    heads, kv_heads = arch.num_heads, arch.num_kv_heads
+    return not heads % tp and (arch.uses_mla or not (kv_heads % tp if tp <= kv_heads else tp % kv_heads))
 
 
 def _verdict_line(m, label: str, v: dict[str, str], seq_len: int, batch: int, tp: int, memory: int, gpu_label, fmt):
@@ -129,7 +143,7 @@ def _notes(m, arch, v: dict[str, str], seq_len: int, tp: int) -> list[str]:
 def _compute(v: dict[str, str]) -> str:
     choice = read_model(v)
     arch = choice.arch
-    seq_len, batch, tp = _read(v)
+    seq_len, batch, tp, tp_note = _read(v, arch)
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
     m = inference_memory(
@@ -157,7 +171,7 @@ def _compute(v: dict[str, str]) -> str:
         + _formulas(arch, m, v, fmt, seq_len, batch, tp, memory)
         + gpu_memory_line(memory, fmt)
         + kv(f"Max concurrent sequences of {seq_len:,} tokens", most)
-        + notes(_notes(m, arch, v, seq_len, tp))
+        + notes(([tp_note] if tp_note else []) + _notes(m, arch, v, seq_len, tp))
     )
 
 
@@ -211,7 +225,7 @@ def _formulas(arch, m, v: dict[str, str], fmt, seq_len: int, batch: int, tp: int
 
 def _python(v: dict[str, str]) -> str:
     """[`inference_memory`][calc.memory.inference.inference_memory] on the chosen GPU's memory."""
-    seq_len, batch, tp = _read(v)
+    seq_len, batch, tp, _ = _read(v, read_model(v).arch)
     kw = dict(seq_len=seq_len, batch=batch, precision=v["precision"], kv_dtype=v["kv_dtype"], tp=tp, gpu=None)
     m = call(
         "inference_memory",
@@ -243,7 +257,7 @@ CALCULATOR = accept_legacy_model(
             select("kv_dtype", "KV cache", "bf16", tuple((k, label) for k, label in _PRECISION_LABELS.items())),
             seq_len_field("8192", "Context length (tokens)", help="prompt + generated tokens"),
             Field("batch", "Concurrent sequences", "16", kind="number"),
-            Field("tp", "Tensor-parallel GPUs", "4", kind="number", help="must divide the attention heads"),
+            Field("tp", "Tensor-parallel GPUs", _DEFAULT_TP, kind="number", help="must divide the attention heads"),
             *gpu_fields(),
             Field(
                 "reserved_pct",
