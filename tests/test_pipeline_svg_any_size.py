@@ -14,7 +14,7 @@ import pytest
 from calc.errors import CalcError
 from calc.parallel.pipeline_elision import drawn_passes, elided_schedule
 from calc.parallel.pipeline_schedules import pipeline_schedule
-from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, elided_schedule_svg, elided_schedule_text, schedule_svg
+from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -65,18 +65,19 @@ FAITHFUL = [
 
 @pytest.mark.parametrize(("p", "m", "schedule", "v", "units"), FAITHFUL)
 def test_drawn_passes_are_the_full_schedules(p, m, schedule, v, units):
-    short, cuts = elided_schedule(p, m, schedule, v, **units)
+    elided = elided_schedule(p, m, schedule, v, **units)
+    short, cuts, _ = elided
     full = pipeline_schedule(p, m, schedule, v, **units)
     assert cuts, "long enough to be cut"
     assert short.makespan + sum(c.units for c in cuts) == full.makespan  # the time axis is the real one
-    got = sorted(d[:7] for d in drawn_passes(short, cuts, m))
+    got = sorted(d[:7] for d in drawn_passes(elided))
     assert got == _visible(full, _real_windows(cuts))
 
 
 @pytest.mark.parametrize(("p", "m", "schedule", "v", "units"), FAITHFUL)
 def test_cuts_never_hide_the_bubble(p, m, schedule, v, units):
     full = pipeline_schedule(p, m, schedule, v, **units)
-    _, cuts = elided_schedule(p, m, schedule, v, **units)
+    cuts = elided_schedule(p, m, schedule, v, **units).cuts
     for lo, hi in _real_windows(cuts):
         for ops in full.ops:  # every stage is busy through every elided span
             busy = sum(
@@ -110,10 +111,11 @@ def _elements(root) -> int:
 
 @pytest.mark.parametrize(("p", "m", "schedule", "v"), _cases())
 def test_any_size_is_drawn_bounded(p, m, schedule, v):
-    svg = elided_schedule_svg(p, m, schedule, v, id_prefix="t")
+    elided = elided_schedule(p, m, schedule, v)
+    svg = schedule_svg(elided, id_prefix="t")
     root = ET.fromstring(svg)  # well-formed
-    short, cuts = elided_schedule(p, m, schedule, v)
-    drawn = len(drawn_passes(short, cuts, m))
+    short, cuts, _ = elided
+    drawn = len(drawn_passes(elided))
     labelled = drawn <= MAX_LABELLED_PASSES
     # rows: a label, one idle rect per segment, one path per kind and chunk shade; labels; a group per cut
     bound = p * (1 + (len(cuts) + 1) + 3 * 4) + (drawn if labelled else 0) + 6 * len(cuts) + 8
@@ -138,24 +140,26 @@ def test_any_size_is_drawn_bounded(p, m, schedule, v):
     ("p", "schedule", "v"), [(8, "1f1b", 1), (16, "gpipe", 1), (16, "interleaved", 12), (16, "dualpipe", 1)]
 )
 def test_size_does_not_grow_with_m(p, schedule, v):
-    sizes = {m: elided_schedule_svg(p, m, schedule, v) for m in (256, 1024, 1_000_000)}
+    sizes = {m: schedule_svg(elided_schedule(p, m, schedule, v)) for m in (256, 1024, 1_000_000)}
     counts = {m: _elements(ET.fromstring(svg)) for m, svg in sizes.items()}
     assert len(set(counts.values())) == 1  # the same drawing, other numbers
     assert max(map(len, sizes.values())) - min(map(len, sizes.values())) < 0.1 * len(sizes[256])
 
 
 def test_short_schedules_are_the_full_drawing():
-    assert elided_schedule_svg(4, 8, "interleaved", 2) == schedule_svg(pipeline_schedule(4, 8, "interleaved", 2))
+    elided = elided_schedule(4, 8, "interleaved", 2)
+    assert schedule_svg(elided) == schedule_svg(pipeline_schedule(4, 8, "interleaved", 2))
+    assert schedule_text(elided) == schedule_text(pipeline_schedule(4, 8, "interleaved", 2))
 
 
 def test_the_issue_size_is_drawn_with_its_ends():
-    svg = elided_schedule_svg(8, 32)  # p = 8, m = 32: "Not drawn: 1,024 passes" before
+    svg = schedule_svg(elided_schedule(8, 32))  # p = 8, m = 32: "Not drawn: 1,024 passes" before
     texts = [t.text for t in ET.fromstring(svg).iter(f"{SVG_NS}text")]
     assert "⋯" in texts and "Stage 8" in texts and "32" in texts and "1" in texts
 
 
 def test_text_alternative_names_the_cut():
-    lines = elided_schedule_text(4, 1000, "gpipe")
+    lines = schedule_text(elided_schedule(4, 1000, "gpipe"))
     assert len(lines) == 4
     assert lines[0].startswith("Stage 1: F1 F2") and lines[0].endswith("B1000")
     assert lines[0].count("micro-batches") == 2  # GPipe: one cut in the forwards, one in the backwards
@@ -164,4 +168,4 @@ def test_text_alternative_names_the_cut():
 
 def test_too_many_chunks_to_draw_names_p():
     with pytest.raises(CalcError, match="too large to draw"):
-        elided_schedule_svg(64, 1024, "interleaved", 12)
+        elided_schedule(64, 1024, "interleaved", 12)

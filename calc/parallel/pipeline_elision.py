@@ -30,7 +30,7 @@ from calc.parallel.pipeline_schedules import (
 )
 from calc.units import parse_positive_int
 
-__all__ = ["DrawnPass", "Elision", "KEEP_MICROBATCHES", "drawn_passes", "elided_schedule"]
+__all__ = ["DrawnPass", "ElidedSchedule", "Elision", "KEEP_MICROBATCHES", "drawn_passes", "elided_schedule"]
 
 KEEP_MICROBATCHES = 3
 """Steady-state micro-batches (rounded up to the schedule's period) kept on each side of the cut, beyond those
@@ -76,6 +76,20 @@ class DrawnPass(NamedTuple):
     chunk: int
     overlapped: bool
     segment: int
+
+
+class ElidedSchedule(NamedTuple):
+    """A schedule of ``m`` micro-batches as a short schedule and its cuts (no cut: the full schedule).
+
+    Attributes:
+        schedule: The short (or full) schedule, as simulated.
+        cuts: Its cuts, in time order.
+        m: The real schedule's micro-batches.
+    """
+
+    schedule: Schedule
+    cuts: tuple[Elision, ...]
+    m: int
 
 
 def _period(name: str, p: int) -> int:
@@ -148,16 +162,8 @@ def _short_schedule(
 
 
 def elided_schedule(
-    p: int,
-    m: int,
-    schedule: str = "1f1b",
-    v: int = 1,
-    *,
-    backward_units: int = 2,
-    forward_units: int = 1,
-    weight_units: int | None = None,
-    keep: int = KEEP_MICROBATCHES,
-) -> tuple[Schedule, tuple[Elision, ...]]:
+    p: int, m: int, schedule: str = "1f1b", v: int = 1, *, keep: int = KEEP_MICROBATCHES, **units: int | None
+) -> ElidedSchedule:
     """A short schedule and the cuts that make it stand for ``m`` micro-batches.
 
     When ``m`` is at most the short schedule's own count, this is the full
@@ -172,29 +178,30 @@ def elided_schedule(
         m: Micro-batches per step.
         schedule: One of [`SCHEDULES`][calc.parallel.pipeline_schedules.SCHEDULES].
         v: Model chunks per stage (interleaved only).
-        backward_units: Time units of a whole backward pass.
-        forward_units: Time units of a forward pass.
-        weight_units: The split schedules' weight-gradient share of the backward.
         keep: Steady micro-batches kept each side of the cut.
+        **units: ``backward_units``, ``forward_units``, ``weight_units``, as
+            [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule] takes them.
 
     Returns:
-        ``(short schedule, cuts)``; the short schedule's ``m`` is its own count.
+        The short schedule (its ``m`` its own count), its cuts, and the real ``m``.
 
     Examples:
-        >>> short, cuts = elided_schedule(8, 1024)
+        >>> short, cuts, m = elided_schedule(8, 1024)
         >>> short.m, cuts
         (14, (Elision(at=32, kinds='FB', microbatches=1010, units=3030),))
         >>> short.makespan + sum(c.units for c in cuts) == pipeline_schedule(8, 32).makespan + (1024 - 32) * 3
         True
-        >>> elided_schedule(4, 8)[1]
+        >>> elided_schedule(4, 8).cuts
         ()
     """
     stages, micro, name, chunks = check_schedule(p, m, schedule, v)
     short = _short_m(stages, name, chunks, parse_positive_int(keep, "keep"))
-    units = {"backward_units": backward_units, "forward_units": forward_units, "weight_units": weight_units}
     if micro <= short + _period(name, stages):
-        return pipeline_schedule(stages, micro, name, chunks, **units), ()
-    fwd, bwd, wgt, overlap = _units(name, forward_units, backward_units, weight_units, None)
+        return ElidedSchedule(pipeline_schedule(stages, micro, name, chunks, **units), (), micro)
+    if set(units) - {"backward_units", "forward_units", "weight_units"}:
+        raise TypeError(f"elided_schedule() got unexpected keyword arguments {sorted(units)}")
+    got = units.get
+    fwd, bwd, wgt, overlap = _units(name, got("forward_units", 1), got("backward_units", 2), got("weight_units"), None)
     if 2 * stages * short * chunks > MAX_SCHEDULE_OPS:
         msg = f"is too large to draw with v={chunks}: even the short schedule ({short} micro-batches) has more than"
         raise CalcError("p", f"{msg} {MAX_SCHEDULE_OPS:,} passes", stages)
@@ -206,7 +213,7 @@ def elided_schedule(
         per = fwd * ("F" in ran) + bwd * ("B" in ran)
         cuts.append(Elision((lo + hi) // 2, ran, micro - short, (micro - short) * chunks * per))
     cuts.sort()
-    return s, tuple(cuts)
+    return ElidedSchedule(s, tuple(cuts), micro)
 
 
 def _real_id(s: Schedule, m: int, kind: str, microbatch: int, cuts_before: tuple[Elision, ...]) -> int:
@@ -218,26 +225,24 @@ def _real_id(s: Schedule, m: int, kind: str, microbatch: int, cuts_before: tuple
     return microbatch + sum(c.microbatches for c in cuts_before if kind in c.kinds)
 
 
-def drawn_passes(s: Schedule, cuts: tuple[Elision, ...], m: int) -> list[DrawnPass]:
+def drawn_passes(elided: ElidedSchedule) -> list[DrawnPass]:
     """Every pass of a short schedule on either side of its cuts, in the real schedule's micro-batches and times.
 
     A pass a cut runs across is split in two at the cut: its start on one side, the same shape on the other
     (the repeat the cut stands for), with the next micro-batch numbers.
 
     Args:
-        s: The short schedule of [`elided_schedule`][calc.parallel.pipeline_elision.elided_schedule].
-        cuts: Its cuts.
-        m: The real schedule's micro-batches.
+        elided: From [`elided_schedule`][calc.parallel.pipeline_elision.elided_schedule].
 
     Returns:
         The passes, stage by stage, in time order.
 
     Examples:
-        >>> short, cuts = elided_schedule(2, 100, backward_units=1)
-        >>> passes = drawn_passes(short, cuts, 100)
+        >>> passes = drawn_passes(elided_schedule(2, 100, backward_units=1))
         >>> [(d.kind, d.microbatch + 1, d.start) for d in passes if d.stage == 0][-3:]
         [('F', 100, 198), ('B', 99, 199), ('B', 100, 201)]
     """
+    s, cuts, m = elided
     out = []
     for ops in s.ops:
         for op in ops:

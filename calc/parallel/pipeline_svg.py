@@ -13,23 +13,16 @@ from __future__ import annotations
 
 import html
 
-from calc.parallel.pipeline_elision import KEEP_MICROBATCHES, DrawnPass, Elision, drawn_passes, elided_schedule
+from calc.parallel.pipeline_elision import DrawnPass, ElidedSchedule, Elision, drawn_passes
 from calc.parallel.pipeline_schedules import Schedule
 
-__all__ = [
-    "CUT_WIDTH",
-    "MAX_LABELLED_PASSES",
-    "elided_schedule_svg",
-    "elided_schedule_text",
-    "schedule_svg",
-    "schedule_text",
-]
+__all__ = ["CUT_WIDTH", "MAX_LABELLED_PASSES", "schedule_svg", "schedule_text"]
 
 MAX_LABELLED_PASSES = 256
 """Most passes whose micro-batch number is written in its box (one ``<text>`` each); above it boxes only."""
 
 CUT_WIDTH = 40
-"""Pixels between the two sides of a cut in [`elided_schedule_svg`][calc.parallel.pipeline_svg.elided_schedule_svg]:
+"""Pixels between the two sides of a cut in an elided schedule's drawing:
 room for the ellipsis, however many time units the cut stands for."""
 
 _FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
@@ -188,7 +181,22 @@ def _render(s: Schedule, rows: list[list[DrawnPass]], cuts: tuple[Elision, ...],
     return "".join(parts)
 
 
-def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str = "pp") -> str:
+def _rows(schedule: Schedule | ElidedSchedule) -> tuple[Schedule, list[list[DrawnPass]], tuple[Elision, ...], int]:
+    """The schedule simulated, its passes per stage as drawn, its cuts and its real micro-batches."""
+    if isinstance(schedule, Schedule):
+        s, cuts, m = schedule, (), schedule.m
+        passes = [DrawnPass(o.stage, o.start, o.start + o.duration, o.kind, o.microbatch, o.chunk, o.overlapped, 0)
+                  for ops in s.ops for o in ops]  # fmt: skip
+    else:
+        s, cuts, m = schedule
+        passes = drawn_passes(schedule)
+    rows: list[list[DrawnPass]] = [[] for _ in range(s.p)]
+    for d in passes:
+        rows[d.stage].append(d)
+    return s, rows, cuts, m
+
+
+def schedule_svg(schedule: Schedule | ElidedSchedule, *, title: str | None = None, id_prefix: str = "pp") -> str:
     """Draw a schedule as an SVG timeline: stages as rows, forward, backward and weight passes as boxes.
 
     The drawing reads in light and dark themes: text and outlines use ``currentColor``; boxes
@@ -199,11 +207,18 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
     forward-and-backward pairs share one box, forward above, backward below. Micro-batches are
     labelled from 1, as in Narayanan et al. 2021 Figs. 3-4, on schedules of at most
     [`MAX_LABELLED_PASSES`][calc.parallel.pipeline_svg.MAX_LABELLED_PASSES] passes. No external fonts; a
-    ``viewBox`` lets it scale; ``<title>`` and ``<desc>`` describe it for screen readers. Every pass is
-    drawn; [`elided_schedule_svg`][calc.parallel.pipeline_svg.elided_schedule_svg] draws any length.
+    ``viewBox`` lets it scale; ``<title>`` and ``<desc>`` describe it for screen readers.
+
+    A schedule of any length is drawn from
+    [`elided_schedule`][calc.parallel.pipeline_elision.elided_schedule]: every pass of the warm-up and the
+    cool-down (where the bubble is) and a few steady micro-batches, where the full schedule has them and with
+    their real numbers; at each cut a dashed gap with an ellipsis, under it the real time units it spans, in
+    its tooltip and the ``<desc>`` how many micro-batches it elides. The axis counts every real time unit. Its
+    size grows with ``p`` and ``v``, not with ``m``.
 
     Args:
-        schedule: From [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule].
+        schedule: From [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule], or
+            [`elided_schedule`][calc.parallel.pipeline_elision.elided_schedule] for any length.
         title: Accessible title (a default names the schedule and its bubble).
         id_prefix: Prefix for the element ids, unique per page.
 
@@ -215,84 +230,28 @@ def schedule_svg(schedule: Schedule, *, title: str | None = None, id_prefix: str
         >>> svg = schedule_svg(pipeline_schedule(2, 2))
         >>> svg.startswith("<svg"), "<title" in svg, "currentColor" in svg
         (True, True, True)
-    """
-    s = schedule
-    if title is None:
-        title = f"{_name(s)} pipeline schedule, p={s.p}, m={s.m}"
-    rows = [
-        [DrawnPass(o.stage, o.start, o.start + o.duration, o.kind, o.microbatch, o.chunk, o.overlapped, 0) for o in ops]
-        for ops in s.ops
-    ]
-    return _render(s, rows, (), s.m, title, html.escape(id_prefix, quote=True))
-
-
-def elided_schedule_svg(
-    p: int,
-    m: int,
-    schedule: str = "1f1b",
-    v: int = 1,
-    *,
-    backward_units: int = 2,
-    forward_units: int = 1,
-    weight_units: int | None = None,
-    keep: int = KEEP_MICROBATCHES,
-    title: str | None = None,
-    id_prefix: str = "pp",
-) -> str:
-    """Draw a schedule of any number of micro-batches: warm-up and cool-down exact, the steady middle elided.
-
-    The drawing of [`schedule_svg`][calc.parallel.pipeline_svg.schedule_svg], made from the short schedule
-    of [`elided_schedule`][calc.parallel.pipeline_elision.elided_schedule]: at each cut a dashed gap with an
-    ellipsis, under it the real time units it spans, and in its tooltip and the ``<desc>`` how many
-    micro-batches it elides. Every pass on either side of a cut is where the full schedule has it, with its
-    real micro-batch number; the axis counts the real time units. Its size depends on ``p`` and ``v``, not
-    on ``m``; a schedule short enough is drawn whole, with no cut.
-
-    Args:
-        p: Stages.
-        m: Micro-batches per step.
-        schedule: One of [`SCHEDULES`][calc.parallel.pipeline_schedules.SCHEDULES].
-        v: Model chunks per stage (interleaved only).
-        backward_units: Time units of a whole backward pass.
-        forward_units: Time units of a forward pass.
-        weight_units: The split schedules' weight-gradient share of the backward.
-        keep: Steady micro-batches kept each side of a cut.
-        title: Accessible title (a default names the schedule).
-        id_prefix: Prefix for the element ids, unique per page.
-
-    Returns:
-        The SVG document as a string.
-
-    Raises:
-        CalcError: On the inputs [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule]
-            rejects, or a ``p × v`` too large even for the short schedule.
-
-    Examples:
-        >>> svg = elided_schedule_svg(8, 1024)
+        >>> from calc.parallel.pipeline_elision import elided_schedule
+        >>> svg = schedule_svg(elided_schedule(8, 1024))  # p = 8, m = 1,024: the middle elided
         >>> "⋯" in svg, ">1024<" in svg, len(svg) < 40_000
         (True, True, True)
-        >>> "⋯" in elided_schedule_svg(4, 8)
-        False
     """
-    units = {"backward_units": backward_units, "forward_units": forward_units, "weight_units": weight_units}
-    s, cuts = elided_schedule(p, m, schedule, v, keep=keep, **units)
+    s, rows, cuts, m = _rows(schedule)
     if title is None:
         title = f"{_name(s)} pipeline schedule, p={s.p}, m={m}"
-    rows: list[list[DrawnPass]] = [[] for _ in range(s.p)]
-    for d in drawn_passes(s, cuts, m):
-        rows[d.stage].append(d)
     return _render(s, rows, cuts, m, title, html.escape(id_prefix, quote=True))
 
 
-def schedule_text(schedule: Schedule) -> list[str]:
+def schedule_text(schedule: Schedule | ElidedSchedule) -> list[str]:
     """Every stage's passes in time order, as text: the drawing's alternative for screen readers.
 
     One line per stage: ``Stage 1: F1 F2 … B1 …``, micro-batches numbered from 1, ``.2`` after
     the number for a later model chunk (interleaved) or the second direction (DualPipe), ``&``
-    joining an overlapped pair, ``(idle n)`` for each gap.
+    joining an overlapped pair, ``(idle n)`` for each gap, and ``(… n micro-batches, t time units elided …)``
+    at each cut of an elided schedule (a pass a cut runs across is named on both sides of it).
 
     Args:
-        schedule: From [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule].
+        schedule: From [`pipeline_schedule`][calc.parallel.pipeline_schedules.pipeline_schedule] or
+            [`elided_schedule`][calc.parallel.pipeline_elision.elided_schedule].
 
     Returns:
         One string per stage.
@@ -301,12 +260,12 @@ def schedule_text(schedule: Schedule) -> list[str]:
         >>> from calc.parallel.pipeline_schedules import pipeline_schedule
         >>> schedule_text(pipeline_schedule(2, 2, backward_units=1))
         ['Stage 1: F1 F2 (idle 1) B1 (idle 1) B2', 'Stage 2: (idle 1) F1 B1 F2 B2']
+        >>> from calc.parallel.pipeline_elision import elided_schedule
+        >>> schedule_text(elided_schedule(1, 100, backward_units=1))[0][:60]
+        'Stage 1: F1 B1 F2 B2 F3 B3 F4 (… 93 micro-batches, 186 time '
     """
-    rows = [
-        [DrawnPass(o.stage, o.start, o.start + o.duration, o.kind, o.microbatch, o.chunk, o.overlapped, 0) for o in ops]
-        for ops in schedule.ops
-    ]
-    return _text(rows, ())
+    _, rows, cuts, _ = _rows(schedule)
+    return _text(rows, cuts)
 
 
 def _text(rows: list[list[DrawnPass]], cuts: tuple[Elision, ...]) -> list[str]:
@@ -334,44 +293,3 @@ def _text(rows: list[list[DrawnPass]], cuts: tuple[Elision, ...]) -> list[str]:
             previous = op
         out.append(f"Stage {i + 1}: " + " ".join(words))
     return out
-
-
-def elided_schedule_text(
-    p: int,
-    m: int,
-    schedule: str = "1f1b",
-    v: int = 1,
-    *,
-    backward_units: int = 2,
-    forward_units: int = 1,
-    weight_units: int | None = None,
-    keep: int = KEEP_MICROBATCHES,
-) -> list[str]:
-    """The text alternative of [`elided_schedule_svg`][calc.parallel.pipeline_svg.elided_schedule_svg].
-
-    The lines of [`schedule_text`][calc.parallel.pipeline_svg.schedule_text], each cut written where it falls
-    (a pass a cut runs across is named on both sides of it).
-
-    Args:
-        p: Stages.
-        m: Micro-batches per step.
-        schedule: One of [`SCHEDULES`][calc.parallel.pipeline_schedules.SCHEDULES].
-        v: Model chunks per stage (interleaved only).
-        backward_units: Time units of a whole backward pass.
-        forward_units: Time units of a forward pass.
-        weight_units: The split schedules' weight-gradient share of the backward.
-        keep: Steady micro-batches kept each side of a cut.
-
-    Returns:
-        One string per stage.
-
-    Examples:
-        >>> elided_schedule_text(1, 100, backward_units=1)[0][:60]
-        'Stage 1: F1 B1 F2 B2 F3 B3 F4 (… 93 micro-batches, 186 time '
-    """
-    units = {"backward_units": backward_units, "forward_units": forward_units, "weight_units": weight_units}
-    s, cuts = elided_schedule(p, m, schedule, v, keep=keep, **units)
-    rows: list[list[DrawnPass]] = [[] for _ in range(s.p)]
-    for d in drawn_passes(s, cuts, m):
-        rows[d.stage].append(d)
-    return _text(rows, cuts)
