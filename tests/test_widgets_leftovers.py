@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import html
+import io
+import json
 import re
 
 import pytest
 
+from calc.cli import main
+from calc.memory.model_state import CONVENTION_ALIASES
 from calc.models.presets import PRESETS
-from calc.widgets import render
+from calc.widgets import render, render_calculator
 
 FAST = ("will-it-fit", "parameter-count", "training-compute", "serving-memory", "communication", "training-memory")
 """The calculators with a model menu that render in milliseconds (the planner searches: a handful below)."""
@@ -45,3 +51,34 @@ def test_a_default_tp_that_divides_the_heads_says_nothing() -> None:
     fragment = render("serving-memory", {"preset": "llama3-70b"})["html"]
     assert "(the default)" not in fragment
     assert re.search(r"tp=4\b", fragment)
+
+
+OLD, NEW = next(iter(CONVENTION_ALIASES.items()))
+
+
+def _numbers(fragment: str) -> dict[str, str]:
+    return dict(re.findall(r'data-value="([^"]*)"[^>]*data-output="([^"]*)"', fragment)[::-1])
+
+
+@pytest.mark.parametrize("name", ["training-memory", "will-it-fit", "plan"])
+def test_an_old_convention_name_gives_the_current_ones_numbers(name: str) -> None:
+    old, new = render(name, {"convention": OLD}), render(name, {"convention": NEW})
+    assert old["ok"], old
+    assert old["html"] == new["html"]  # the copied code names the current convention too
+
+
+def test_the_command_line_takes_an_old_convention_name() -> None:
+    def run(conv: str) -> dict:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["training-memory", f"convention={conv}", "--json"]) == 0
+        return json.loads(out.getvalue())
+
+    old, new = run(OLD), run(NEW)
+    assert old["inputs"]["convention"] == NEW
+    assert old == new
+
+
+def test_the_select_carries_its_old_names_for_links() -> None:
+    form = render_calculator("training-memory")
+    assert f'data-aliases="{html.escape(json.dumps({OLD: NEW}))}"' in form

@@ -166,6 +166,7 @@ def bind(
             raise CalcError(name, "needs a value (field=value or --field value)")
         if f.kind == "textarea" and value.startswith("@"):
             value = _read(name, value)
+        value = f.current(value)  # an old option name reads as the current one
         if f.kind == "select" and value not in (options := [v for v, _ in f.options]):
             raise CalcError(name, f"must be one of {', '.join(options)}", value, code="unknown-name")
         values[name] = value

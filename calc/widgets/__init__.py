@@ -181,6 +181,9 @@ class Field:
         sets: For a select, the other fields each option sets in the browser, ``(option, ((field, value), ...))``
             (the ``data-sets`` attribute; the default option sets the embedding's own values); a field the reader
             or a link set is left as it is.
+        aliases: For a select, old option names and the current name each stands for, ``((old, current), ...)``:
+            a link, a command line or a script that gives an old name gets the current option (the
+            ``data-aliases`` attribute for the browser).
     """
 
     name: str
@@ -193,6 +196,17 @@ class Field:
     group: str = ""
     advanced: bool | None = None
     sets: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    def current(self, value: str) -> str:
+        """``value``, or the current option an old name stands for.
+
+        Examples:
+            >>> f = Field("convention", "Bytes", "a", kind="select", options=(("a", "A"),), aliases=(("old", "a"),))
+            >>> f.current("old"), f.current("a"), f.current("other")
+            ('a', 'a', 'other')
+        """
+        return dict(self.aliases).get(value, value)
 
     @property
     def fieldset(self) -> str:
@@ -302,6 +316,9 @@ def _merge(calc: Calculator, inputs: Mapping[str, object] | None) -> dict[str, s
                 values[key] = "" if value is None else str(value)
             except ValueError:  # an int past Python's digit limit for str()
                 raise CalcError(key, "must be text of at most a few thousand digits", type(value).__name__) from None
+    for f in calc.fields:
+        if f.aliases:  # an old option name (a link or script from before a rename) reads as the current one
+            values[f.name] = f.current(values[f.name])
     return values
 
 
@@ -368,6 +385,8 @@ def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
         own = values.get(f.name) == f.default
         sets = {o: {k: values[k] if own and o == f.default else v for k, v in knobs} for o, knobs in f.sets}
         attrs += f' data-sets="{esc(json.dumps(sets))}"'
+    if f.aliases:
+        attrs += f' data-aliases="{esc(json.dumps(dict(f.aliases)))}"'
     if f.kind == "select":
         opts = "".join(
             f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(label)}</option>'

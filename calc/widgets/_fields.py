@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from calc.errors import CalcError
 from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
-from calc.memory.model_state import convention_options
+from calc.memory.model_state import CONVENTION_ALIASES, convention_options
 from calc.memory.stacks import LOSS_KINDS, STACKS, stack_defaults
 from calc.units import parse_positive_int
 from calc.widgets import Field
@@ -227,7 +227,10 @@ def recompute_field(
 
 def convention_field(label: str = "Bytes per parameter", options: tuple[tuple[str, str], ...] | None = None) -> Field:
     """The bytes-per-parameter ``convention`` select (16 as in ZeRO, 18 as in Megatron-LM, ...)."""
-    return Field("convention", label, "mixed-adam-16", kind="select", options=options or convention_options())
+    options = options or convention_options()
+    known = {v for v, _ in options}
+    aliases = tuple((old, new) for old, new in CONVENTION_ALIASES.items() if new in known)
+    return Field("convention", label, "mixed-adam-16", kind="select", options=options, aliases=aliases)
 
 
 def checkbox(name: str, label: str, default: str = "0") -> Field:

@@ -262,6 +262,12 @@ function syncEnabled(root) {
   }
 }
 
+/** A select's current option for an old name a link still carries (calc.widgets.Field.aliases), else `value`. */
+function currentOption(control, value) {
+  const aliases = control.dataset.aliases ? JSON.parse(control.dataset.aliases) : {};
+  return Object.hasOwn(aliases, value) ? aliases[value] : value;
+}
+
 /** Why a value from a link cannot be put into a control, or "" if it can (the engine judges the rest). */
 function unusable(control, value, limit = control.tagName === "TEXTAREA" ? 8000 : 200) {
   if (control.tagName === "SELECT") {
@@ -731,7 +737,8 @@ function mount(root) {
   const params = new URLSearchParams(location.search);
   const problems = [];
   const seen = new Set();
-  const fromLink = (param, control, value, limit) => {
+  const fromLink = (param, control, given, limit) => {
+    const value = currentOption(control, given);
     const why = unusable(control, value, limit);
     if (why) problems.push(`Ignored the link parameter “${quote(param)}” (“${quote(value)}”): ${why}; the default stands.`);
     else if (value !== valueOf(control)) {
