@@ -82,3 +82,24 @@ def test_the_command_line_takes_an_old_convention_name() -> None:
 def test_the_select_carries_its_old_names_for_links() -> None:
     form = render_calculator("training-memory")
     assert f'data-aliases="{html.escape(json.dumps({OLD: NEW}))}"' in form
+
+
+@pytest.mark.parametrize(
+    ("convention", "first", "second"),
+    [
+        ("mixed-adam-16", "Adam momentum", "Adam variance"),
+        ("mixed-adam8bit-10", "Adam momentum", "Adam variance"),  # 8-bit Adam keeps Adam's two moments
+        ("mixed-lion-12", "Lion momentum", "Second moment (Lion keeps none)"),
+        ("mixed-muon-12", "Muon momentum", "Second moment (Muon keeps none)"),
+        ("mixed-adafactor-8", "Adafactor momentum", "Adafactor factored second moment"),
+        ("mixed-shampoo-28", "Shampoo momentum", "Shampoo preconditioners"),
+        ("mixed-soap-32", "SOAP momentum", "SOAP second moment and preconditioners"),
+        ("fp32-sgdm-12", "SGD momentum", "Second moment (SGD keeps none)"),
+    ],
+)
+@pytest.mark.parametrize("name", ["training-memory", "will-it-fit"])
+def test_the_optimizer_states_are_named_for_the_convention(name: str, convention: str, first: str, second: str) -> None:
+    fragment = html.unescape(render(name, {"convention": convention})["html"])
+    assert f"<td>{first}" in fragment
+    assert f"<td>{second}" in fragment
+    assert ("Adam momentum" in fragment) == (first == "Adam momentum")

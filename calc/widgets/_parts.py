@@ -20,6 +20,7 @@ __all__ = [
     "headroom",
     "kv",
     "kv_notes",
+    "model_state_labels",
     "notes",
     "plural",
 ]
@@ -31,7 +32,36 @@ MODEL_STATE_LABELS: dict[str, str] = {
     "momentum": "Adam momentum",
     "variance": "Adam variance",
 }
-"""The model states' rows, named alike in every calculator (``calc.memory.model_state.COMPONENTS``)."""
+"""The model states' rows, named alike in every calculator (``calc.memory.model_state.COMPONENTS``), for Adam;
+[`model_state_labels`][calc.widgets._parts.model_state_labels] names the optimizer states of the others."""
+
+_OPTIMIZER_STATES = (
+    ("adafactor", "Adafactor momentum", "Adafactor factored second moment"),
+    ("shampoo", "Shampoo momentum", "Shampoo preconditioners (Kronecker factors, inverse roots)"),
+    ("soap", "SOAP momentum", "SOAP second moment and preconditioners (Kronecker factors, eigenvectors)"),
+    ("lion", "Lion momentum", "Second moment (Lion keeps none)"),
+    ("muon", "Muon momentum", "Second moment (Muon keeps none)"),
+    ("sgd", "SGD momentum", "Second moment (SGD keeps none)"),
+)
+"""``(optimizer in the convention's name, first-moment row, second-moment row)``: what each optimizer keeps in the
+``momentum`` and ``variance`` components (``calc.memory.conventions.Convention``); a name with none is Adam."""
+
+
+def model_state_labels(convention: str) -> dict[str, str]:
+    """The model states' row labels for a bytes-per-parameter convention: its optimizer's own state names.
+
+    Examples:
+        >>> model_state_labels("mixed-adam-16")["momentum"], model_state_labels("mixed-lion-12")["variance"]
+        ('Adam momentum', 'Second moment (Lion keeps none)')
+        >>> model_state_labels("fp32-sgdm-12")["momentum"]
+        'SGD momentum'
+    """
+    words = convention.split("-")
+    for optimizer, first, second in _OPTIMIZER_STATES:
+        if any(w.startswith(optimizer) for w in words):
+            return {**MODEL_STATE_LABELS, "momentum": first, "variance": second}
+    return dict(MODEL_STATE_LABELS)
+
 
 NOT_COUNTED = '<a class="lc-calc__not-counted" data-site-href="accuracy/#not-modelled">{}</a>'
 """A link to the accuracy page's list of what is not modelled (the build and calc.mjs set its ``href``)."""

@@ -33,11 +33,16 @@ from calc.widgets._fields import (
     zero_field,
 )
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
-from calc.widgets._parts import MODEL_STATE_LABELS, gpu_memory_line, headroom, kv
+from calc.widgets._parts import gpu_memory_line, headroom, kv, model_state_labels
 
 __all__ = ["CALCULATOR"]
 
-_LABELS = {**MODEL_STATE_LABELS, "weights": "Weights (working copy)"}
+
+def _labels(convention: str) -> dict[str, str]:
+    """The model states' labels for ``convention``'s optimizer, the weights named as the working copy."""
+    return {**model_state_labels(convention), "weights": "Weights (working copy)"}
+
+
 _SHARDED_FROM = {"master": 1, "momentum": 1, "variance": 1, "gradients": 2, "weights": 3}
 """The ZeRO stage from which each component is sharded over ``dp`` (Rajbhandari et al. 2020, Sec. 5.1-5.3)."""
 
@@ -63,8 +68,9 @@ def _sci(n: int) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def _row(key: str, bytes_per: int, params: int, stage: int, dp: int, fmt) -> tuple[str, str, str, int]:
+def _row(key: str, c, params: int, stage: int, dp: int, fmt) -> tuple[str, str, str, int]:
     """One breakdown row: the label unfolding to its formula with the reader's numbers, and the bytes."""
+    bytes_per = getattr(c, key)
     if stage >= _SHARDED_FROM[key] and dp > 1:
         shard = -(-params // dp)
         value = shard * bytes_per
@@ -72,7 +78,7 @@ def _row(key: str, bytes_per: int, params: int, stage: int, dp: int, fmt) -> tup
     else:
         value = params * bytes_per
         math = f"{bytes_per} B × {_sci(params)} = {fmt(value)}"
-    return _LABELS[key], f"{bytes_per} B", math, value
+    return _labels(c.name)[key], f"{bytes_per} B", math, value
 
 
 def _stack(v: dict[str, str]) -> dict[str, str]:
@@ -139,7 +145,7 @@ def _breakdown(state, c, params: int, stage: int, dp: int, fmt) -> tuple[list, l
     """The table rows and formula lines of the model states, each checked against the engine's own bytes."""
     rows, lines = [], []
     for k in COMPONENTS:
-        label, per, math, value = _row(k, getattr(c, k), params, stage, dp, fmt)
+        label, per, math, value = _row(k, c, params, stage, dp, fmt)
         if value != getattr(state, k):  # the formula shown must be the engine's own arithmetic
             raise RuntimeError(f"will-it-fit: the {k} formula gives {value}, the engine {getattr(state, k)}")
         rows.append((label, per, out(k, fmt(value))))
@@ -214,7 +220,7 @@ def _compute(v: dict[str, str]) -> str:
     total = state.total
     head = f"{format_count(params)} parameters, ZeRO-{stage}, dp={dp}"
     rows, lines = _breakdown(state, resolve_convention(conv), params, stage, dp, fmt)
-    segments = [(_LABELS[k], getattr(state, k)) for k in COMPONENTS]
+    segments = [(_labels(resolve_convention(conv).name)[k], getattr(state, k)) for k in COMPONENTS]
     used, what = total, f"{fmt(total)} of model state per GPU"
     if arch is not None:
         used = max(_peak(arch, stage, dp, v, seq, micro), total)

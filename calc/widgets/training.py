@@ -40,12 +40,18 @@ from calc.widgets._html import (
     verdict,
 )
 from calc.widgets._model import model_chip, model_fields, read_model
-from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, notes, plural
+from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, model_state_labels, notes, plural
 
 __all__ = ["CALCULATOR"]
 
 _LABELS = {**MODEL_STATE_LABELS, "activations": "Activations", "logits": "Output layer (fp32 logits)"}
 _PARTS = tuple(_LABELS)
+
+
+def _labels(convention: str) -> dict[str, str]:
+    """The rows' labels, the optimizer states named as the convention's optimizer names them."""
+    return {**_LABELS, **model_state_labels(convention)}
+
 
 _STACK_KNOBS = {"recompute": "selective", "zero_stage": "1", "shard": "even", "flash_attention": "1", "dropout": "0"}
 """The fields a training stack decides, at this calculator's defaults (its Megatron-LM values); choosing another
@@ -130,13 +136,14 @@ def _formulas(p: PeakMemory, layout: Layout, fmt, in_flight: float) -> str:
     parameter × the GPU's (sharded) parameters is the engine's own number (offload and FSDP2 splits are not)."""
     m = p.memory
     conv = resolve_convention(layout.convention)
+    labels = _labels(conv.name)
     lines = []
     for key in ("weights", "gradients", "master", "momentum", "variance"):
         per, got = getattr(conv, key), getattr(m, key)
         for ranks in dict.fromkeys((1, layout.dp, layout.dp * layout.cp)):
             if got and per * -(-m.params // ranks) == got:
                 shard = f"⌈{m.params:,} / {ranks:,}⌉" if ranks > 1 else f"{m.params:,}"
-                lines.append((_LABELS[key], f"{per} B × {shard} parameters = {fmt(got)}"))
+                lines.append((labels[key], f"{per} B × {shard} parameters = {fmt(got)}"))
                 break
     lines.append(
         (
@@ -206,10 +213,10 @@ def _verdict_line(p: PeakMemory, layout: Layout, label: str, memory: int, gpu_la
     )
 
 
-def _tables(p: PeakMemory, fmt) -> tuple[str, str]:
+def _tables(p: PeakMemory, fmt, labels: dict[str, str]) -> tuple[str, str]:
     """The kept tensors' table and the allocated / reserved / nvidia-smi table."""
     m = p.memory
-    rows = [(_LABELS[k], out(k, fmt(getattr(m, k)))) for k in _PARTS]
+    rows = [(labels[k], out(k, fmt(getattr(m, k)))) for k in _PARTS]
     rows.append(("<strong>Tensors kept (model states and activations)</strong>", out("total", fmt(m.total), "strong")))
     totals = [
         ("Allocated at the peak (torch.cuda.max_memory_allocated)", out("allocated_bytes", fmt(p.allocated_bytes))),
@@ -310,14 +317,15 @@ def _compute(v: dict[str, str]) -> str:
     memory, gpu_label = gpu_memory(v)
     p, per_stage = _peak(arch, layout, v)
     m = p.memory
-    segments = [(_LABELS[k], getattr(m, k)) for k in _PARTS] + [
+    labels = _labels(resolve_convention(layout.convention).name)
+    segments = [(labels[k], getattr(m, k)) for k in _PARTS] + [
         ("Transient buffers at the peak", p.allocated_bytes - m.total),
         ("Allocator reserve", p.reserved_bytes - p.allocated_bytes),
         ("CUDA context and NCCL buffers", p.nvidia_smi_bytes - p.reserved_bytes),
     ]
     low = None if v["low_precision"] == "none" else v["low_precision"]
     in_flight = m.in_flight / layout.interleave
-    kept, totals = _tables(p, fmt)
+    kept, totals = _tables(p, fmt, labels)
     return (
         verdict(p.nvidia_smi_bytes <= memory, _verdict_line(p, layout, choice.label, memory, gpu_label, fmt))
         + model_chip(choice)
