@@ -361,15 +361,22 @@ def _reject_memory(x: _Ctx, cand: _Candidate, row: dict[str, Any], out: _Outcome
         z, r, floor = out.least
         why = (
             f"does not fit: stage 0 needs at least {_gb1(floor)} before any overhead ({usable}), "
-            f"even with ZeRO-{z} and {r} recomputation"
+            f"even with ZeRO-{z} and {_recompute_words(r)}"
         )
         out.rejected.append({**row, "zero_stage": z, "recompute": r, "memory_bytes": floor, "bound_s": cand.bound,
                              "reason": why})  # fmt: skip
     if out.nearest is not None:
         z, r, stage, total = out.nearest
-        why = f"does not fit: stage {stage} needs {_gb1(total)} ({usable}), even with ZeRO-{z} and {r} recomputation"
+        why = (
+            f"does not fit: stage {stage} needs {_gb1(total)} ({usable}), even with ZeRO-{z} and {_recompute_words(r)}"
+        )
         out.rejected.append({**row, "zero_stage": z, "recompute": r, "memory_bytes": total, "bound_s": cand.bound,
                              "reason": why})  # fmt: skip
+
+
+def _recompute_words(mode: str) -> str:
+    """A recompute mode in words: ``"none"`` reads "no recomputation", ``"op"`` "per-op recomputation"."""
+    return {"none": "no recomputation", "op": "per-op recomputation"}.get(mode, f"{mode} recomputation")
 
 
 def _gb1(n: int) -> str:
@@ -449,6 +456,7 @@ def rank(
         )
     for a, b in itertools.pairwise(kept):
         gap = b["step_time_s"] / a["step_time_s"] - 1
-        a["flip"] = f"within {gap:.1%} of the next: the ranking could flip" if gap < flip_within else ""
+        within = "a tie with the next" if gap < 0.0005 else f"within {gap:.1%} of the next"
+        a["flip"] = f"{within}: the ranking could flip" if gap < flip_within else ""
     kept[-1].setdefault("flip", "")
     return kept, rejected, evaluated
