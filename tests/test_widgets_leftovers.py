@@ -7,6 +7,7 @@ import html
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,12 @@ def test_the_optimizer_states_are_named_for_the_convention(name: str, convention
     assert f"<td>{first}" in fragment
     assert f"<td>{second}" in fragment
     assert ("Adam momentum" in fragment) == (first == "Adam momentum")
+
+
+def test_the_copy_block_says_what_to_install_and_links_the_install_section() -> None:
+    fragment = render("will-it-fit")["html"]
+    note = re.search(r'</div><p class="lc-code__note">(.*?)</p>', fragment)[1]
+    assert "pip install" in note
+    target = re.search(r'data-site-href="reference/cli/#(\w+)"', note)[1]
+    page = (Path(__file__).parents[1] / "docs/reference/cli.md").read_text(encoding="utf-8")
+    assert f"{{ #{target} }}" in page

@@ -251,6 +251,14 @@ def _literal(text: str) -> str:
     return body
 
 
+_INSTALL = (
+    '<p class="lc-code__note">Both run after <code>pip install</code> of '
+    '<a data-site-href="reference/cli/#install">this site\'s wheel</a>.</p>'
+)
+"""What the snippets need first: the engine, installed from the wheel this site ships (the build and calc.mjs
+address the link from the page it is on)."""
+
+
 def code_block(calc: _Calculator, values: dict[str, str]) -> str:
     """The folded "Reproduce these numbers" block under the results: both snippets, each with a copy button.
 
@@ -285,5 +293,5 @@ def code_block(calc: _Calculator, values: dict[str, str]) -> str:
     return (
         f'<details class="lc-code" data-code-block><summary>Reproduce these numbers in Python or a shell</summary>'
         f'<div class="lc-code__buttons">{buttons}<span class="lc-code__note" data-copy-code-note role="status"></span>'
-        f"</div>{saved}{blocks}</details>"
+        f"</div>{_INSTALL}{saved}{blocks}</details>"
     )
