@@ -14,7 +14,7 @@ import pytest
 from calc.cli import main
 from calc.memory.model_state import CONVENTION_ALIASES
 from calc.models.presets import PRESETS
-from calc.widgets import render, render_calculator
+from calc.widgets import calculators, render, render_calculator
 
 FAST = ("will-it-fit", "parameter-count", "training-compute", "serving-memory", "communication", "training-memory")
 """The calculators with a model menu that render in milliseconds (the planner searches: a handful below)."""
@@ -113,3 +113,38 @@ def test_the_copy_block_says_what_to_install_and_links_the_install_section() -> 
     target = re.search(r'data-site-href="reference/cli/#(\w+)"', note)[1]
     page = (Path(__file__).parents[1] / "docs/reference/cli.md").read_text(encoding="utf-8")
     assert f"{{ #{target} }}" in page
+
+
+def _cli_json(*args: str) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*args, "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+STACK_SET = {"recompute": "op", "zero_stage": "3", "shard": "fsdp2"}
+"""What the stack select sets on the page when torchtitan is picked (training-memory's ``Field.sets``)."""
+
+MEGATRON_SET = {"recompute": "selective", "zero_stage": "1", "shard": "even"}
+
+
+def test_a_stack_alone_takes_the_fields_it_implies_as_the_page_does() -> None:
+    alone = render("training-memory", {"stack": "torchtitan"})["html"]
+    assert alone == render("training-memory", {"stack": "torchtitan", **STACK_SET})["html"]
+    assert alone != render("training-memory", {"stack": "torchtitan", **MEGATRON_SET})["html"]
+    cli = _cli_json("training-memory", "--stack", "torchtitan")
+    assert {k: cli["inputs"][k] for k in STACK_SET} == STACK_SET
+    assert cli == _cli_json("training-memory", "stack=torchtitan", *(f"{k}={v}" for k, v in STACK_SET.items()))
+
+
+def test_a_field_given_beside_the_stack_keeps_its_value() -> None:
+    given = {"stack": "torchtitan", "zero_stage": "1"}
+    cli = _cli_json("training-memory", *(f"{k}={v}" for k, v in given.items()))
+    assert (cli["inputs"]["zero_stage"], cli["inputs"]["recompute"]) == ("1", "op")
+    page = render("training-memory", {**given, "recompute": "op", "shard": "fsdp2"})["html"]
+    assert render("training-memory", given)["html"] == page
+
+
+def test_inputs_that_set_every_field_are_untouched() -> None:
+    every = {**calculators()["training-memory"].defaults, "stack": "torchtitan"}
+    assert calculators()["training-memory"].implied(every, set(every)) == every

@@ -50,14 +50,16 @@ def test_choosing_a_stack_sets_its_defaults_in_training_memory() -> None:
 
 def test_the_fields_torchtitan_sets_are_the_stacks_own_layout() -> None:
     """The page after choosing torchtitan computes what ``Layout(stack="torchtitan")`` gives with every knob left to
-    the stack; the stack alone (the page before) differs, because its recompute and ZeRO stay Megatron's."""
+    the stack; the stack alone (a link or command line that names no other field) takes the same fields."""
     fields = {"stack": "torchtitan", **_stack_sets("training-memory")["torchtitan"]}
     shown = _value(str(render("training-memory", fields)["html"]), "nvidia_smi_bytes")
     layout = Layout(dp=8, seq_len=4096, stack="torchtitan")
     assert (layout.recompute, layout.zero_stage, layout.shard) == ("op", 3, "fsdp2")
     assert shown == peak_memory(preset("llama3-8b"), layout).nvidia_smi_bytes
     stack_only = _value(str(render("training-memory", {"stack": "torchtitan"})["html"]), "nvidia_smi_bytes")
-    assert stack_only != shown
+    assert stack_only == shown
+    megatron_knobs = {"stack": "torchtitan", **_stack_sets("training-memory")["megatron"]}
+    assert _value(str(render("training-memory", megatron_knobs)["html"]), "nvidia_smi_bytes") != shown
 
 
 @pytest.mark.parametrize(

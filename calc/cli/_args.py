@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calc.errors import CalcError
-from calc.widgets import Field
+from calc.widgets import Field, calculators
 
 __all__ = ["FLAGS", "Invocation", "bind", "parse"]
 
@@ -170,4 +170,4 @@ def bind(
         if f.kind == "select" and value not in (options := [v for v, _ in f.options]):
             raise CalcError(name, f"must be one of {', '.join(options)}", value, code="unknown-name")
         values[name] = value
-    return values
+    return calculators()[command].implied(values, seen) if command in calculators() else values

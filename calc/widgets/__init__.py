@@ -30,7 +30,7 @@ from __future__ import annotations
 import html
 import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from calc.errors import CalcError
@@ -181,9 +181,8 @@ class Field:
         sets: For a select, the other fields each option sets in the browser, ``(option, ((field, value), ...))``
             (the ``data-sets`` attribute; the default option sets the embedding's own values); a field the reader
             or a link set is left as it is.
-        aliases: For a select, old option names and the current name each stands for, ``((old, current), ...)``:
-            a link, a command line or a script that gives an old name gets the current option (the
-            ``data-aliases`` attribute for the browser).
+        aliases: For a select, ``((old name, current option), ...)``: an old name given reads as the current one
+            (in the browser, ``data-aliases``).
     """
 
     name: str
@@ -202,9 +201,8 @@ class Field:
         """``value``, or the current option an old name stands for.
 
         Examples:
-            >>> f = Field("convention", "Bytes", "a", kind="select", options=(("a", "A"),), aliases=(("old", "a"),))
-            >>> f.current("old"), f.current("a"), f.current("other")
-            ('a', 'a', 'other')
+            >>> Field("c", "C", "a", kind="select", aliases=(("old", "a"),)).current("old")
+            'a'
         """
         return dict(self.aliases).get(value, value)
 
@@ -254,6 +252,21 @@ class Calculator:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", {f.name: f.default for f in self.fields})
+
+    def implied(self, values: Mapping[str, str], given: Collection[str]) -> dict[str, str]:
+        """``values`` with the fields a ``given`` option sets ([`Field.sets`][calc.widgets.Field]: a stack's
+        recompute, ZeRO stage, shard) filled in where not ``given``, as the page does when the option is picked.
+
+        Examples:
+            >>> calc, v = calculators()["training-memory"], calculators()["training-memory"].defaults
+            >>> [calc.implied({**v, "stack": "torchtitan"}, given)["zero_stage"] for given in (["stack"], v)]
+            ['3', '1']
+        """
+        out = dict(values)
+        for f in self.fields:
+            if f.sets and f.name in given:
+                out |= {k: v for k, v in dict(f.sets).get(out[f.name], ()) if k not in given}
+        return out
 
 
 _REGISTRY: dict[str, Calculator] = {}
@@ -316,10 +329,8 @@ def _merge(calc: Calculator, inputs: Mapping[str, object] | None) -> dict[str, s
                 values[key] = "" if value is None else str(value)
             except ValueError:  # an int past Python's digit limit for str()
                 raise CalcError(key, "must be text of at most a few thousand digits", type(value).__name__) from None
-    for f in calc.fields:
-        if f.aliases:  # an old option name (a link or script from before a rename) reads as the current one
-            values[f.name] = f.current(values[f.name])
-    return values
+    values |= {f.name: f.current(values[f.name]) for f in calc.fields if f.aliases}  # old option names
+    return calc.implied(values, {key for key in inputs or {} if key in values})
 
 
 def _results(calc: Calculator, values: dict[str, str]) -> str:
