@@ -316,17 +316,22 @@ def test_widget_garbage_is_an_error_not_a_crash(garbage):
 @pytest.mark.parametrize(
     ("inputs", "drawn", "reason"),
     [
-        ({"pp": "1024", "num_microbatches": "9"}, False, "Not drawn: 18,432 passes is more than 512"),  # was 4.8 MB
-        ({"pp": "8", "num_microbatches": "22", "schedule": "zb-h1"}, False, "Not drawn: 528 passes"),  # F, B and W
+        ({"pp": "1024", "num_microbatches": "9"}, False, "Not drawn: 1,024 stages is more than 32"),  # was 4.8 MB
+        ({"pp": "8", "num_microbatches": "22", "schedule": "zb-h1"}, True, "<svg"),  # 528 passes of F, B and W
+        ({"pp": "8", "num_microbatches": "40", "schedule": "zb-h1"}, True, "⋯ marks"),
+        ({"pp": "8", "num_microbatches": "64"}, True, "⋯ marks 50 steady micro-batches elided"),  # 1,024 passes
+        ({"pp": "16", "num_microbatches": "64"}, True, "⋯ marks"),
+        ({"pp": "16", "num_microbatches": "64", "schedule": "dualpipe"}, False, "even with the steady middle elided"),
         ({"pp": "8", "num_microbatches": "20", "schedule": "zb-h1"}, True, "<svg"),
         ({"pp": "8", "num_microbatches": "16", "schedule": "dualpipe"}, True, "<svg"),
         ({"pp": "1024", "num_microbatches": "2048", "schedule": "dualpipe"}, False, "Not drawn"),
         ({"pp": "64", "num_microbatches": "2"}, False, "Not drawn: 64 stages is more than 32"),
-        ({"pp": "1024", "num_microbatches": "1000000"}, False, "Not drawn: 2,048,000,000 passes"),
+        ({"pp": "1024", "num_microbatches": "1000000"}, False, "Not drawn: 1,024 stages"),
+        ({"pp": "32", "num_microbatches": "1000000"}, False, "Not drawn: 64,000,000 passes"),
         ({"pp": "32", "num_microbatches": "8"}, True, "<svg"),  # 512 passes, the most drawn
         ({"pp": "4", "num_microbatches": "64"}, True, "<svg"),
         ({"pp": "4", "num_microbatches": "16", "schedule": "interleaved", "virtual_stages": "4"}, True, "<svg"),
-        ({"pp": "4", "num_microbatches": "68", "schedule": "interleaved", "virtual_stages": "1"}, False, "Not drawn"),
+        ({"pp": "4", "num_microbatches": "68", "schedule": "interleaved", "virtual_stages": "1"}, True, "⋯ marks"),
     ],
 )
 def test_widget_draws_only_readable_schedules(inputs: dict, drawn: bool, reason: str) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from html import escape
 
 from calc.errors import CalcError
 from calc.memory.layout import check_parallelism
 from calc.parallel.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_in_flight
+from calc.parallel.pipeline_elision import drawn_passes, elided_schedule
 from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
@@ -15,7 +17,7 @@ from calc.widgets._fields import degree, one_of, select
 from calc.widgets._html import out, verdict
 from calc.widgets._parts import kv_notes
 
-__all__ = ["CALCULATOR", "MAX_DRAWN_PASSES", "MAX_DRAWN_STAGES"]
+__all__ = ["CALCULATOR", "MAX_DRAWN_PASSES", "MAX_DRAWN_STAGES", "MAX_ELIDED_PASSES"]
 
 _FIELD_NAMES = {"p": "pp", "m": "num_microbatches", "v": "virtual_stages"}
 """Engine argument names -> this calculator's field names, so an error points at the right box."""
@@ -40,6 +42,11 @@ The cost is building the schedule, linear in the passes (about 6 µs each in CPy
 in-flight numbers above the drawing are closed forms and need no schedule at all; a timeline of
 more boxes than this is no longer readable at page width anyway (Narayanan et al. 2021 draw 4
 stages and 8 micro-batches, 64 to 128 passes)."""
+
+MAX_ELIDED_PASSES = 1024
+"""Most passes drawn when the steady middle of a longer schedule is elided (calc.parallel.pipeline_elision):
+the short schedule keeps every stage's warm-up and cool-down, so p = 8 with m = 32, or interleaved with v = 2,
+still draws (about 10 µs a pass in CPython, all told: 1,024 passes near 10 ms)."""
 
 MAX_DRAWN_STAGES = 32
 """Most stages drawn: 32 rows fill a page; the text alternative lists one line per stage."""
@@ -109,18 +116,27 @@ def _compute(v: dict[str, str]) -> str:
 
 
 def _figure(p: int, m: int, schedule: str, chunks: int, units: dict[str, int]) -> str:
-    passes = (3 if schedule in ("zb-h1", "dualpipe") else 2) * p * m * chunks
-    if passes > MAX_DRAWN_PASSES or p > MAX_DRAWN_STAGES:
-        why = (
-            f"{passes:,} passes is more than {MAX_DRAWN_PASSES:,}"
-            if passes > MAX_DRAWN_PASSES
-            else f"{p:,} stages is more than {MAX_DRAWN_STAGES}"
-        )
+    kinds_per = 3 if schedule in ("zb-h1", "dualpipe") else 2
+    passes = kinds_per * p * m * chunks
+    why = f"{p:,} stages is more than {MAX_DRAWN_STAGES}" if p > MAX_DRAWN_STAGES else ""
+    elided = None
+    if not why and passes > MAX_DRAWN_PASSES:
+        # the steady middle elided: the short schedule still runs every stage's warm-up and cool-down (>= p each)
+        if kinds_per * p * min(m, p) * chunks <= MAX_ELIDED_PASSES:
+            with contextlib.suppress(CalcError):
+                elided = elided_schedule(p, m, schedule, chunks, **units)
+        drawn = len(drawn_passes(elided)) if elided is not None else MAX_ELIDED_PASSES + 1
+        if drawn > MAX_ELIDED_PASSES:
+            why = (
+                f"{passes:,} passes is more than {MAX_DRAWN_PASSES:,}, "
+                f"and more than {MAX_ELIDED_PASSES:,} even with the steady middle elided"
+            )
+    if why:
         return (
             f'<p class="lc-kv" data-output="schedule">Not drawn: {why}, too many to read; '
             f"the numbers above are closed forms, exact for any size.</p>"
         )
-    sched = pipeline_schedule(p, m, schedule, chunks, **units)
+    sched = elided.schedule if elided is not None else pipeline_schedule(p, m, schedule, chunks, **units)
     tag = f"pp-{p}-{m}-{schedule}-{chunks}-{units['forward_units']}-{units['backward_units']}"
     f, b, w = sched.forward_units, sched.backward_units - sched.weight_units, sched.weight_units
     kinds = f"forward passes {f} unit{'s' if f > 1 else ''}, " + (
@@ -131,11 +147,16 @@ def _figure(p: int, m: int, schedule: str, chunks: int, units: dict[str, int]) -
         notes.append("darker boxes are later model chunks")
     if schedule == "dualpipe":
         notes.append("darker boxes entered from the last stage; split boxes are a forward and a backward overlapped")
-    if sum(len(ops) for ops in sched.ops) <= MAX_LABELLED_PASSES:
+    shown = len(drawn_passes(elided)) if elided is not None else sum(len(ops) for ops in sched.ops)
+    if shown <= MAX_LABELLED_PASSES:
         notes.append("numbers are micro-batches")
-    lines = "".join(f"<li>{escape(text)}</li>" for text in schedule_text(sched))
+    if elided is not None and elided.cuts:
+        gone = elided.cuts[0].microbatches
+        notes.append(f"⋯ marks {gone:,} steady micro-batches elided; the axis counts every time unit")
+    drawing = elided if elided is not None else sched
+    lines = "".join(f"<li>{escape(text)}</li>" for text in schedule_text(drawing))
     return (
-        f'<figure class="lc-figure" data-output="schedule">{schedule_svg(sched, id_prefix=tag)}'
+        f'<figure class="lc-figure" data-output="schedule">{schedule_svg(drawing, id_prefix=tag)}'
         f"<figcaption>Stages as rows, time left to right; {kinds}"
         f"{'; ' + '; '.join(notes) if notes else ''}; shaded gaps are the bubble.</figcaption></figure>"
         f'<details class="lc-details" data-output="schedule_text"><summary>The schedule as text</summary>'
