@@ -67,7 +67,7 @@ NEW_PAGES = {
     "systems/roofline/": ["rf-h100-ridge", "rf-b200-ridge", "rf-h100-fsdp-tokens", "rf-b200-tp-nvlink"],
     "systems/inference-performance/": ["ip-8b-b1-ms", "ip-h100-bstar", "ip-spec-tokens", "ip-70b-kv-nic"],
     "systems/scale-up/": ["su-nvl72-gpus", "su-nvls-8", "su-tp-max-nvl72"],
-    "memory/optimizers/": ["opt-muon-bpp", "opt-adamw-70b", "opt-shampoo-8192"],
+    "memory/optimizers/": ["opt-conv-mixed-muon-12-bpp", "opt-conv-mixed-adam-16-70b", "opt-shampoo-8192"],
     "compute/": ["cc-70b-tokens", "cc-budget-params"],
 }
 
