@@ -111,11 +111,6 @@ def test_convention_changes_only_the_trained_state() -> None:
             "convention must be a key",
             "unknown-name",
         ),
-        (
-            lambda: finetune_memory(preset("mixtral-8x7b"), "lora"),
-            "dense non-MLA models (got a MoE model)",
-            "unsupported",
-        ),
         (lambda: nf4_bytes([0]), "tensor_sizes[0] must be", "invalid-value"),
     ],
 )

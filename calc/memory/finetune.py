@@ -17,13 +17,18 @@ convention of [`calc.memory.model_state`][calc.memory.model_state] (16 bytes per
   bitsandbytes (``functional.quantize_4bit``, ``compress_statistics=True``) subtracts the mean of
   the constants first and keeps it, one fp32 offset per tensor; counted here. The embedding, the
   output layer, norms and biases stay in bf16 (bitsandbytes' ``Linear4bit`` replaces the linear
-  layers of the blocks; PEFT and the QLoRA recipe leave ``lm_head`` unquantized).
+  layers of the blocks; PEFT and the QLoRA recipe leave ``lm_head`` unquantized). In an MoE layer each
+  routed and shared expert's matrices are quantized, one NF4 tensor per matrix per expert (as for the
+  per-expert ``nn.Linear`` modules of HF's Mixtral and DeepSeek-V3); the router (``h × E``, a bare
+  parameter in DeepSeek-V3) is kept in bf16: a choice, and a tiny share of an MoE model's parameters.
 
 Counted per model (divide by data-parallel replicas yourself: nothing is sharded here). Not
 modelled: activations (a frozen layer still saves its inputs for the input gradient the adapters
 below it need, so they are about those of full fine-tuning, plus each adapter's ``r``-wide
 intermediate), the dequantized bf16 copy of one layer's weights that QLoRA's matmuls materialise
-for a moment, paged optimizer states (QLoRA Sec. 3), and MLA or MoE models.
+for a moment, paged optimizer states (QLoRA Sec. 3), and fused expert tensors (transformers 5 stores an MoE
+layer's experts as one 3-D parameter, which neither ``nn.Linear`` adapters nor ``Linear4bit`` reach: counted here
+per expert, as the per-expert modules are).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ __all__ = [
     "FinetuneMemory",
     "NF4Bytes",
     "finetune_memory",
+    "layer_linears",
     "linear_shapes",
     "lora_params",
     "nf4_bytes",
@@ -60,22 +66,77 @@ FINETUNE_METHODS: tuple[str, ...] = ("full", "lora", "qlora")
 base with LoRA adapters, or an NF4 frozen base with LoRA adapters (QLoRA)."""
 
 LORA_TARGETS: dict[str, tuple[str, ...]] = {
-    "attention": ("q", "k", "v", "o"),
-    "qv": ("q", "v"),
-    "all-linear": ("q", "k", "v", "o", "gate", "up", "down"),
+    "attention": ("q", "k", "v", "o", "q_a", "q_b", "kv_a", "kv_b"),
+    "qv": ("q", "v", "q_b", "kv_b"),
+    "all-linear": (
+        *("q", "k", "v", "o", "gate", "up", "down", "q_a", "q_b", "kv_a", "kv_b"),
+        *("expert_gate", "expert_up", "expert_down", "shared_gate", "shared_up", "shared_down"),
+    ),
 }
-"""Which linear layers of each block get adapters: LoRA's paper adapts ``W_q`` and ``W_v`` (Hu et al.
-2021, Sec. 7.1); QLoRA adapts "all linear transformer block layers" (Dettmers et al. 2023, Sec. 4)."""
+"""Which linear layers of each block get adapters (names of [`layer_linears`][calc.memory.finetune.layer_linears]).
+
+LoRA's paper adapts ``W_q`` and ``W_v`` (Hu et al. 2021, Sec. 7.1); QLoRA adapts "all linear transformer block
+layers" (Dettmers et al. 2023, Sec. 4). Under latent attention (MLA) ``attention`` is PEFT's usual set
+``q_a_proj``, ``q_b_proj`` (or ``q_proj`` without a query latent), ``kv_a_proj_with_mqa``, ``kv_b_proj`` and
+``o_proj``; ``qv`` is the two up-projections that make the per-head queries and values, ``q_b`` (or ``q``) and
+``kv_b``. ``all-linear`` adds every MLP matrix, each routed and shared expert's ``gate``, ``up`` and ``down``
+included, but not the MoE router: PEFT's ``all-linear`` (``peft.tuners.tuners_utils``,
+``_maybe_include_all_linear_layers``) takes every ``nn.Linear`` except the output layer, so it would adapt a
+router built as an ``nn.Linear`` (Mixtral's ``gate`` in transformers 4.x) but not DeepSeek-V3's
+``DeepseekV3TopkRouter``, a bare weight parameter; we leave every router frozen and unadapted, for one rule
+across models (its ``r·(h + E)`` adapter per layer is a small share of the expert adapters)."""
 
 
-def linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
-    """``(d_in, d_out)`` of each linear weight of one transformer block (no biases).
+def layer_linears(arch: Architecture, layer: int) -> dict[str, tuple[int, int, int]]:
+    """``(d_in, d_out, copies)`` of each linear weight of block ``layer`` (no biases).
 
-    Attention: ``q`` (h → n_h·d), ``k`` and ``v`` (h → n_kv·d), ``o`` (n_h·d → h); a SwiGLU MLP has
-    ``gate`` and ``up`` (h → f) and ``down`` (f → h), a GeLU MLP only ``up`` and ``down``.
+    Attention: ``q`` (h → n_h·d), ``k`` and ``v`` (h → n_kv·d), ``o`` (n_h·d_v → h); under latent attention
+    (DeepSeek-V2, arXiv:2405.04434, Sec. 2.1) ``q_a`` (h → r_q) and ``q_b`` (r_q → n_h·(d_nope + d_rope)), or
+    ``q`` without a query latent, ``kv_a`` (h → r_kv + d_rope), ``kv_b`` (r_kv → n_h·(d_nope + d_v)) and ``o``.
+    A dense MLP has ``gate`` and ``up`` (h → f) and ``down`` (f → h), a GeLU MLP no ``gate``. An MoE layer has
+    instead a ``router`` (h → E), ``E`` copies of ``expert_gate``, ``expert_up`` and ``expert_down`` (width
+    ``moe_intermediate_size``), and with shared experts one ``shared_*`` MLP of their summed width (HF's
+    ``DeepseekV3MoE.shared_experts``). The weights sum to the layer's parameters less norms, biases and sinks.
 
-    Raises:
-        CalcError: For an MLA or MoE model, whose blocks this module does not describe.
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> v3 = preset("deepseek-v3")
+        >>> layer_linears(v3, 3)["expert_down"], layer_linears(v3, 3)["kv_b"]
+        ((2048, 7168, 256), (512, 32768, 1))
+        >>> "router" in layer_linears(v3, 0)  # the first three layers are dense
+        False
+    """
+    h, nh = arch.hidden_size, arch.num_heads
+    if arch.uses_mla:
+        qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+        r_q, r_kv = arch.q_lora_rank, arch.kv_lora_rank
+        q = {"q_a": (h, r_q, 1), "q_b": (r_q, nh * qk, 1)} if r_q else {"q": (h, nh * qk, 1)}
+        kv = {
+            "kv_a": (h, r_kv + arch.qk_rope_head_dim, 1),
+            "kv_b": (r_kv, nh * (arch.qk_nope_head_dim + arch.v_head_dim), 1),
+        }
+        shapes = {**q, **kv}
+    else:
+        kv_in = arch.num_kv_heads * arch.head_dim
+        shapes = {"q": (h, nh * arch.head_dim, 1), "k": (h, kv_in, 1), "v": (h, arch.num_kv_heads * arch.v_head_dim, 1)}
+    shapes["o"] = (nh * arch.v_head_dim, h, 1)
+    mlps = [("", arch.intermediate_size, 1)]
+    if arch.is_moe_layer(layer):
+        shapes["router"] = (h, arch.num_experts, 1)
+        mlps = [("expert_", arch.moe_intermediate_size, arch.num_experts)]
+        if arch.num_shared_experts:
+            mlps.append(("shared_", arch.num_shared_experts * arch.moe_intermediate_size, 1))
+    for prefix, f, copies in mlps:
+        if arch.mlp != "gelu":
+            shapes[prefix + "gate"] = (h, f, copies)
+        shapes[prefix + "up"] = (h, f, copies)
+        shapes[prefix + "down"] = (f, h, copies)
+    return shapes
+
+
+def linear_shapes(arch: Architecture, layer: int = 0) -> dict[str, tuple[int, int]]:
+    """``(d_in, d_out)`` of each linear weight of block ``layer`` (no biases; see
+    [`layer_linears`][calc.memory.finetune.layer_linears], which also counts an MoE layer's expert copies).
 
     Examples:
         >>> from calc.models.presets import preset
@@ -83,20 +144,20 @@ def linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
         (11008, 4096)
         >>> sorted(linear_shapes(preset("gpt2")))
         ['down', 'k', 'o', 'q', 'up', 'v']
+        >>> sorted(linear_shapes(preset("mixtral-8x7b")))
+        ['expert_down', 'expert_gate', 'expert_up', 'k', 'o', 'q', 'router', 'v']
     """
-    if arch.uses_mla or arch.is_moe:
-        kind = "MLA" if arch.uses_mla else "MoE"
-        msg = f"fine-tuning memory covers dense non-MLA models (got a {kind} model)"
-        raise CalcError("model", msg, arch.name, code="unsupported")
-    h, d = arch.hidden_size, arch.head_dim
-    q, kv = arch.num_heads * d, arch.num_kv_heads * d
-    shapes = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h)}
-    f = arch.intermediate_size
-    if arch.mlp in ("swiglu", "geglu"):
-        shapes["gate"] = (h, f)
-    shapes["up"] = (h, f)
-    shapes["down"] = (f, h)
-    return shapes
+    return {name: (d_in, d_out) for name, (d_in, d_out, _) in layer_linears(arch, layer).items()}
+
+
+def _quantized(arch: Architecture) -> list[int]:
+    """Element counts of the NF4 tensors: every linear weight of every block, one per expert, the router kept."""
+    sizes = []
+    for i in range(arch.num_layers):
+        for name, (d_in, d_out, copies) in layer_linears(arch, i).items():
+            if name != "router":
+                sizes += [d_in * d_out] * copies
+    return sizes
 
 
 def _targets(targets: str) -> tuple[str, ...]:
@@ -110,21 +171,26 @@ def lora_params(arch: Architecture, rank: int | str, targets: str = "all-linear"
     """Trainable LoRA parameters of the whole model: ``r·(d_in + d_out)`` per adapted matrix per layer.
 
     Hu et al. 2021, Sec. 4.1 (``A ∈ R^{r×k}``, ``B ∈ R^{d×r}``). A target the block lacks (``gate`` in
-    a GeLU MLP) is skipped.
+    a GeLU MLP, ``k`` under latent attention) is skipped; each routed expert gets its own adapters.
 
     Examples:
         >>> from calc.models.presets import preset
         >>> lora_params(preset("llama2-7b"), 8, "qv")  # 32 layers x 2 matrices x 8 x (4096 + 4096)
         4194304
+        >>> lora_params(preset("mixtral-8x7b"), 8, "qv")  # 32 layers x 8 x ((4096 + 4096) + (4096 + 1024))
+        3407872
         >>> lora_params(preset("llama2-7b"), 0)
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: rank must be a whole number of at least 1 (got 0)
     """
     r = parse_positive_int(rank, "rank")
-    shapes = linear_shapes(arch)
-    per_layer = sum(r * (d_in + d_out) for name, (d_in, d_out) in shapes.items() if name in _targets(targets))
-    return per_layer * arch.num_layers
+    names = _targets(targets)
+    total = 0
+    for i in range(arch.num_layers):
+        shapes = layer_linears(arch, i)
+        total += sum(r * (d_in + d_out) * copies for name, (d_in, d_out, copies) in shapes.items() if name in names)
+    return total
 
 
 @dataclass(frozen=True)
@@ -236,11 +302,11 @@ def finetune_memory(
 
     ``full``: every parameter at the convention's bytes (16 for ``mixed-adam-16``). ``lora``: the base
     frozen in bf16 (2 bytes per parameter), the adapters at the convention's bytes. ``qlora``: the blocks'
-    linear weights in NF4 ([`nf4_bytes`][calc.memory.finetune.nf4_bytes], one tensor per matrix per layer), the
-    rest of the base in bf16, the adapters at the convention's bytes.
+    linear weights in NF4 ([`nf4_bytes`][calc.memory.finetune.nf4_bytes], one tensor per matrix per layer and per
+    expert), the rest of the base (routers included) in bf16, the adapters at the convention's bytes.
 
     Args:
-        arch: A dense, non-MLA model.
+        arch: Any model: dense or MoE, standard or latent attention.
         method: A name in [`FINETUNE_METHODS`][calc.memory.finetune.FINETUNE_METHODS].
         rank: LoRA rank ``r``.
         targets: A key of [`LORA_TARGETS`][calc.memory.finetune.LORA_TARGETS].
@@ -248,7 +314,7 @@ def finetune_memory(
         double_quant: QLoRA's double quantization of the absmax constants.
 
     Raises:
-        CalcError: On an unknown method, target set or convention, a rank below 1, or an MLA / MoE model.
+        CalcError: On an unknown method, target set or convention, or a rank below 1.
 
     Examples:
         >>> from calc.models.presets import preset
@@ -275,7 +341,6 @@ def finetune_memory(
     nf4 = None
     bf16_params = n
     if method == "qlora":
-        sizes = [d_in * d_out for d_in, d_out in linear_shapes(arch).values()] * arch.num_layers
-        nf4 = nf4_bytes(sizes, double_quant=double_quant)
+        nf4 = nf4_bytes(_quantized(arch), double_quant=double_quant)
         bf16_params = n - nf4.params
     return FinetuneMemory(method, n, adapters, 2 * bf16_params, nf4, per_param * adapters)

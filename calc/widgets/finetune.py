@@ -1,4 +1,4 @@
-"""The fine-tuning memory calculator: one GPU fine-tuning a dense model fully, with LoRA or with QLoRA.
+"""The fine-tuning memory calculator: one GPU fine-tuning a model fully, with LoRA or with QLoRA.
 
 Model state from [`finetune_memory`][calc.memory.finetune.finetune_memory] (Hu et al. 2021, "LoRA", Sec. 4.1;
 Dettmers et al. 2023, "QLoRA", Sec. 3), activations and logits from
@@ -15,6 +15,8 @@ Examples:
     >>> reply["ok"], 'data-ok="yes"' in reply["html"], 'data-output="frozen_nf4"' in reply["html"]
     (True, True, True)
     >>> 'data-ok="no"' in render("finetune-memory", {"method": "qlora", "preset": "llama3-70b"})["html"]
+    True
+    >>> render("finetune-memory", {"preset": "deepseek-v3", "method": "qlora"})["ok"]  # MoE and latent attention
     True
     >>> render("finetune-memory", {"rank": "0"})["error"]["field"]
     'rank'
@@ -52,8 +54,8 @@ _METHODS = {
 }
 _TARGETS = {
     "all-linear": "All linear layers of each block (QLoRA's choice)",
-    "attention": "Attention projections q, k, v, o",
-    "qv": "q and v only (LoRA paper)",
+    "attention": "Attention projections q, k, v, o (MLA: q_a, q_b, kv_a, kv_b, o)",
+    "qv": "q and v only (LoRA paper; MLA: q_b and kv_b)",
 }
 _RECOMPUTE = {
     "selective": "Selective (FlashAttention keeps no scores)",
