@@ -215,6 +215,7 @@ if sys.platform == "emscripten":  # the engine suite under Pyodide: no example d
         "test_a11y.py",
         "test_phone.py",
         "test_pyodide.py",
+        "test_wheel_site.py",
     ]
     settings.register_profile("pyodide", database=None, deadline=None)
     settings.load_profile("pyodide")
