@@ -17,7 +17,7 @@ RUNNER = ROOT / "tests" / "pyodide" / "run.mjs"
 pytestmark = [pytest.mark.pyodide, pytest.mark.skipif(sys.platform == "emscripten", reason="already in Pyodide")]
 
 
-def _node(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+def _node(*args: str, timeout: int = 3600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["node", str(RUNNER), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
     )

@@ -7,7 +7,6 @@ Examples:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 from calc.errors import CalcError
@@ -48,65 +47,33 @@ def _reader_layers(point: dict[str, object], x: dict[str, object], y: dict[str, 
     ]
 
 
-_LEGEND = {"labelLimit": 320}
-"""A legend whose labels are sentences (what a marker means) keeps them whole."""
-
-
 def _capacity_layers(capacity: tuple[int, str] | None, unit: str, y: dict[str, object]) -> list[dict[str, object]]:
-    """The GPU's memory as a dashed rule, named in a legend of its own: a label on the plot would sit on the lines."""
     if capacity is None:
         return []
     cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
-    dash = {"field": "label", "type": "nominal", "title": None, "scale": {"range": [[6, 4]]}, "legend": _LEGEND}
-    return [{"data": {"values": [cap]}, "mark": {"type": "rule"}, "encoding": {"y": y, "strokeDash": dash}}]
-
-
-def _coincide(a: list[tuple], b: list[tuple]) -> bool:
-    """Whether two series draw as one line on a log axis: the same x values, every y within 5 %."""
-    if [x for x, _ in a] != [x for x, _ in b]:
-        return False
-    return all(abs(ya - yb) <= 0.05 * max(ya, yb) for (_, ya), (_, yb) in zip(a, b, strict=True))
-
-
-def _hidden_layer(rows: Sequence[dict[str, object]], x_name: str, encoding: dict[str, object]) -> list[dict]:
-    """Lines drawn under a later series with (nearly) the same points (FlashAttention stores about what selective
-    recomputation keeps), drawn again dashed on top, so no series hides another."""
-    points: dict[object, list[tuple]] = {}
-    for r in rows:
-        points.setdefault(r["series"], []).append((r[x_name], float(r["amount"])))
-    names = list(points)
-    hidden = {a for i, a in enumerate(names) for b in names[i + 1 :] if _coincide(points[a], points[b])}
-    if not hidden:
-        return []
-    mark = {"type": "line", "strokeDash": [6, 6], "strokeWidth": 3, "clip": True}
-    return [{"data": {"values": [r for r in rows if r["series"] in hidden]}, "mark": mark, "encoding": encoding}]
-
-
-def _clipped_y(y: dict[str, object], rows: Sequence[dict[str, object]], capacity: float, reader: float) -> dict:
-    """A log y axis from the decade below the smallest point to two decades above the GPU's memory (or the
-    reader's point): a line past that leaves the top instead of stretching the axis to petabytes."""
-    low = min(float(r["amount"]) for r in rows)
-    high = max(capacity * 100, reader * 10)
-    lo = 10.0 ** math.floor(math.log10(low)) if low > 0 else low
-    hi = 10.0 ** math.floor(math.log10(high)) if high > 0 else high
-    top = max(float(r["amount"]) for r in rows)
-    return y if top <= hi else {**y, "scale": {**y["scale"], "domain": [lo, hi]}}
+    return [
+        {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeDash": [6, 4]}, "encoding": {"y": y}},
+        {
+            "data": {"values": [cap]},
+            "mark": {"type": "text", "align": "right", "x": "width", "dy": -7},
+            "encoding": {"y": y, "text": {"field": "label"}},
+        },
+    ]
 
 
 def _ring_layer(
     rows: Sequence[dict[str, object]], stops: Mapping[str, int], encoding: dict[str, object]
 ) -> dict[str, object]:
-    """A ring on each series at its ``stops`` length, unlabelled on the plot (with many lines labels would
-    overlap): the colour legend names the ring's line, a legend of its own says what a ring means."""
+    """An unlabelled ring on each series at its ``stops`` length (with many lines labels would overlap; the
+    legend's colour names the ring's line)."""
     rings = []
     for name, seq in stops.items():
         match = [r for r in rows if r["series"] == name and r["seq"] == seq]
         if not match:
             raise CalcError("stops", "must name a point of its series", f"{name}: seq={seq}")
-        rings.append({**match[0], "marker": "Longest length that fits"})
-    ring = {"type": "point", "filled": False, "size": 260, "strokeWidth": 2, "clip": True}
-    shape = {"field": "marker", "type": "nominal", "title": None, "scale": {"range": ["circle"]}, "legend": _LEGEND}
-    return {"data": {"values": rings}, "mark": ring, "encoding": {**encoding, "shape": shape}}
+        rings.append(match[0])
+    ring = {"type": "point", "filled": False, "size": 260, "strokeWidth": 2}
+    return {"data": {"values": rings}, "mark": ring, "encoding": encoding}
 
 
 def zero_scaling(
@@ -189,15 +156,7 @@ def activations_by_sequence(
         [1.0, 2.0]
         >>> s = activations_by_sequence({"Full": [(1024, 10**9), (2048, 2 * 10**9)]}, None, stops={"Full": 1024})
         >>> [layer["mark"]["type"] for layer in s["layer"]], s["layer"][1]["data"]["values"]
-        (['line', 'point'], [{'series': 'Full', 'seq': 1024, 'amount': 1.0, 'marker': 'Longest length that fits'}])
-        >>> same = {"Selective": [(1024, 100 * 10**9)], "Flash": [(1024, 101 * 10**9)], "None": [(1024, 10**16)]}
-        >>> s = activations_by_sequence(same, None, capacity=(80 * 10**9, "H100"), stops={"Selective": 1024})
-        >>> s["layer"][2]["data"]["values"][0]["series"], s["layer"][2]["mark"]["strokeDash"]  # over the line
-        ('Selective', [6, 6])
-        >>> s["layer"][0]["encoding"]["y"]["scale"]  # 10 PB does not stretch the axis: it leaves the top
-        {'type': 'log', 'domain': [100.0, 1000.0]}
-        >>> [(s["layer"][i]["mark"]["type"], *s["layer"][i]["encoding"]) for i in (1, 3)]  # markers with a legend
-        [('point', 'x', 'y', 'color', 'shape'), ('rule', 'y', 'strokeDash')]
+        (['line', 'point'], [{'series': 'Full', 'seq': 1024, 'amount': 1.0}])
         >>> activations_by_sequence({"Full": [(1024, 1)]}, None, stops={"Full": 4096})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -209,13 +168,11 @@ def activations_by_sequence(
     """
     rows, names = _log_series(series, unit, "seq")
     x, y = _log_axes("seq", "Sequence length (tokens)", f"Activations ({unit})")
-    if capacity is not None:
-        y = _clipped_y(y, rows, _amount(capacity[0], unit), _amount(reader[1], unit) if reader else 0.0)
     color = {"field": "series", "type": "nominal", "sort": names, "title": legend}
     layers: list[dict[str, object]] = [
         {
             "data": {"values": rows},
-            "mark": {"type": "line", "point": True, "clip": True},
+            "mark": {"type": "line", "point": True},
             "encoding": {"x": x, "y": y, "color": color},
         }
     ]
@@ -227,7 +184,6 @@ def activations_by_sequence(
     if stops:
         layers.append(_ring_layer(rows, stops, {"x": x, "y": y, "color": color}))
         described += ", each line's longest fitting length ringed"
-    layers += _hidden_layer(rows, "seq", {"x": x, "y": y, "color": {**color, "legend": None}})
     return _layered(
         title,
         f"Lines of activation memory against sequence length for each {legend.lower()} case, log axes{described}.",
