@@ -17,6 +17,10 @@ Against a built site on 127.0.0.1 (``--site``, else a fresh strict build), with 
   without a calculator; ``*_raw`` is what the same responses weigh uncompressed.
 * ``fcp_*``: first contentful paint of the home page (a calculator) and of a page without one, interleaved
   within each round, and their ratio.
+* ``home_requests``: the requests of the home page's first visit (``bytes_home_first_requests``).
+* ``build_clean_s``, ``build_noop_s``, ``rebuild_edit_s``: the authors' figures from ``bench/build.py`` (a fresh
+  clone's strict build, the same build again, a one-line edit under ``make serve``), one sample each;
+  ``--only build`` runs just them.
 
 Each figure is the median, min and max over ``--runs`` (at least 7 by default) cold runs, with the machine's
 load (``os.getloadavg()``, 1 minute) over the samples that made it. Not part of ``make test``'s pass/fail;
@@ -43,12 +47,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tools")]
 
 import boot
+from build import measure_build
 from serve import serving
 
 RESULTS = ROOT / "bench" / "results.json"
 NO_CALC_PAGE = "glossary/"
 """A page without a calculator (checked at run time)."""
-FIGURES = ("boot", "recompute", "render", "bytes", "fcp")
+FIGURES = ("boot", "recompute", "render", "bytes", "fcp", "build")
+SITE_FREE = ("build",)
+"""Figures that need no built site (they build their own)."""
 TIMEOUT_MS = 180_000
 RECOMPUTE_EDITS = 21
 """Edits per recompute case and round: enough for a p95 (the 20th of 21)."""
@@ -214,6 +221,7 @@ def measure_bytes(site: Path, runs: int) -> dict[str, object]:
             browser.close()
     out = {k: stats(v, loads, "requests" if k.endswith("_requests") else "bytes") for k, v in samples.items()}
     out["home_bytes_brotli"] = out["bytes_home_first"]
+    out["home_requests"] = out["bytes_home_first_requests"]
     return out
 
 
@@ -251,6 +259,7 @@ MEASURES: dict[str, Callable[[Path, int], dict[str, object]]] = {
     "render": measure_render,
     "bytes": measure_bytes,
     "fcp": measure_fcp,
+    "build": measure_build,
 }
 
 
@@ -282,7 +291,7 @@ def build_site(dest: Path) -> None:
 
 def run(site: Path, runs: int, only: tuple[str, ...]) -> dict[str, object]:
     """Measure ``only`` (names from [`FIGURES`][]) on ``site``; the results as ``results.json`` holds them."""
-    if "data-calc=" in (site / NO_CALC_PAGE / "index.html").read_text(encoding="utf-8"):
+    if set(only) - set(SITE_FREE) and "data-calc=" in (site / NO_CALC_PAGE / "index.html").read_text("utf-8"):
         raise SystemExit(f"{NO_CALC_PAGE} has a calculator now: pick another page for NO_CALC_PAGE")
     results: dict[str, object] = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -314,9 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown figure(s) {unknown}; known: {', '.join(FIGURES)}")
     with tempfile.TemporaryDirectory(prefix="lc-bench-site-") as tmp:
         site = args.site
-        if site is None:
+        if site is None and set(only) - set(SITE_FREE):
             site = Path(tmp) / "site"
             build_site(site)
+        site = site or Path(tmp)
         results = run(site.resolve(), args.runs, only)
     if args.update and args.json.exists():
         results = json.loads(args.json.read_text()) | results

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from build_cache import memo
 from calc.guide.charts import CHART_WIDTH, chart
 from calc.memory.activation_profiles import CPU_DIFFERENCES
 from calc.memory.activations import megatron_activation_bytes
@@ -392,7 +393,7 @@ def render(markdown: str, where: str = PAGE) -> str:
         name = match["name"]
         if name not in BLOCKS:
             raise PluginError(f"{where}: unknown marker [[accuracy {name}]]; one of {', '.join(BLOCKS)}")
-        return BLOCKS[name](data) + "\n"
+        return memo("accuracy", name, lambda: BLOCKS[name](data)) + "\n"
 
     return _MARKER.sub(fill, markdown)
 

@@ -44,7 +44,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import build_runtime
 
+import api_cache
 import lc_csp
+from build_cache import memo
 from calc.errors import CalcError
 from calc.widgets import calculators, render_calculator
 from figures import FIGURES
@@ -105,6 +107,7 @@ _compiling: dict[str, _Background] = {}
 
 
 def on_config(config):
+    api_cache.install()  # mkdocstrings' renders kept by their inputs (hooks/api_cache.py)
     pyodide = _npm_package("pyodide")
     _npm_package("katex")
     # The compiled runtime (a Node run when the engine changed, see tools/build_runtime.py) depends on the sources
@@ -162,7 +165,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         counts[name] = counts.get(name, 0) + 1
         calc_id = name if counts[name] == 1 else f"{name}-{counts[name]}"
         try:
-            return _held.hold(src, render_calculator(name, inputs, calc_id=calc_id))
+            fragment = memo("calc", [name, inputs, calc_id], lambda: render_calculator(name, inputs, calc_id=calc_id))
+            return _held.hold(src, fragment)
         except CalcError as err:
             raise PluginError(f"{src}: calculator {name!r} cannot pre-render {inputs}: {err}") from None
 
@@ -170,18 +174,22 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         name = match["name"]
         if name not in NUMBERS:
             raise PluginError(f"{src}: unknown number [[num {name}]]; add it to hooks/numbers_registry.py")
-        try:
+
+        def span() -> str:
             value = NUMBERS[name]()
+            return f'<span class="lc-num"{byte_attributes(name, value)} data-num="{name}">{value}</span>'
+
+        try:
+            return memo("num", name, span)
         except CalcError as err:
             raise PluginError(f"{src}: number {name!r} failed in the engine: {err}") from None
-        return f'<span class="lc-num"{byte_attributes(name, value)} data-num="{name}">{value}</span>'
 
     def figure_marker(match: re.Match) -> str:
         name = match["name"]
         if name not in FIGURES:
             raise PluginError(f"{src}: unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
         caption, draw = FIGURES[name]
-        figure = f'<figure class="lc-diagram" id="figure-{name}">{draw()}'
+        figure = f'<figure class="lc-diagram" id="figure-{name}">{memo("figure", name, draw)}'
         return _held.hold(src, figure + f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
     out = _DIAGRAM_IMAGE.sub(

@@ -85,3 +85,29 @@ def test_committed_results_have_every_figure() -> None:
     for key in (*REQUIRED, *VISITS, *FCP):
         assert key in results, key
         _figure_ok(results[key], 7)
+
+
+BUILD = ("build_clean_s", "build_noop_s", "rebuild_edit_s")
+"""The authors' figures (issue 20), one sample each: ``bench/run.py --only build``."""
+
+
+def test_build_figures_shape() -> None:
+    """The build figures have a figure's shape (one sample, seconds, the load), and ``--only build`` is known."""
+    import build
+
+    assert "build" in bench.FIGURES and bench.MEASURES["build"] is build.measure_build
+    fig = build._figure(12.345, [1.0, 2.0])
+    _figure_ok(fig, 1)
+    assert (fig["median"], fig["unit"]) == (12.35, "s")
+
+
+def test_committed_results_build_figures() -> None:
+    """Once bench/results.json has the build figures (a ``--only build --update`` run), each is well formed."""
+    results = json.loads((ROOT / "bench" / "results.json").read_text())
+    if not any(key in results for key in BUILD):
+        pytest.skip("bench/results.json has no build figures yet: run bench/run.py --only build --update")
+    for key in BUILD:
+        assert key in results, key
+        _figure_ok(results[key], 1)
+    if "home_requests" in results:  # from the bytes figure's next run
+        _figure_ok(results["home_requests"], 1)

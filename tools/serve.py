@@ -16,7 +16,11 @@ What it does that ``python -m http.server`` and ``mkdocs serve`` do not:
   A missing file gets the site's ``404.html`` with status 404.
 
 As a command (``make serve``): build with ``mkdocs build --strict`` into a fresh folder, serve it, and with
-``--watch`` rebuild when a source changes and switch to the new build only once it succeeded::
+``--watch`` rebuild when a source changes and switch to the new build only once it succeeded. An edit to
+Markdown pages only is shown within seconds by a quick build ([`quick_build`][]: ``mkdocs build --dirty`` over a
+copy of the served build, re-rendering the edited pages), then a full strict build replaces it, so broken links
+and anchors still fail; a change to ``mkdocs.yml``, ``hooks/``, ``calc/``, ``overrides/``, a snippet or a file
+added or removed gets the full build only::
 
     python tools/serve.py --build --watch --port 8000
     python tools/serve.py site --port 8001 --prefix /team/llm/
@@ -290,40 +294,156 @@ def serving(
         yield base
 
 
+def _build_command(dest: Path, dirty: bool = False) -> list[str]:
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--quiet", "--site-dir", str(dest)]
+    # --dirty warns that it is dirty, which --strict would turn into a failure: a quick build is never strict.
+    return cmd + (["--dirty", "--no-strict"] if dirty else ["--strict"])
+
+
 def build(dest: Path) -> bool:
     """``mkdocs build --strict`` into ``dest``; prints the log and returns False when it fails."""
     env = os.environ | {"NO_MKDOCS_2_WARNING": "1"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(dest)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, capture_output=True, text=True)
+    proc = subprocess.run(_build_command(dest), cwd=ROOT, env=env, check=False, capture_output=True, text=True)
     if proc.returncode:
         print(proc.stdout + proc.stderr, file=sys.stderr)
     return proc.returncode == 0
 
 
-def _sources_stamp() -> tuple[int, int]:
-    files = [p for name in WATCHED for p in ([ROOT / name] if (ROOT / name).is_file() else (ROOT / name).rglob("*"))]
-    stats = [p.stat() for p in files if p.is_file() and "__pycache__" not in p.parts]
-    return len(stats), max((s.st_mtime_ns for s in stats), default=0)
+def quick_build(current: Path, dest: Path) -> bool:
+    """The build ``current`` with the changed pages re-rendered: ``mkdocs build --dirty`` into a copy of it.
+
+    MkDocs re-renders a page whose source is newer than its output (the copy keeps the outputs' times), plus
+    [`ALWAYS_RENDERED`][]; the hooks' whole-site steps (policy, compression) run over the copy as they do over
+    a full build. What only a full build gets right ([`SITE_WIDE`][]) is taken back from ``current``.
+    """
+    shutil.copytree(current, dest, copy_function=shutil.copy2, symlinks=True)
+    for rel in ALWAYS_RENDERED:
+        (dest / rel).unlink(missing_ok=True)
+    env = os.environ | {"NO_MKDOCS_2_WARNING": "1"}
+    cmd = _build_command(dest, dirty=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, capture_output=True, text=True)
+    if proc.returncode:
+        print(proc.stdout + proc.stderr, file=sys.stderr)
+        return False
+    for rel in SITE_WIDE:
+        if (current / rel).is_dir():
+            shutil.copytree(current / rel, dest / rel, copy_function=shutil.copy2, dirs_exist_ok=True)
+    return True
 
 
-def _watch(server: http.server.ThreadingHTTPServer, builds: Path, interval: float = 1.0) -> None:
-    """Rebuild on any change under [`WATCHED`][]; serve the new build only once it succeeded."""
-    stamp, n = _sources_stamp(), 0
-    while True:
-        time.sleep(interval)  # polling the sources' mtimes: no dependency, and a missed tick costs one second
-        now = _sources_stamp()
-        if now == stamp:
-            continue
-        stamp, n = now, n + 1
-        dest = builds / f"build-{n}"
-        print(f"change seen: rebuilding into {dest}", file=sys.stderr)
-        if build(dest):
-            old, server.site_root = server.site_root, dest
-            shutil.rmtree(old, ignore_errors=True)
-            print("rebuilt: reload the page", file=sys.stderr)
-        else:
+ALWAYS_RENDERED = ("reference/api/index.html",)
+"""Re-rendered by every quick build: the API page registers the anchors other pages' ``[name][]`` links resolve
+to (autorefs) and fills ``objects.inv``; its renders come from ``.cache/`` (``hooks/api_cache.py``)."""
+SITE_WIDE = ("search",)
+"""Outputs a quick build writes from the re-rendered pages alone (the search index holds only them): kept from
+the last full build until the next one replaces them."""
+
+
+def snapshot(root: Path = ROOT) -> dict[str, int]:
+    """Every watched source file ([`WATCHED`][]), relative to ``root``, with its mtime in nanoseconds."""
+    out = {}
+    for name in WATCHED:
+        top = root / name
+        for path in [top] if top.is_file() else top.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                out[path.relative_to(root).as_posix()] = path.stat().st_mtime_ns
+    return out
+
+
+def pages_only(before: dict[str, int], after: dict[str, int]) -> bool:
+    """Whether ``before`` -> ``after`` only edited existing Markdown pages (a quick build shows them): no file
+    added or removed, nothing but ``docs/**/*.md`` changed, and no ``_`` file (snippets, abbreviations).
+
+    Examples:
+        >>> pages_only({"docs/a.md": 1, "calc/x.py": 1}, {"docs/a.md": 2, "calc/x.py": 1})
+        True
+        >>> pages_only({"docs/a.md": 1, "calc/x.py": 1}, {"docs/a.md": 2, "calc/x.py": 2})
+        False
+        >>> pages_only({"docs/_abbreviations.md": 1}, {"docs/_abbreviations.md": 2})
+        False
+        >>> pages_only({"docs/a.md": 1}, {"docs/a.md": 1, "docs/b.md": 1})  # a page added: the nav changes
+        False
+        >>> pages_only({"docs/a.md": 1}, {"docs/a.md": 1})
+        False
+    """
+    if before.keys() != after.keys():
+        return False
+    changed = [p for p in after if after[p] != before[p]]
+    return bool(changed) and all(
+        p.startswith("docs/") and p.endswith(".md") and not Path(p).name.startswith("_") for p in changed
+    )
+
+
+class _Watcher:
+    """Polls the sources; a page edit gets a quick build at once, then a full strict build (in a process of its
+    own, abandoned when the sources move again) replaces it; any other change gets the full build only."""
+
+    def __init__(self, server: http.server.ThreadingHTTPServer, builds: Path) -> None:
+        self.server, self.builds, self.n = server, builds, 0
+        self.full: tuple[subprocess.Popen, Path, float] | None = None
+
+    def _dest(self, kind: str) -> Path:
+        self.n += 1
+        return self.builds / f"build-{self.n}-{kind}"
+
+    def _switch(self, dest: Path, what: str) -> None:
+        old, self.server.site_root = self.server.site_root, dest
+        shutil.rmtree(old, ignore_errors=True)
+        print(f"{what}: reload the page", file=sys.stderr)
+
+    def _start_full(self) -> None:
+        dest = self._dest("full")
+        env = os.environ | {"NO_MKDOCS_2_WARNING": "1"}
+        proc = subprocess.Popen(
+            _build_command(dest), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.full = (proc, dest, time.monotonic())
+
+    def _cancel_full(self) -> None:
+        if self.full is not None:
+            proc, dest, _ = self.full
+            proc.kill()
+            proc.communicate()
             shutil.rmtree(dest, ignore_errors=True)
-            print("build failed: still serving the last good build", file=sys.stderr)
+            self.full = None
+
+    def _poll_full(self) -> None:
+        if self.full is None or self.full[0].poll() is None:
+            return
+        (proc, dest, started), self.full = self.full, None
+        log = proc.communicate()[0]
+        if proc.returncode == 0:
+            self._switch(dest, f"full strict build done in {time.monotonic() - started:.1f} s")
+        else:
+            print(log, file=sys.stderr)
+            shutil.rmtree(dest, ignore_errors=True)
+            print("strict build failed: still serving the last good build", file=sys.stderr)
+
+    def changed(self, before: dict[str, int], after: dict[str, int]) -> None:
+        self._cancel_full()
+        if pages_only(before, after):
+            started, dest = time.monotonic(), self._dest("quick")
+            if quick_build(Path(self.server.site_root), dest):
+                self._switch(dest, f"page rebuilt in {time.monotonic() - started:.1f} s (a full build follows)")
+            else:
+                shutil.rmtree(dest, ignore_errors=True)
+        print("change seen: a full strict build starts", file=sys.stderr)
+        self._start_full()
+
+    def run(self, interval: float = 0.25) -> None:
+        state = snapshot()
+        while True:
+            time.sleep(interval)  # polling the sources' mtimes: no dependency, and a tick is cheap
+            now = snapshot()
+            if now != state:
+                self.changed(state, now)
+                state = now
+            self._poll_full()
+
+
+def _watch(server: http.server.ThreadingHTTPServer, builds: Path) -> None:
+    """Rebuild on any change under [`WATCHED`][]; serve a new build only once it succeeded."""
+    _Watcher(server, builds).run()
 
 
 def main(argv: list[str] | None = None) -> int:
