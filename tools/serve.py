@@ -331,9 +331,11 @@ def quick_build(current: Path, dest: Path) -> bool:
     return True
 
 
-ALWAYS_RENDERED = ("reference/api/index.html",)
-"""Re-rendered by every quick build: the API page registers the anchors other pages' ``[name][]`` links resolve
-to (autorefs) and fills ``objects.inv``; its renders come from ``.cache/`` (``hooks/api_cache.py``)."""
+ALWAYS_RENDERED = ("reference/api/index.html", "assets/javascripts/calc-worker.mjs")
+"""Removed from the copy, so every quick build writes them afresh: the API page registers the anchors other pages'
+``[name][]`` links resolve to (autorefs) and fills ``objects.inv`` (its renders come from ``.cache/``,
+``hooks/api_cache.py``); the worker is a static file the build fills in (``tools/build_runtime.py``), which
+``--dirty`` would otherwise leave filled and the hook refuse."""
 SITE_WIDE = ("search",)
 """Outputs a quick build writes from the re-rendered pages alone (the search index holds only them): kept from
 the last full build until the next one replaces them."""
