@@ -128,3 +128,54 @@ def test_a_faster_network_never_slows_the_step(t, pp, share):
     slow = step_time(_ARCH, lay, gpu="a100-80", network=Network("nvlink3", "ib-hdr", inter_efficiency=share))
     fast = step_time(_ARCH, lay, gpu="a100-80", network=Network("nvlink3", "ib-hdr", inter_efficiency=1))
     assert fast.step_time_s <= slow.step_time_s * (1 + 1e-12)
+
+
+# Megatron-LM's asynchronous TP dgrad collective (calc.timing.overlap): in backward, each of a layer's two
+# column-parallel linears (QKV, the MLP's first matmul) overlaps its input gradient's all-reduce (reduce-scatter
+# under SP) with its weight gradient. Of the term's 2 x (forward passes + 1) calls per layer, 2 are such; with large
+# weight gradients each hides whole, less PREFETCH_INTERFERENCE (0.2) of it.
+# (recompute, sequence_parallel, dgrad term, share of that term hidden)
+DGRAD_HIDDEN = [
+    ("none", False, "tp-all-reduce", 2 / 4 * 0.8),
+    ("full", False, "tp-all-reduce", 2 / 6 * 0.8),  # the recomputed forward's 2 all-reduces stay exposed
+    ("none", True, "tp-reduce-scatter", 2 / 4 * 0.8),
+    ("selective", True, "tp-reduce-scatter", 2 / 4 * 0.8),  # selective re-runs no TP collective
+]
+
+
+def _tp8(recompute, sp, **kw):
+    lay = Layout(tp=8, dp=4, global_batch=64, micro_batch=16, seq_len=2048, recompute=recompute,
+                 sequence_parallel=sp, **kw)  # fmt: skip
+    return lambda **k: step_time(_ARCH, lay, gpu="a100-80", **k)
+
+
+@pytest.mark.parametrize(("recompute", "sp", "term", "hidden"), DGRAD_HIDDEN)
+def test_megatron_hides_the_backward_dgrad_collective(recompute, sp, term, hidden):
+    run = _tp8(recompute, sp)
+    on, off = run(), run(tp_dgrad_overlap=False)
+    assert on.exposed_s[term] == pytest.approx(off.exposed_s[term] * (1 - hidden), rel=1e-9)
+    others = {k for k in on.exposed_s if k != term}
+    assert {k: on.exposed_s[k] for k in others} == {k: off.exposed_s[k] for k in others}  # the all-gathers too
+
+
+def test_torchtitan_tp_is_synchronous_unless_asked():
+    run = _tp8("none", True, stack="torchtitan", zero_stage=3)
+    assert run().exposed_s == run(tp_dgrad_overlap=False).exposed_s
+    assert run(tp_dgrad_overlap=True).step_time_s < run().step_time_s
+
+
+def test_dgrad_hides_at_most_its_weight_gradient():
+    # Llama 3 70B at TP8 on H100: QKV's weight gradient (h x 10240 / 8) is shorter than its dgrad all-reduce, so
+    # less than the whole call hides; the MLP's (h x 2 x 28672 / 8) hides its call whole.
+    arch = preset("llama3-70b")
+    lay = Layout(tp=8, dp=1, global_batch=8, micro_batch=1, seq_len=8192, sequence_parallel=False)
+    on, off = step_time(arch, lay), step_time(arch, lay, tp_dgrad_overlap=False)
+    saved = off.exposed_s["tp-all-reduce"] - on.exposed_s["tp-all-reduce"]
+    assert 0.25 * 0.8 < saved / off.exposed_s["tp-all-reduce"] < 0.5 * 0.8
+
+
+def test_dgrad_overlap_must_be_a_bool():
+    from calc.errors import CalcError
+
+    with pytest.raises(CalcError, match="tp_dgrad_overlap must be true or false"):
+        _tp8("none", True)(tp_dgrad_overlap="yes")

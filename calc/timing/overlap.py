@@ -6,6 +6,18 @@ the frameworks do, each rule a named knob with its default and source.
   default) and torchtitan's AsyncTP split each GEMM to overlap its collective; Wang et al. 2023
   ("Overlap communication with dependent computation via decomposition", ASPLOS) hide most of it. Pass the
   share you measured.
+* **TP, Megatron's backward** (``tp_dgrad_overlap``, default: on under the Megatron stack): in backward, each
+  column-parallel linear (the QKV projection and the MLP's first matmul, two per layer) starts the collective of its
+  input gradient asynchronously and computes its weight gradient meanwhile: the all-reduce of ``dgrad`` without
+  sequence parallelism, its reduce-scatter with it (Megatron-LM
+  ``megatron/core/tensor_parallel/layers.py``, ``LinearWithGradAccumulationAndAsyncCommunication``: "the tensor
+  parallel all reduce of the input gradients can be done asynchronously with the calculation of the weight
+  gradients ... In the case of sequence parallelism, the reduce scatter of the input gradients is done
+  asynchronously"; ``ColumnParallelLinear`` sets ``allreduce_dgrad`` whenever ``tp > 1`` without sequence
+  parallelism: no flag turns it on). Each such call hides up to its weight-gradient GEMM's time, less the
+  ``prefetch_interference`` share of what it hides. The forward's collectives, the row-parallel linears' backward
+  all-gathers and the recomputed forward's stay exposed. torchtitan's TP (DTensor) issues them synchronously:
+  AsyncTP is ``tp_overlap``.
 * **CP and EP**: on the critical path (no overlap modelled; DualPipe's all-to-all overlap is a schedule).
 * **Pipeline p2p** (``p2p_overlap``): Megatron-LM overlaps the interleaved schedule's sends with compute
   (``--overlap-p2p-communication``, on by default with interleaving; Llama 3 runs its sends asynchronously,
@@ -33,18 +45,32 @@ from calc.errors import CalcError
 from calc.memory.layout import Layout
 from calc.parallel.comm import StepComm
 
-__all__ = ["PREFETCH_INTERFERENCE", "TP_OVERLAP", "exposed_communication"]
+__all__ = ["PREFETCH_INTERFERENCE", "TP_OVERLAP", "dgrad_overlap_default", "exposed_communication"]
 
 TP_OVERLAP: float = 0.0
 """Default share of TP communication hidden behind compute: 0, as Megatron-LM's ``--tp-comm-overlap`` is off
 unless asked for."""
 
 PREFETCH_INTERFERENCE: float = 0.2
-"""Share of a prefetched ZeRO-3 / FSDP all-gather that still costs time although it runs under compute.
+"""Share of an overlapped collective (a prefetched ZeRO-3 / FSDP all-gather, Megatron's asynchronous TP ``dgrad``
+collective) that still costs time although it runs under compute.
 
 NCCL's kernels take SMs and HBM bandwidth from the matmuls they overlap (Zhao et al. 2023, PyTorch FSDP,
 arXiv:2304.11277, Sec. 3.3 and 7.2: overlapped communication slows the concurrent computation); 0.2 is assumed.
 0 is a perfect overlap, 1 none."""
+
+
+def dgrad_overlap_default(stack: str) -> bool:
+    """Whether the training ``stack`` overlaps the TP input-gradient collective with the weight gradient.
+
+    Megatron-LM always does (``ColumnParallelLinear``'s ``allreduce_dgrad``, and the asynchronous reduce-scatter
+    under sequence parallelism: module docstring); torchtitan's DTensor TP does not without AsyncTP.
+
+    Examples:
+        >>> dgrad_overlap_default("megatron"), dgrad_overlap_default("torchtitan")
+        (True, False)
+    """
+    return stack == "megatron"
 
 
 def share(value: object, field: str) -> float:
@@ -70,10 +96,14 @@ def exposed_communication(
     overlap_param_gather: bool = False,
     p2p_overlap: bool | None = None,
     prefetch_interference: float = PREFETCH_INTERFERENCE,
+    wgrad_s: tuple[float, float] | None = None,
 ) -> dict[str, tuple[float, str]]:
     """Exposed seconds of each collective of ``step`` and why (the rules in the module docstring).
 
     ``t_mb`` is the busiest stage's compute per micro-batch (forward and backward) and ``layers_ps`` its layers.
+    ``wgrad_s``: one layer's weight-gradient GEMM seconds per micro-batch for its two column-parallel linears
+    (QKV, the MLP's first matmul), under which Megatron hides the backward TP ``dgrad`` collectives; ``None``:
+    nothing hidden there.
 
     Examples:
         >>> from calc.parallel.comm import step_communication
@@ -94,8 +124,9 @@ def exposed_communication(
         name, t = term.name, term.time_s
         one = t / max(1, term.calls)
         if term.group == "tp":
-            why = f"on the critical path of every layer, {tp_hidden:.0%} hidden (tp_overlap)"
-            out[name] = (t * (1 - tp_hidden), why)
+            hidden, why = _dgrad_hidden(term, layout, wgrad_s, kappa)
+            why = f"on the critical path of every layer{why}, {tp_hidden:.0%} of the rest hidden (tp_overlap)"
+            out[name] = ((t - hidden) * (1 - tp_hidden), why)
         elif term.group == "cp":
             out[name] = (t, "on the critical path of every attention layer")
         elif term.group == "ep":
@@ -125,6 +156,33 @@ def exposed_communication(
         else:
             out[name] = (t, "after the optimizer step, exposed")
     return out
+
+
+def _dgrad_hidden(term: object, layout: Layout, wgrad_s: tuple[float, float] | None, kappa: float) -> tuple[float, str]:
+    """Seconds of a TP term hidden under the column-parallel weight gradients (Megatron's asynchronous ``dgrad``
+    all-reduce, or reduce-scatter under sequence parallelism), and the words for it.
+
+    Two of the term's calls per layer and micro-batch are backward ``dgrad`` collectives (the term counts
+    ``2 × (forward passes + 1)``: Narayanan et al. 2021 Sec. 3.2, Korthikanti et al. 2022 Sec. 4.2.2); each hides
+    up to its weight-gradient GEMM, less ``kappa`` of what it hides.
+
+    Examples:
+        >>> from types import SimpleNamespace as NS
+        >>> term = NS(name="tp-all-reduce", time_s=4.0, calls=4, latency_s=0.0)
+        >>> lay = NS(recompute="none", sequence_parallel=False)
+        >>> _dgrad_hidden(term, lay, (0.5, 2.0), 0.0)[0]  # one call 1 s: 0.5 s under QKV's, 1 s under FC1's
+        1.5
+    """
+    name = term.name  # type: ignore[attr-defined]
+    dgrad = "tp-reduce-scatter" if layout.sequence_parallel else "tp-all-reduce"
+    if wgrad_s is None or name != dgrad:
+        return 0.0, ""
+    one = term.time_s / max(1, term.calls)  # type: ignore[attr-defined]
+    passes = 2 if layout.recompute == "full" else 1  # forward passes: full recomputation runs a second
+    pairs = term.calls / (2 * (passes + 1))  # type: ignore[attr-defined]  # (layer, micro-batch) pairs
+    hidden = pairs * sum(min(one, w) for w in wgrad_s) * (1 - kappa)
+    hidden = min(hidden, term.time_s)  # type: ignore[attr-defined]
+    return hidden, ", the backward dgrad calls under the weight gradients (Megatron's async TP)"
 
 
 def _prefetched(

@@ -16,19 +16,23 @@ For an [`Architecture`][calc.models.architecture.Architecture], a [`Layout`][cal
   writes of the layer's stored activations (Korthikanti Table 2: ``sbh(10 + 24/t + 5as/(ht))``, or
   ``sbh(34/t + 5as/(ht))`` with sequence parallelism) at HBM bandwidth.
 * **Exposed communication** ([`calc.parallel.comm`][calc.parallel.comm], α–β per link level): TP, CP and EP
-  collectives sit on the critical path; the data-parallel gradient reduce-scatter (or all-reduce)
-  overlaps the last micro-batch's backward except its last bucket (``dp_bucket_params``
+  collectives sit on the critical path, except that under the Megatron stack each layer's two backward TP
+  input-gradient collectives run under their weight gradients (Megatron-LM's asynchronous ``dgrad`` all-reduce or
+  reduce-scatter, [`calc.timing.overlap`][calc.timing.overlap]); the data-parallel gradient reduce-scatter (or
+  all-reduce) overlaps the last micro-batch's backward except its last bucket (``dp_bucket_params``
   parameters, Megatron-LM's ``DistributedDataParallel`` default of ``max(40M, 1M × dp)``);
   ZeRO-1/2's parameter all-gather after the optimizer step is exposed; ZeRO-3's per-layer
   all-gathers are prefetched one layer ahead, so only what a layer's gather takes beyond the
-  previous layer's compute shows, plus the first layer's; pipeline sends are exposed.
+  previous layer's compute shows, plus the first layer's; pipeline sends are exposed (overlapped with
+  interleaving). [`calc.timing.overlap`][calc.timing.overlap] has each rule and its knob.
 * **Bubble.** ``(p-1)/(v·m)`` of the busy time for 1F1B and interleaved 1F1B (Narayanan Sec.
   2.2), taken from [`calc.parallel.pipeline`][calc.parallel.pipeline] (the schedule API when it has one).
 
 Outputs: step time, tokens/s, model TFLOP/s per GPU (no recomputation counted, Korthikanti
 Eq. 7's convention), hardware TFLOP/s (with it; Narayanan Table 1's convention), MFU and HFU.
-Not modelled: the optimizer step itself, data loading, kernel-launch gaps, stragglers, network
-congestion between concurrent groups, and overlap of TP communication with compute.
+Not modelled: the optimizer step itself, data loading and kernel-launch gaps; stragglers and congestion are
+one fitted allowance (``straggler_per_doubling``), TP overlap beyond Megatron's backward ``dgrad`` a share
+(``tp_overlap``).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from calc.parallel.comm import StepComm, step_communication
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_bubble
+from calc.timing._stage import _column_weights, _elementwise_bytes, _op_recomputed_weights
 from calc.timing.efficiency import (
     STRAGGLER_FROM_GPUS,
     STRAGGLER_PER_DOUBLING,
@@ -53,7 +58,7 @@ from calc.timing.efficiency import (
     straggler_allowance,
 )
 from calc.timing.efficiency import attention_efficiency as attention_efficiency_for
-from calc.timing.overlap import PREFETCH_INTERFERENCE, TP_OVERLAP, exposed_communication
+from calc.timing.overlap import PREFETCH_INTERFERENCE, TP_OVERLAP, dgrad_overlap_default, exposed_communication
 
 __all__ = [
     "DP_BUCKET_PARAMS",
@@ -110,39 +115,6 @@ def layer_flops(arch: Architecture, seq_len: int, micro_batch: int, *, moe: bool
     matmul = 2 * (arch.attention_params_per_layer + mlp) * tokens
     attention = 4 * micro_batch * seq_len * seq_len * arch.num_heads * arch.head_dim
     return matmul, attention
-
-
-def _op_recomputed_weights(arch: Architecture, *, moe: bool = False) -> int:
-    """Weights of the matmuls torchtitan's per-op selective checkpointing re-runs in one layer's backward.
-
-    ``torchtitan/distributed/activation_checkpoint.py``: the policy saves the outputs of ``_op_sac_save_list``
-    (``aten.mm``, the SDPA kernels, ``reduce_scatter_tensor``) except every second ``mm`` of the layer's forward
-    (``mm_count % 2 == 0``) and re-runs the rest: of ``wq, wk, wv, wo, w1, w3, w2``, ``wk`` (``h × g·d``), ``wo``
-    (``a·d_v × h``) and SwiGLU's ``w3`` (``h × f`` per expert a token uses), as ``calc.memory.activation_layer``
-    counts what is saved. The attention kernel is saved (its core is not re-run); the all-gathers re-run under
-    tensor parallelism are not charged (``calc.parallel.comm`` counts whole forward passes).
-
-    Examples:
-        >>> from calc.models.presets import preset
-        >>> _op_recomputed_weights(preset("llama3-8b"))  # wk 4096×1024 + wo 4096² + w3 4096×14336
-        79691776
-    """
-    h = arch.hidden_size
-    attention = h * arch.num_kv_heads * arch.head_dim + arch.num_heads * arch.v_head_dim * h
-    if arch.mlp != "swiglu":
-        return attention
-    if moe:
-        return attention + h * arch.moe_intermediate_size * (arch.experts_per_token + arch.num_shared_experts)
-    return attention + h * arch.intermediate_size
-
-
-def _elementwise_bytes(s: int, b: int, h: int, a: int, t: int, cp: int, sp: bool, flash: bool) -> int:
-    """Stored activation bytes of one layer on one GPU, Korthikanti et al. 2022 Table 2: ``sbh(10 + 24/t +
-    5as/(ht))`` with TP, ``sbh(34/t + 5as/(ht))`` with TP and SP; FlashAttention drops the ``5as/h`` scores
-    term; context parallelism divides by ``cp``. Used as the element-wise kernels' HBM traffic per pass."""
-    scores = 0 if flash else 5 * a * s
-    per_token = (34 * h + scores) // t if sp else 10 * h + (24 * h + scores) // t
-    return s * b * per_token // cp
 
 
 def _fraction(value: object, field_name: str, zero: float | None = None) -> float:
@@ -228,6 +200,7 @@ def step_time(
     prefetch_interference: float = PREFETCH_INTERFERENCE,
     reshard_after_forward: bool | None = None,
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
+    tp_dgrad_overlap: bool | None = None,
 ) -> StepTime:
     """Predict one optimizer step of ``layout`` training ``arch`` (see the module docstring for the model).
 
@@ -238,17 +211,17 @@ def step_time(
         network: The cluster's links (default: the GPU's scale-up link and InfiniBand NDR, 8 per node).
         matmul_efficiency: Achieved share of the ``dtype`` peak in matmuls (default: the GPU generation's,
             [`matmul_efficiency_for`][calc.timing.efficiency.matmul_efficiency_for]).
-        attention_efficiency: Achieved share of the peak in the FlashAttention core (default: by sequence length,
-            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without FlashAttention the
-            matmul efficiency).
+        attention_efficiency: Achieved share of the peak in the FlashAttention core (default: by sequence,
+            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without it the matmuls').
         memory_passes: HBM passes over the stored activations for element-wise work.
         dp_bucket_params: Parameters per gradient bucket (the last one is exposed).
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
             ``interleaved``, ``zb-h1``, ``dualpipe``); default interleaved when ``interleave > 1``, else 1F1B.
         check: Run [`check_layout`][calc.memory.layout.check_layout] first (the planner has already).
         tp_overlap: Share of TP communication hidden; ``overlap_param_gather`` (ZeRO-1/2's gather in the next
-            forward), ``p2p_overlap`` (default: with interleaving), ``prefetch_interference`` (ZeRO-3): the
-            overlap knobs of [`calc.timing.overlap`][calc.timing.overlap].
+            forward), ``p2p_overlap`` (default: with interleaving), ``prefetch_interference`` (ZeRO-3),
+            ``tp_dgrad_overlap`` (Megatron's backward TP ``dgrad``; ``None``: the layout's stack's): the overlap
+            knobs of [`calc.timing.overlap`][calc.timing.overlap].
         reshard_after_forward: ZeRO-3: ``False`` gathers once per micro-batch; ``None``: the layout's (its stack's).
         straggler_per_doubling: [`straggler_allowance`][calc.timing.efficiency.straggler_allowance]'s rate.
 
@@ -264,8 +237,7 @@ def step_time(
     """
     if check:
         check_layout(arch, layout)
-    if layout.global_batch is None:
-        raise CalcError("global_batch", "must be given to time a step (it fixes the micro-batches)", None)
+    _need_batch(layout)
     g = gpu if isinstance(gpu, GPU) else gpu_preset(gpu)
     net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
     eff, attn_eff = _rates(g, layout, matmul_efficiency, attention_efficiency)
@@ -275,8 +247,8 @@ def step_time(
     compute = m * c.t_mb
     step = _communication(arch, layout, net, m, reshard_after_forward)
     exposed = exposed_communication(step, layout, c.t_mb, c.layers, bucket_params=dp_bucket_params,
-                                    prefetch_interference=prefetch_interference, tp_overlap=tp_overlap,
-                                    overlap_param_gather=overlap_param_gather, p2p_overlap=p2p_overlap)  # fmt: skip
+        prefetch_interference=prefetch_interference, tp_overlap=tp_overlap, overlap_param_gather=overlap_param_gather,
+        p2p_overlap=p2p_overlap, wgrad_s=c.wgrad if _dgrad(tp_dgrad_overlap, layout) else None)  # fmt: skip
     # fsum: exact in any order (a set's follows the hash seed) and on 3.11 too, so Pyodide prints CPython's digits
     critical = math.fsum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
     bubble = _bubble(layout.pp, m, layout.interleave, schedule) * (compute + critical)
@@ -289,6 +261,20 @@ def step_time(
     flat = {k: s for k, (s, _) in exposed.items()}
     return _result(layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, flat, peak,
                    rows)  # fmt: skip
+
+
+def _need_batch(layout: Layout) -> None:
+    if layout.global_batch is None:
+        raise CalcError("global_batch", "must be given to time a step (it fixes the micro-batches)", None)
+
+
+def _dgrad(value: bool | None, layout: Layout) -> bool:
+    """``tp_dgrad_overlap`` as given, or the layout's stack's default."""
+    if value is None:
+        return dgrad_overlap_default(layout.stack)
+    if not isinstance(value, bool):
+        raise CalcError("tp_dgrad_overlap", "must be true or false", value)
+    return value
 
 
 def _rows(
@@ -341,7 +327,8 @@ def _straggler_why(gpus: int, allowance: float) -> str:
 @dataclass(frozen=True)
 class _Compute:
     """One micro-batch on the busiest stage: FLOPs per micro-batch (model and hardware, whole model), the
-    busiest stage's layers, and its seconds of matmuls, attention core and element-wise work on one GPU."""
+    busiest stage's layers, and its seconds of matmuls, attention core and element-wise work on one GPU;
+    ``wgrad``: one layer's seconds of its two column-parallel weight gradients (the fewer of dense and MoE)."""
 
     model_mb: int
     hw_mb: int
@@ -349,6 +336,7 @@ class _Compute:
     t_flops: float
     t_attn: float
     t_mem: float
+    wgrad: tuple[float, float] = (0.0, 0.0)
 
     @property
     def t_mb(self) -> float:
@@ -399,6 +387,7 @@ def _stage_compute(
     kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
     recompute = layout.recompute
     model_fwd = hw_mm = hw_attn = mem_bytes = 0
+    col = [min(w) for w in zip(*(_column_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
     for moe, count in kinds:
         if not count:
             continue
@@ -430,6 +419,7 @@ def _stage_compute(
         t_flops=float((hw_mm * share + head) / (t * c)) / mm_rate,
         t_attn=float(hw_attn * share / (t * c)) / attn_rate,
         t_mem=float(mem_bytes * share) * memory_passes / hbm,
+        wgrad=(2 * s * b * col[0] / (t * c) / mm_rate, 2 * s * b * col[1] / (t * c) / mm_rate),
     )
 
 
