@@ -4,10 +4,14 @@ For every throughput row of ``runs.json`` that the engine models (no ``not_model
 [`plan`][calc.timing.planner.plan] runs twice on the row's model, GPU, GPU count, global batch and sequence
 (and its network's links where the row names them):
 
-- **pinned** to the published layout (``dp tp pp cp ep``, and ``micro_batch`` and ``interleave`` where the row
-  gives them; the ZeRO stage and recomputation are left to the planner, which takes the cheapest that fits):
-  its step time as the planner times it, or the planner's refusal;
+- **pinned** to the published layout (``dp tp pp cp ep``, and ``micro_batch`` and ``interleave`` where the source
+  gives them: a field the row lists as ``unpublished`` is a guess made to time the run, and is left to the
+  planner; the ZeRO stage and recomputation are left to the planner, which takes the cheapest that fits): its
+  step time as the planner times it, or the planner's refusal;
 - **unpinned**, ``top=3``: the planner's ranking.
+
+Both plans run on the row's training stack (``knobs.stack``: Megatron-LM or torchtitan, each searching what it
+implements, ``calc.timing.planner``) and its network's links.
 
 **How the layout is matched.** The planner keeps one entry per set of degrees (its fastest micro-batch and
 interleaving), so the published layout's rank is 1 + the ranked entries strictly faster than its pinned step time;
@@ -26,6 +30,7 @@ import time
 from typing import Any
 
 from calc.errors import CalcError
+from calc.memory.stacks import STACKS
 from calc.timing.planner import plan
 from validation.published.predict import load
 
@@ -57,14 +62,24 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     net = row.get("predict", {}).get("network")
     if net:
         kw["intra"], kw["inter"] = net[0], net[1]
+    stack = row.get("knobs", {}).get("stack")
+    if stack in STACKS:
+        kw["stack"] = stack
     return kw
 
 
 def _pins(row: dict[str, Any]) -> dict[str, Any]:
-    lay = row["layout"]
+    """The published layout's degrees, and its micro-batch and interleaving where the source gives them.
+
+    Examples:
+        >>> row = {"layout": {"dp": 24, "tp": 8, "pp": 8, "interleave": 2}, "unpublished": ["interleave"]}
+        >>> _pins(row)
+        {'dp': 24, 'tp': 8, 'pp': 8, 'cp': 1, 'ep': 1}
+    """
+    lay, guessed = row["layout"], set(row.get("unpublished", ()))
     pins = {k: lay.get(k, 1) for k in _DEGREES}
     for k in ("micro_batch", "interleave"):
-        if k in lay:
+        if k in lay and k not in guessed:
             pins[k] = lay[k]
     return pins
 
