@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from calc.errors import CalcError
 from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
-from calc.memory.model_state import CONVENTION_ALIASES, convention_options
+from calc.memory.model_state import CONVENTION_ALIASES, CONVENTIONS, convention_options
 from calc.memory.stacks import LOSS_KINDS, STACKS, stack_defaults
 from calc.units import parse_positive_int
 from calc.widgets import Field
@@ -92,19 +92,58 @@ STACK_DEFAULT = "stack"
 """The ``loss`` (or ``recompute``) value that leaves the knob to the stack (``Layout(loss=None)``)."""
 
 RECOMPUTE_OPTIONS_STACK: tuple[tuple[str, str], ...] = (
-    (STACK_DEFAULT, "The stack's (Megatron: none; torchtitan: per-op selective)"),
+    (STACK_DEFAULT, "The stack's default"),
     *RECOMPUTE_OPTIONS_OP,
 )
 """The recomputation modes with, first, the stack's own (``Layout(recompute=None)``)."""
 
+RECOMPUTE_STACK_HELP = "by default the stack's (Megatron none, torchtitan per-op selective)"
+"""What "the stack's default" recomputes, under the select (an option's label stays short enough to read)."""
+
 LOSS_OPTIONS: tuple[tuple[str, str], ...] = (
-    (STACK_DEFAULT, "The stack's (Megatron: fused; torchtitan: stock, compiled with torch.compile)"),
-    ("fused", "Fused vocab-parallel (Megatron), 6 B per logit"),
-    ("stock", "F.cross_entropy on fp32 logits, 12 B per logit"),
+    (STACK_DEFAULT, "The stack's default"),
+    ("fused", "Fused vocab-parallel"),
+    ("stock", "Stock F.cross_entropy"),
     ("chunked", "Chunked (torchtitan, LitGPT)"),
     ("compiled", "Compiled (torch.compile)"),
 )
 """How the cross-entropy is computed (``Layout.loss``; the bytes per logit are ``calc.memory.stacks``')."""
+
+LOSS_HELP = (
+    "by default the stack's (Megatron fused, torchtitan stock compiled with torch.compile); fused is Megatron's "
+    "vocab-parallel loss, stock is F.cross_entropy on fp32 logits"
+)
+"""The loss options in full, under the select."""
+
+CONVENTION_WORDS: dict[str, str] = {
+    "mixed-adam-16": "Adam, mixed precision",
+    "mixed-adam-18": "Adam, fp32 gradients",
+    "mixed-adam-20": "Adam, fp16 + fp32 grads",
+    "fp32-adam-16": "fp32 Adam",
+    "bf16-adam-12": "Adam, no master copy",
+    "bf16-adam-fused-6": "bf16 Adam, fused step",
+    "fp32-adam-fused-12": "fp32 Adam, fused step",
+    "bf16-adam-pure-8": "pure bf16 Adam",
+    "mixed-adam8bit-10": "8-bit Adam",
+    "mixed-sgdm-12": "SGD with momentum",
+    "fp32-sgd-8": "fp32 plain SGD",
+    "fp32-sgdm-12": "fp32 SGD with momentum",
+    "mixed-bf16-states": "Adam, bf16 moments",
+    "mixed-lion-12": "Lion",
+    "mixed-muon-12": "Muon (hidden matrices)",
+    "mixed-adafactor-8": "Adafactor, no momentum",
+    "mixed-adafactor-momentum-12": "Adafactor + momentum",
+    "mixed-shampoo-28": "Shampoo, square blocks",
+    "mixed-soap-32": "SOAP, square matrices",
+}
+"""The convention select's short words for each convention (its full label, with the bytes of each tensor, is
+``calc.memory.conventions``'): the option reads ``16 B · Adam, mixed precision``, the bytes from the convention."""
+
+CONVENTION_HELP = (
+    "optimizer, then what differs from mixed precision (bf16 weights and gradients, fp32 master copy); "
+    "each tensor's bytes are in the results"
+)
+"""Under the convention select: how to read its short options."""
 
 
 def _as_typed(value: object) -> str:
@@ -156,7 +195,12 @@ def stack_fields(
     """
     options = RECOMPUTE_OPTIONS_STACK if recompute == STACK_DEFAULT else RECOMPUTE_OPTIONS_OP
     help_ = {"help": stack_help} if stack_help else {}
-    return recompute_field(recompute, options, **kw), stack_field(own, **help_, **kw), loss_field(**kw)
+    recompute_help = {"help": RECOMPUTE_STACK_HELP} if recompute == STACK_DEFAULT else {}
+    return (
+        recompute_field(recompute, options, **recompute_help, **kw),
+        stack_field(own, **help_, **kw),
+        loss_field(**kw),
+    )
 
 
 def stack_knobs(values: Mapping[str, str], names: tuple[str, ...] = ("loss",)) -> dict[str, str]:
@@ -184,7 +228,7 @@ def loss_field(**kw: object) -> Field:
         >>> loss_field().default
         'stack'
     """
-    return Field("loss", "Loss", STACK_DEFAULT, kind="select", options=LOSS_OPTIONS, **kw)
+    return Field("loss", "Loss", STACK_DEFAULT, kind="select", options=LOSS_OPTIONS, help=LOSS_HELP, **kw)
 
 
 def degree(name: str, default: str, help: str = "", *, label: str = "", **kw: object) -> Field:
@@ -198,14 +242,14 @@ def degree(name: str, default: str, help: str = "", *, label: str = "", **kw: ob
     return Field(name, label or DEGREE_LABELS[name], default, kind="number", help=help, **kw)
 
 
-def zero_field(default: str, options: tuple[tuple[str, str], ...] = ZERO_OPTIONS) -> Field:
+def zero_field(default: str, options: tuple[tuple[str, str], ...] = ZERO_OPTIONS, **kw: object) -> Field:
     """The ``zero_stage`` select (a calculator may word the stages for what it shows).
 
     Examples:
         >>> zero_field("1").options[3]
         ('3', '3: + weights')
     """
-    return Field("zero_stage", "ZeRO stage", default, kind="select", options=options)
+    return Field("zero_stage", "ZeRO stage", default, kind="select", options=options, **kw)
 
 
 def micro_batch_field(default: str = "1", label: str = "Micro-batch (sequences)", **kw: object) -> Field:
@@ -225,12 +269,30 @@ def recompute_field(
     return Field("recompute", label, default, kind="select", options=options, **kw)
 
 
+def convention_labels() -> tuple[tuple[str, str], ...]:
+    """The convention select's options, short enough for a form column: the bytes per parameter and a few words
+    ([`CONVENTION_WORDS`][calc.widgets._fields.CONVENTION_WORDS]; a convention without words keeps its full label).
+
+    Examples:
+        >>> convention_labels()[0]
+        ('mixed-adam-16', '16 B · Adam, mixed precision')
+    """
+    return tuple(
+        (
+            name,
+            f"{CONVENTIONS[name].bytes_per_param} B · {CONVENTION_WORDS[name]}" if name in CONVENTION_WORDS else label,
+        )
+        for name, label in convention_options()
+    )
+
+
 def convention_field(label: str = "Bytes per parameter", options: tuple[tuple[str, str], ...] | None = None) -> Field:
     """The bytes-per-parameter ``convention`` select (16 as in ZeRO, 18 as in Megatron-LM, ...)."""
-    options = options or convention_options()
+    help_ = "" if options else CONVENTION_HELP
+    options = options or convention_labels()
     known = {v for v, _ in options}
     aliases = tuple((old, new) for old, new in CONVENTION_ALIASES.items() if new in known)
-    return Field("convention", label, "mixed-adam-16", kind="select", options=options, aliases=aliases)
+    return Field("convention", label, "mixed-adam-16", kind="select", options=options, aliases=aliases, help=help_)
 
 
 def checkbox(name: str, label: str, default: str = "0") -> Field:

@@ -29,6 +29,7 @@ __all__ = [
     "out",
     "table",
     "verdict",
+    "why_list",
 ]
 
 UNIT_FIELD_OPTIONS: tuple[tuple[str, str], ...] = (
@@ -235,6 +236,23 @@ def formulas(lines: Sequence[tuple[str, str]], source: str = "", name: str = "fo
         f'<details class="lc-formulas" data-formulas="{escape(name)}"><summary>How each line is computed, '
         f"with your numbers</summary><ul>{items}</ul>{cite}</details>"
     )
+
+
+def why_list(items: Sequence[tuple[str, str]], summary: str = "Why and sources") -> str:
+    """The "why" of a table's rows, folded under it: one closed ``<details class="lc-why">`` with a line per row,
+    ``(row label, explanation)``, so the table stays one line a row (issue 19: an overhead table with a citation
+    inline in every row was about 1,500 px tall). Everything is escaped; the text stays in the page, a summary
+    away from the keyboard.
+
+    Examples:
+        >>> html_ = why_list([("CUDA context", "constant. Source: PyTorch docs.")])
+        >>> html_.startswith('<details class="lc-why"><summary>Why and sources</summary><ul><li>')
+        True
+        >>> "<strong>CUDA context</strong>: constant. Source: PyTorch docs.</li>" in html_
+        True
+    """
+    lines = "".join(f"<li><strong>{escape(label)}</strong>: {escape(text)}</li>" for label, text in items)
+    return f'<details class="lc-why"><summary>{escape(summary)}</summary><ul>{lines}</ul></details>'
 
 
 def verdict(ok: bool, text: str, name: str = "verdict") -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "accept_legacy_model",
     "model_chip",
     "model_fields",
+    "preset_options",
     "read_model",
 ]
 
@@ -51,6 +52,29 @@ CONFIG_HELP = (
     f"Model types: {', '.join(HF_MODEL_TYPES)}."
 )
 """The help under every ``config`` textarea."""
+
+PRESET_HELP = "Megatron shapes: Narayanan et al. 2021 (Table 1), Korthikanti et al. 2022 (175B: GPT-3, 530B: MT-NLG)"
+"""Under every Model select: the papers its short Megatron labels name."""
+
+_SHORT_CITES = ((" / GPT-3 shape", ""), (" / MT-NLG shape", ""), (" et al. Table 1)", ")"), (" et al.)", ")"))
+"""What a preset's menu label leaves out to fit a form column (the papers are in [`PRESET_HELP`][])."""
+
+
+def preset_options() -> tuple[tuple[str, str], ...]:
+    """The Model select's ``(preset, label)`` pairs: [`PRESET_LABELS`][calc.models.presets.PRESET_LABELS] with
+    the paper shapes' citations cut to the author ("Megatron 7.5B (Narayanan)"), short enough for a form column.
+
+    Examples:
+        >>> dict(preset_options())["narayanan-7.5b"], dict(preset_options())["megatron-175b"]
+        ('Megatron 7.5B (Narayanan)', 'Megatron 175B (Korthikanti)')
+    """
+    pairs = []
+    for name, label in PRESET_LABELS.items():
+        for long, short in _SHORT_CITES:
+            label = label.replace(long, short)
+        pairs.append((name, label))
+    return tuple(pairs)
+
 
 _MAX_LABEL_CHARS = 80
 _GROUP = "Model"
@@ -97,11 +121,11 @@ def model_fields(default: str = "llama3-8b", *, custom: str = "") -> tuple[Field
         ('custom', 'Custom: the fields below')
     """
     options = ((CUSTOM, custom),) if custom else ()
-    options += tuple(PRESET_LABELS.items())
+    options += preset_options()
     if default not in dict(options):
         raise ValueError(f"default preset {default!r} is not a choice")
     return (
-        Field("preset", "Model", default, kind="select", options=options, **_grouped()),
+        Field("preset", "Model", default, kind="select", options=options, help=PRESET_HELP, **_grouped()),
         Field("config", "config.json (optional)", "", kind="textarea", help=CONFIG_HELP, **_grouped()),
     )
 

@@ -201,11 +201,11 @@ CALCULATOR = Calculator(
             "Implementation",
             "megatron",
             (
-                ("megatron", "Megatron-LM fused kernels (the paper)"),
+                ("megatron", "Megatron-LM fused kernels"),
                 ("hf-eager", "Hugging Face, eager attention"),
                 ("hf-sdpa", "Hugging Face, SDPA"),
             ),
-            help="what saves the tensors; Hugging Face needs t = 1",
+            help="what saves the tensors (Megatron-LM: the paper's); Hugging Face needs t = 1",
         ),
         unit_field("GiB"),
     ),

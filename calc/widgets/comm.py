@@ -75,7 +75,7 @@ def _rate(bytes_per_s: int) -> str:
 
 def _links(scope: str) -> tuple[tuple[str, str], ...]:
     """The interconnects of one scope (``scale-up`` inside a node, ``scale-out`` between nodes) as select options."""
-    return tuple((i.name, i.label) for i in INTERCONNECTS.values() if i.scope == scope)
+    return tuple((i.name, i.label.replace(", 8-GPU mesh", "")) for i in INTERCONNECTS.values() if i.scope == scope)
 
 
 def _link(name: str, scope: str, field: str) -> str:
@@ -273,7 +273,7 @@ CALCULATOR = Calculator(
     description="Bytes each GPU sends per optimizer step for every collective a layout implies, and how long "
     "they take on NVLink and the network.",
     fields=(
-        *model_fields(CUSTOM, custom="Custom: parameters and shape below"),
+        *model_fields(CUSTOM, custom="Custom: the fields below"),
         Field("params", "Parameters", "70B", help="e.g. 7B, 70e9, 405B", enabled_when=("preset", CUSTOM)),
         Field("layers", "Layers", "80", kind="number", enabled_when=("preset", CUSTOM)),
         Field("hidden", "Hidden size", "8192", kind="number", enabled_when=("preset", CUSTOM)),
@@ -305,8 +305,9 @@ CALCULATOR = Calculator(
                 ("0", "0: all-reduce gradients"),
                 ("1", "1: reduce-scatter + all-gather"),
                 ("2", "2: reduce-scatter every micro-batch"),
-                ("3", "3: also gather weights every micro-batch"),
+                ("3", "3: + weight all-gathers"),
             ),
+            help="2 reduce-scatters every micro-batch; 3 also gathers the weights every micro-batch",
         ),
         checkbox("sequence_parallel", "Sequence parallelism", "1"),
         Field("virtual_stages", "Model chunks per stage (interleaving)", "1", kind="number"),

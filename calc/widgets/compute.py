@@ -223,9 +223,10 @@ CALCULATOR = Calculator(
             "FLOPs per parameter per token",
             "6",
             (
-                ("6", "6: utilization is MFU (model FLOPs)"),
-                ("8", "8: utilization is HFU with full recomputation"),
+                ("6", "6: MFU (model FLOPs)"),
+                ("8", "8: HFU, full recomputation"),
             ),
+            help="6: the utilization is MFU; 8: it is HFU, counting full recomputation's extra forward",
         ),
     ),
     compute=_compute,

@@ -48,20 +48,25 @@ from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, headroom, kv
 __all__ = ["CALCULATOR"]
 
 _METHODS = {
-    "full": "Full fine-tuning (every parameter trained)",
-    "lora": "LoRA (frozen bf16 base + adapters)",
-    "qlora": "QLoRA (frozen NF4 base + adapters)",
+    "full": "Full fine-tuning",
+    "lora": "LoRA (bf16 base)",
+    "qlora": "QLoRA (NF4 base)",
 }
+_METHODS_HELP = "full trains every parameter; LoRA and QLoRA train adapters on a frozen bf16 or NF4 base"
 _TARGETS = {
-    "all-linear": "All linear layers of each block (QLoRA's choice)",
-    "attention": "Attention projections q, k, v, o (MLA: q_a, q_b, kv_a, kv_b, o)",
-    "qv": "q and v only (LoRA paper; MLA: q_b and kv_b)",
+    "all-linear": "All linear layers",
+    "attention": "Attention q, k, v, o",
+    "qv": "q and v only (LoRA paper)",
 }
+_TARGETS_HELP = (
+    "of each block; all linear is QLoRA's choice; MLA adapts q_a, q_b, kv_a, kv_b, o (attention) or q_b, kv_b (q and v)"
+)
 _RECOMPUTE = {
-    "selective": "Selective (FlashAttention keeps no scores)",
+    "selective": "Selective",
     "none": "None",
-    "full": "Full (each layer's input only)",
+    "full": "Full",
 }
+_RECOMPUTE_HELP = "selective: FlashAttention keeps no scores; full: each layer's input only"
 _ADAPTERS = "Adapters"
 _ONE_GPU = {"flash_attention": True, "dropout": False}
 """The activation settings of the module docstring: FlashAttention, no dropout."""
@@ -188,12 +193,12 @@ CALCULATOR = Calculator(
     description="Per-GPU memory of full fine-tuning, LoRA or QLoRA on one GPU: frozen base, adapters, activations.",
     fields=(
         *model_fields("llama2-7b"),
-        select("method", "Method", "lora", tuple(_METHODS.items()), group=_ADAPTERS),
+        select("method", "Method", "lora", tuple(_METHODS.items()), help=_METHODS_HELP, group=_ADAPTERS),
         Field("rank", "LoRA rank r", "16", kind="number", help="ignored by full fine-tuning", group=_ADAPTERS),
-        select("targets", "Adapted layers", "all-linear", tuple(_TARGETS.items()), group=_ADAPTERS),
+        select("targets", "Adapted layers", "all-linear", tuple(_TARGETS.items()), help=_TARGETS_HELP, group=_ADAPTERS),
         seq_len_field("4096"),
         micro_batch_field(),
-        recompute_field("selective", tuple(_RECOMPUTE.items()), "Activation recomputation"),
+        recompute_field("selective", tuple(_RECOMPUTE.items()), "Activation recomputation", help=_RECOMPUTE_HELP),
         *gpu_fields(),
         unit_field(),
     ),

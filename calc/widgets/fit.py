@@ -15,7 +15,7 @@ from calc.memory.model_state import (
 )
 from calc.memory.overheads import peak_memory
 from calc.memory.stacks import stack_defaults
-from calc.models.presets import PRESET_LABELS, preset
+from calc.models.presets import preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, gpu_code, model_code, snippet
@@ -33,6 +33,7 @@ from calc.widgets._fields import (
     zero_field,
 )
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
+from calc.widgets._model import PRESET_HELP, preset_options
 from calc.widgets._parts import gpu_memory_line, headroom, kv, model_state_labels
 
 __all__ = ["CALCULATOR"]
@@ -314,11 +315,12 @@ CALCULATOR = Calculator(
         zero_field(
             "0",
             (
-                ("0", "0: plain data parallel (nothing sharded)"),
+                ("0", "0: nothing sharded"),
                 ("1", "1: shard optimizer states"),
                 ("2", "2: + gradients"),
                 ("3", "3: + weights (FSDP)"),
             ),
+            help="0 is plain data parallelism; each stage also shards what the one before it does",
         ),
         degree("dp", "1", "GPUs the states are sharded over", label="Data-parallel degree"),
         *gpu_fields(),
@@ -327,8 +329,8 @@ CALCULATOR = Calculator(
             "preset",
             "Model (counts activations)",
             _NO_MODEL,
-            ((_NO_MODEL, "None: model state only"), *PRESET_LABELS.items()),
-            help="its parameter count replaces Parameters, and activations and overheads are counted",
+            ((_NO_MODEL, "None: model state only"), *preset_options()),
+            help="its parameter count replaces Parameters, and activations and overheads are counted. " + PRESET_HELP,
             group=_ACTIVATIONS,
             advanced=True,
         ),

@@ -197,11 +197,13 @@ CALCULATOR = Calculator(
             "1f1b",
             (
                 ("1f1b", "1F1B (PipeDream-Flush)"),
-                ("gpipe", "GPipe (all forwards, then all backwards)"),
-                ("interleaved", "Interleaved 1F1B (needs m a multiple of p)"),
-                ("zb-h1", "ZB-H1 zero bubble (weight gradients fill the bubble)"),
-                ("dualpipe", "DualPipe (both ends; needs p even, m even and ≥ 2p)"),
+                ("gpipe", "GPipe"),
+                ("interleaved", "Interleaved 1F1B"),
+                ("zb-h1", "ZB-H1 zero bubble"),
+                ("dualpipe", "DualPipe (both ends)"),
             ),
+            help="GPipe: all forwards, then all backwards; interleaved needs m a multiple of p; ZB-H1 fills the "
+            "bubble with weight gradients; DualPipe needs p even, m even and ≥ 2p",
         ),
         Field(
             "virtual_stages", "Model chunks per stage (v)", "2", kind="number", enabled_when=("schedule", "interleaved")

@@ -26,7 +26,7 @@ from calc.widgets._fields import (
     seq_len_field,
     stack_field,
 )
-from calc.widgets._html import out, table, verdict
+from calc.widgets._html import out, table, verdict, why_list
 from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._parts import duration, kv, plural
 
@@ -195,14 +195,9 @@ def _ranking(layouts: list[dict[str, Any]]) -> str:
 
 def _where_time_goes(best: dict[str, Any]) -> str:
     """The best layout's step, part by part: a chart of what is not compute and a table of every part."""
+    shown = [(i, p) for i, p in enumerate(best["time"]) if p["seconds"] > 0]
     parts = [
-        (
-            escape(p["part"]),
-            out(f"time-{i}", duration(p["seconds"]), value=p["seconds"], unit="s"),
-            escape(p["why"]),
-        )
-        for i, p in enumerate(best["time"])
-        if p["seconds"] > 0
+        (escape(p["part"]), out(f"time-{i}", duration(p["seconds"]), value=p["seconds"], unit="s")) for i, p in shown
     ]
     return (
         "<p><strong>Where the best layout's step goes</strong></p>"
@@ -214,7 +209,8 @@ def _where_time_goes(best: dict[str, Any]) -> str:
             ],
             title="Exposed communication and bubble of the best layout",
         )
-        + table(("Part", "Time", "Why"), parts, raw_cells=True)
+        + table(("Part", "Time"), parts, raw_cells=True)
+        + why_list([(p["part"], p["why"]) for _, p in shown], "Why each part takes its time")
     )
 
 

@@ -38,6 +38,7 @@ from calc.widgets._html import (
     out,
     table,
     verdict,
+    why_list,
 )
 from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, model_state_labels, notes, plural
@@ -119,13 +120,20 @@ def _stage_table(peaks: tuple[PeakMemory, ...], fmt) -> str:
     return table(("Stage", "Layers", "Model state", "Activations", "nvidia-smi"), rows, raw_cells=True)
 
 
-def _overhead_rows(p: PeakMemory, fmt) -> list[tuple[str, ...]]:
+def _short_recipe(label: str) -> str:
+    """A low-precision recipe's label without its bytes ("FP8 per tensor, Hopper"): short enough for the form."""
+    return label.split(" (")[0].replace(", per-tensor scaling,", " per tensor,")
+
+
+def _overheads(p: PeakMemory, fmt) -> str:
+    """The overheads' table, one line a row, and each row's formula and source folded under it."""
     rows = []
     for o in p.overheads:
-        label = f"{escape(o.label)}<br><small>{escape(o.formula)}. Source: {escape(o.source)}.</small>"
         tag = f'<span class="lc-tag" data-tag="{o.tag}">{o.tag}</span>'
-        rows.append((label, tag, escape(_COUNTED[o.counted_in]), out(f"overhead_{o.name}", fmt(o.bytes))))
-    return rows
+        rows.append((escape(o.label), tag, escape(_COUNTED[o.counted_in]), out(f"overhead_{o.name}", fmt(o.bytes))))
+    return table(("Overhead", "Tag", "Counted in", "Per GPU"), rows, raw_cells=True) + why_list(
+        [(o.label, f"{o.formula}. Source: {o.source}.") for o in p.overheads]
+    )
 
 
 _COUNTED = {"allocated": "allocated", "reserved": "reserved", "nvidia-smi": "nvidia-smi only"}
@@ -332,7 +340,7 @@ def _compute(v: dict[str, str]) -> str:
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + kept
         + _formulas(p, layout, fmt, in_flight)
-        + table(("Overhead", "Tag", "Counted in", "Per GPU"), _overhead_rows(p, fmt), raw_cells=True)
+        + _overheads(p, fmt)
         + totals
         + _stage_table(per_stage, fmt)
         + _lines(p, layout, memory, in_flight, fmt)
@@ -396,10 +404,11 @@ CALCULATOR = Calculator(
             "ZeRO shard of the busiest rank",
             _STACK_KNOBS["shard"],
             (
-                ("even", "Even split (ZeRO paper, lower bound)"),
+                ("even", "Even split (ZeRO paper)"),
                 ("fsdp2", "FSDP2: dim-0 chunks, padded"),
-                ("whole-tensor", "Whole tensors (ZeroRedundancyOptimizer)"),
+                ("whole-tensor", "Whole tensors"),
             ),
+            help="even is the ZeRO paper's lower bound; whole tensors as ZeroRedundancyOptimizer keeps them",
         ),
         checkbox("distributed_optimizer", "Megatron distributed optimizer"),
         checkbox("offload_optimizer", "Offload optimizer to CPU"),
@@ -426,7 +435,11 @@ CALCULATOR = Calculator(
             "low_precision",
             "Low-precision GEMMs",
             "none",
-            (("none", "None (bf16 GEMMs)"), *((r.name, r.label) for r in LOW_PRECISION_RECIPES.values())),
+            (
+                ("none", "None (bf16 GEMMs)"),
+                *((r.name, _short_recipe(r.label)) for r in LOW_PRECISION_RECIPES.values()),
+            ),
+            help="the quantized weight copies and their bytes per parameter are in the results",
         ),
         *gpu_fields(),
         unit_field(),
