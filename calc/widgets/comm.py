@@ -304,7 +304,7 @@ CALCULATOR = Calculator(
             (
                 ("0", "0: all-reduce gradients"),
                 ("1", "1: reduce-scatter + all-gather"),
-                ("2", "2: reduce-scatter every micro-batch"),
+                ("2", "2: micro-batch reduce-scatter"),
                 ("3", "3: + weight all-gathers"),
             ),
             help="2 reduce-scatters every micro-batch; 3 also gathers the weights every micro-batch",
