@@ -92,3 +92,29 @@ def test_overhead_table_is_compact_with_sources_folded(browser, site_url) -> Non
         "summary": "Why and sources",
         "focusable": 0,
     }, found
+
+
+# A disclosure styled as Material's callout: a border or tinted background on the <details>, or an icon (a mask
+# image, the pencil of "note") on its summary.
+CALLOUTS = """selector => [...document.querySelectorAll(selector)].filter(d => d.getClientRects().length).map(d => {
+  const box = getComputedStyle(d), icon = getComputedStyle(d.querySelector(':scope > summary'), '::before');
+  const mask = icon.maskImage || icon.webkitMaskImage || 'none';
+  return [d.querySelector(':scope > summary').textContent.trim().slice(0, 40), parseFloat(box.borderLeftWidth),
+          box.backgroundColor, mask];
+}).filter(([, border, background, mask]) => border > 0 || mask !== 'none'
+          || !/^(transparent|rgba\\(0, 0, 0, 0\\))$/.test(background))"""
+
+
+def test_calculator_disclosures_are_not_callouts(browser, site_url) -> None:
+    """Issue 19: "More options" disclosures were styled as note callouts with a pencil icon. Every disclosure in a
+    calculator is plain; the check does see a callout, as the prose's own collapsible notes are."""
+    context = browser.new_context(viewport=VIEWPORTS["laptop"])
+    page = context.new_page()
+    visit(page, site_url, "parallelism/zero/")
+    wait_calculators(page)
+    page.evaluate(OPEN_MORE)
+    in_calculators = page.evaluate(CALLOUTS, "[data-calc] details")
+    in_prose = page.evaluate(CALLOUTS, ".md-content details:not([data-calc] details)")
+    context.close()
+    assert in_calculators == [], in_calculators
+    assert in_prose, "the check no longer recognises a callout"
