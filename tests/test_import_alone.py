@@ -1,0 +1,72 @@
+"""Each calculator's module imported alone, in a fresh host interpreter, and what came with it (issue 20, Build 1).
+
+``calc/__init__.py`` names its public objects lazily (PEP 562), so ``import calc`` loads no engine module, and a
+page loads only the modules its calculators use: ``calc.widgets.<module>`` for each, then, at its first answer,
+what ``render`` needs besides. Each row below runs in a subprocess of its own (``sys.modules`` before and after)
+and prints what came (``pytest -s`` shows it). ``tests/test_boot.py`` checks the same under the pinned Pyodide,
+from the built archive; ``bench/run.py --only import`` times it in the browser (``import_calc_ms``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from calc.widgets import _MODULE_OF, CALCULATOR_MODULES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_CAME = """
+import json, sys
+before = set(sys.modules)
+import {module}
+imported = sorted(set(sys.modules) - before)
+rendered = []
+if {name!r}:
+    from calc.widgets import render
+    assert render({name!r}, {{}})["ok"]
+    rendered = sorted(set(sys.modules) - before - set(imported))
+print(json.dumps({{"imported": imported, "rendered": rendered}}))
+"""
+
+NEVER = ("calc.cli", "calc.guide.exercises", "calc.peers")
+"""Engine modules no calculator needs: the command line, the guide's exercises (their own worker request) and the
+peer estimators (the accuracy page's)."""
+
+
+def came_with(module: str, name: str = "") -> dict[str, list[str]]:
+    """What importing ``module`` in a fresh interpreter loaded (``imported``) and, for a calculator ``name``, what
+    its first ``render`` loaded besides (``rendered``)."""
+    code = _CAME.format(module=module, name=name)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _engine(modules: list[str]) -> list[str]:
+    return [m for m in modules if m == "calc" or m.startswith("calc.")]
+
+
+def test_import_calc_loads_no_engine_module() -> None:
+    came = _engine(came_with("calc")["imported"])
+    print(f"import calc: {came}")
+    assert came == ["calc"], "calc/__init__.py imported an engine module eagerly: make the name lazy (_NAMES)"
+
+
+@pytest.mark.parametrize(("name", "module"), sorted(_MODULE_OF.items()))
+def test_each_calculator_module_alone_brings_no_other_calculator(name: str, module: str) -> None:
+    got = came_with(f"calc.widgets.{module}", name)
+    imported, rendered = _engine(got["imported"]), _engine(got["rendered"])
+    stdlib = [m for m in got["imported"] + got["rendered"] if m not in imported + rendered]
+    print(f"\n{name} (calc.widgets.{module}): {len(imported)} engine modules on import, {len(rendered)} more on")
+    print(f"  its first render, {len(stdlib)} other modules: {' '.join(imported)} | render: {' '.join(rendered)}")
+    assert f"calc.widgets.{module}" in imported
+    for when, modules in (("import", imported), ("render", rendered)):
+        others = {m.removeprefix("calc.widgets.") for m in modules} & set(CALCULATOR_MODULES) - {module}
+        assert not others, f"{name}: its {when} brought other calculators' modules: {sorted(others)}"
+        never = [m for m in modules if m.startswith(NEVER)]
+        assert not never, f"{name}: its {when} brought {never}"
