@@ -115,6 +115,7 @@ $(STAMPS)/venv-validation: requirements-validation.txt
 	touch $@
 
 validate: $(STAMPS)/venv-validation
+	$(VVENV)/bin/python -m validation.compile $(if $(FULL),,--if-stale)
 	$(VVENV)/bin/python -m validation.measure $(if $(FULL),--full)
 
 clean:

@@ -60,6 +60,7 @@ from calc.memory.overhead_items import (
     _low_precision_item,
     _step_items,
 )
+from calc.memory.stacks import layer_gaps
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 
@@ -332,5 +333,11 @@ def _peak(
         allocated_bytes=allocated,
         reserved_bytes=reserved,
         nvidia_smi_bytes=reserved + outside,
-        not_modelled=NOT_MODELLED,
+        not_modelled=NOT_MODELLED
+        + layer_gaps(
+            layout.stack,
+            recompute=layout.recompute,
+            compile=layout.compile,
+            gqa=arch.num_kv_heads < arch.num_heads,
+        ),
     )

@@ -25,7 +25,15 @@ The loss peak per logit (``T`` tokens per context-parallel rank times the vocabu
   bf16 logits (2 B) and every chunk's saved fp32 ``log_softmax`` output (4 B) stay, the two fp32 gradients only
   for one chunk at a time;
 * ``"compiled"``: ``torch.compile`` fuses the upcast, ``log_softmax`` and ``nll_loss``: the bf16 logits are saved
-  (2 B) with one fp32 log-sum-exp per token, and one fused kernel writes the bf16 gradient (2 B): 4 B.
+  (2 B) with two fp32 values per token (the row maximum and the log of the sum of exponentials, 8 B a token), and
+  the fused backward writes the bf16 gradient (2 B) beside one fp32 value per token (4 B a token): 4 B per logit.
+  Measured, ``validation/compile.json`` (``python -m validation.compile``), torch 2.13 inductor CPU: exact on every
+  shape, to the loss's 4 B scalars. On CUDA inductor emits Triton kernels from the same partitioned graph (the
+  partitioner decides what is saved before any kernel is chosen); the per-token terms are the CPU kernels' and were
+  not measured on a GPU.
+
+``compile`` also changes what a layer saves when nothing checkpoints it; what the engine's per-layer terms leave
+out then is said next to the numbers ([`layer_gaps`][calc.memory.stacks.layer_gaps]).
 
 Examples:
     >>> stack_defaults("torchtitan", pp=8)["reshard_after_forward"], stack_defaults("torchtitan", pp=1)["loss"]
@@ -36,7 +44,7 @@ from __future__ import annotations
 
 from calc.errors import CalcError
 
-__all__ = ["LOSS_KINDS", "STACKS", "loss_bytes", "stack_defaults"]
+__all__ = ["LOSS_KINDS", "STACKS", "layer_gaps", "loss_bytes", "stack_defaults"]
 
 STACKS: tuple[str, ...] = ("megatron", "torchtitan")
 """The training stacks a [`Layout`][calc.memory.layout.Layout] can name (``stack``)."""
@@ -83,7 +91,7 @@ def loss_bytes(loss: str, tokens: int, vocab: int, tp: int, chunk_tokens: int) -
         >>> loss_bytes("fused", 10, 100, 1, 1024)[:2], loss_bytes("stock", 10, 100, 1, 1024)[:2]
         ((4000, 2000), (4000, 8000))
         >>> loss_bytes("chunked", 10, 100, 1, 5)[:2], loss_bytes("compiled", 10, 100, 1, 1024)[:2]
-        ((6000, 4000), (2040, 2000))
+        ((6000, 4000), (2080, 2040))
     """
     logits = -(-tokens * vocab // tp)
     if loss == "fused":
@@ -93,6 +101,39 @@ def loss_bytes(loss: str, tokens: int, vocab: int, tp: int, chunk_tokens: int) -
     if loss == "chunked":
         chunk = -(-min(chunk_tokens, tokens) * vocab // tp)
         return 6 * logits, 8 * chunk, "2 B logits + 4 B fp32 log_softmax outputs saved; 2 × 4 B per logit of a chunk"
-    if loss == "compiled":
-        return 2 * logits + 4 * tokens, 2 * logits, "2 B logits + 4 B log-sum-exp per token saved + 2 B gradient"
+    if loss == "compiled":  # measured: validation/compile.json (torch 2.13 inductor CPU)
+        formula = "2 B logits + 2 × 4 B per token (max, log-sum-exp) saved; 2 B gradient + 4 B per token"
+        return 2 * logits + 8 * tokens, 2 * logits + 4 * tokens, formula
     raise CalcError("loss", f"must be one of {', '.join(LOSS_KINDS)}", loss, code="unknown-name")
+
+
+def layer_gaps(stack: str, *, recompute: str, compile: bool, gqa: bool) -> tuple[str, ...]:
+    """What a layer of ``stack`` saves beyond the engine's per-layer terms, in words, for ``not_modelled``.
+
+    Measured, ``validation/compile.json`` (``python -m validation.compile``: a torchtitan Llama block at
+    ``6404b93``, bf16, no checkpointing, torch 2.13 on CPU, eager and under ``torch.compile``). Compiled, the block
+    saves exactly the engine's terms (``tests/test_compile.py``) plus the two norms' fp32 reciprocal RMS (8 B a
+    token) and, under grouped-query attention, K and V at every query head: torchtitan's ``repeat_kv`` runs before
+    SDPA, which saves its inputs. Eager, it also keeps the SiLU's output (2 B per token per MLP unit) and the
+    RMSNorms' fp32 upcasts (12 B per token per hidden unit more), which inductor fuses away; the CPU build runs
+    the composite ``rms_norm``, so on a GPU the norms' share was not measured. Megatron-LM saves what Korthikanti
+    et al. count, and a checkpoint (``"op"``, ``"full"``) decides what a layer keeps whether compiled or not: no
+    gap then.
+
+    Examples:
+        >>> layer_gaps("torchtitan", recompute="op", compile=False, gqa=True)
+        ()
+        >>> len(layer_gaps("torchtitan", recompute="none", compile=False, gqa=True))
+        2
+    """
+    if stack != "torchtitan" or recompute not in ("none", "selective"):
+        return ()
+    gaps = []
+    if not compile:
+        gaps.append(
+            "eager PyTorch's SiLU output (2 B per token per MLP unit) and RMSNorm's fp32 upcasts (12 B per token per "
+            "hidden unit), which torch.compile fuses away (measured on CPU: validation/compile.json)"
+        )
+    if gqa and recompute == "none":
+        gaps.append("torchtitan's repeat_kv: SDPA saves K and V expanded to every query head, counted at the KV heads")
+    return tuple(gaps)
