@@ -257,9 +257,10 @@ CHARTS: dict[str, tuple[str, Callable[[], str]]] = {
     ),
     "activations-curve": (
         (
-            "Per-GPU activations against sequence length (log axes); a ring marks the longest length at which each "
-            "layout's whole peak still fits the GPU, the dashed line is the GPU's memory. The table below holds the "
-            "same numbers."
+            "Per-GPU activations against sequence length (log axes, cut off far above the GPU's memory); a ring marks "
+            "the longest length at which each layout's whole peak still fits the GPU, the dashed rule is the GPU's "
+            "memory, and a line drawn dashed over another is one the other would hide (nearly the same numbers). The "
+            "table below holds the same numbers."
         ),
         _curve,
     ),

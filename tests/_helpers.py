@@ -1,5 +1,5 @@
 """Pieces several test files share: a captured subprocess, a pasted Llama config, Narayanan et al.'s Table 1, a
-calculator's fragment and error, a walk through JSON."""
+calculator's fragment and error, a walk through JSON, the lines a layered line chart hides."""
 
 from __future__ import annotations
 
@@ -30,6 +30,34 @@ def walk_json(value: object) -> Iterator[object]:
     children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     for child in children:
         yield from walk_json(child)
+
+
+def hidden_lines(spec: dict, x: str = "seq") -> dict[str, str]:
+    """The series of a layered line chart (``spec["layer"][0]``: rows of ``series``, ``x`` and ``amount``) that a
+    later-drawn series covers (the same ``x`` values, every amount within 5 %: one line on a log axis) and no
+    dashed line layer drawn after them repeats: series name -> the series on top of it."""
+    lines = spec["layer"][0]["data"]["values"]
+    points: dict[str, list[tuple[object, float]]] = {}
+    for r in lines:
+        points.setdefault(r["series"], []).append((r[x], r["amount"]))
+
+    def redrawn(name: str) -> bool:
+        mine = [r for r in lines if r["series"] == name]
+        return any(
+            layer["mark"]["type"] == "line"
+            and layer["mark"].get("strokeDash")
+            and [r for r in layer["data"]["values"] if r["series"] == name] == mine
+            for layer in spec["layer"][1:]
+        )
+
+    names, out = list(points), {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            pa, pb = points[a], points[b]
+            same = [s for s, _ in pa] == [s for s, _ in pb]
+            if same and all(abs(u - v) <= 0.05 * max(u, v) for (_, u), (_, v) in zip(pa, pb, strict=True)):
+                out.setdefault(a, b)
+    return {a: b for a, b in out.items() if not redrawn(a)}
 
 
 def run_captured(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import html
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _helpers import walk_json
+from _helpers import hidden_lines, walk_json
 from calc.errors import CalcError
 from calc.guide import charts
 from calc.memory.model_state import model_state_bytes
@@ -123,6 +124,33 @@ def test_memory_breakdown_stacks_every_nonzero_segment(sizes: list[int], capacit
     assert [b["component"] for b in bars] == [f"part {i}" for i, n in enumerate(sizes) if n > 0]
     assert sum(b["amount"] for b in bars) == pytest.approx(sum(sizes) / GB, rel=1e-6, abs=1e-5)
     assert spec["layer"][1]["data"]["values"][0]["amount"] == pytest.approx(capacity / GB, abs=1e-6)
+
+
+@given(
+    st.lists(st.integers(GB // 100, 10**17), min_size=1, max_size=6),
+    st.floats(0.96, 1.04),
+    st.integers(GB, 200 * GB),
+)
+def test_activations_chart_hides_no_line_and_clips_its_axis(sizes: list[int], near: float, capacity: int) -> None:
+    """Issue 19: a line drawn under a later one with about the same points was invisible, and one line of
+    petabytes stretched the log axis to them. A covered line is drawn again dashed on top; with a GPU on the
+    chart the axis stops at the decade at or above a hundred times its memory."""
+    seqs = [512 << k for k in range(len(sizes))]
+    series = {
+        "Selective": list(zip(seqs, sizes, strict=True)),
+        "FlashAttention": [(s, max(1, round(n * near))) for s, n in zip(seqs, sizes, strict=True)],
+        "Full": [(s, max(1, n // 7)) for s, n in zip(seqs, sizes, strict=True)],
+    }
+    spec = charts.activations_by_sequence(series, None, capacity=(capacity, "GPU"), stops={"Full": seqs[0]})
+    assert hidden_lines(spec) == {}
+    redrawn = {r["series"] for layer in spec["layer"][2:] if layer["mark"].get("strokeDash") == [6, 6]
+               for r in layer["data"]["values"]}  # fmt: skip
+    assert "Selective" in redrawn  # within 4 % of FlashAttention's, drawn after it
+    top = 10 ** math.ceil(math.log10(capacity / GB * 100))
+    domain = spec["layer"][0]["encoding"]["y"]["scale"].get("domain")
+    if max(sizes) * max(near, 1) / GB > top * 1.0001:
+        assert domain is not None and domain[1] == pytest.approx(top)
+    assert all(layer["encoding"]["y"] == spec["layer"][0]["encoding"]["y"] for layer in spec["layer"])  # one axis
 
 
 @given(st.integers(10**6, 10**13), st.sampled_from([0, 1, 2, 3]), st.integers(1, 1 << 20))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html as _html
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 from mkdocs.exceptions import PluginError
 
+from _helpers import hidden_lines
 from calc.hardware import gpu
 from calc.memory.finetune import finetune_memory
 from calc.memory.layout import layout_memory
@@ -22,6 +24,7 @@ from calc.timing.steptime import step_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
 
+import lc_charts
 import lc_prose_charts
 from numbers_registry import NUMBERS  # the hooks folder is on sys.path, not a package
 from prose_numbers import guide2
@@ -211,6 +214,28 @@ def test_the_curve_chart_is_the_engine_curve() -> None:
     none = [r["amount"] for r in lines if r["series"] == names["none"]]
     flash = [r["amount"] for r in lines if r["series"] == names["flash"]]
     assert none[-1] / none[-2] > 2.5 and flash[-1] / flash[-2] == pytest.approx(2, rel=0.01)
+
+
+def test_the_curve_chart_hides_no_series_clips_its_axis_and_names_its_markers() -> None:
+    """Issue 19: FlashAttention's line lay exactly on Selective's, the log axis ran to 10,000,000 GB, and the rings
+    and the dashed rule were explained nowhere on the chart. A covered line is drawn again dashed on top of the one
+    that covers it; the axis (the compiled scale, as Vega draws it) stops at the decade at or above a hundred times
+    the GPU's memory, with the lines clipped there; a legend under the plot names the ring and the rule."""
+    vl_convert = pytest.importorskip("vl_convert")  # build-time only: absent under Pyodide
+    spec = _spec("activations-curve")
+    lines = spec["layer"][0]["data"]["values"]
+    assert hidden_lines(spec) == {}, "a line lies under another and is drawn nowhere on top"
+    vega = vl_convert.vegalite_to_vega(spec, vl_version=lc_charts.vl_version())
+    (y,) = [s for s in vega["scales"] if s["name"] == "y"]
+    top = 10 ** math.ceil(math.log10(CAPACITY / 1e9 * 100))
+    assert isinstance(y["domain"], list), f"the axis is the data's: {y['domain']}"
+    assert y["domain"][-1] <= top < max(r["amount"] for r in lines), y["domain"]
+    assert spec["layer"][0]["mark"]["clip"] is True  # a line past the top is cut at it, not drawn over the title
+    legends = [lg for lg in vega.get("legends", []) if "shape" in lg]
+    (markers,) = [s for s in vega["scales"] if s["name"] == legends[0]["shape"]]
+    assert markers["domain"] == ["Longest length whose peak fits", f"GPU memory: {gpu('h100-sxm').label}"]
+    assert all(lg.get("orient") == "bottom" for lg in vega["legends"]), "a side legend takes a phone's plot width"
+    assert not [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"], "no label sits on the lines"
 
 
 def test_the_overlap_chart_is_the_step_time_model() -> None:

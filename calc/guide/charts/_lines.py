@@ -7,6 +7,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from calc.errors import CalcError
@@ -47,33 +48,117 @@ def _reader_layers(point: dict[str, object], x: dict[str, object], y: dict[str, 
     ]
 
 
-def _capacity_layers(capacity: tuple[int, str] | None, unit: str, y: dict[str, object]) -> list[dict[str, object]]:
+_DASH = [6, 4]
+"""The capacity rule's dash, in px: dash and gap."""
+
+_RING_MEANS = "Longest length whose peak fits"
+"""The marker legend's name for a ring (the caller's "fits": the whole peak, not only the activations)."""
+
+_DASH_SYMBOL = "M-1,0H-0.3M0.3,0H1"
+"""A legend symbol that looks like the dashed capacity rule: two strokes with a gap (Vega's unit square)."""
+
+_BOTTOM = {"orient": "bottom", "direction": "vertical"}
+"""A legend under the plot, its entries in rows: it takes height, never the width a phone needs for the plot."""
+
+_STACKED = {"legend": {"layout": {"bottom": {"direction": "vertical", "anchor": "start"}}}}
+"""The spec's ``config`` that stacks the legends under the plot one below the other (Vega lays them side by
+side, as wide as a phone's whole chart)."""
+
+_SAME = 0.05
+"""Two amounts within this fraction of the larger draw as one point on a log axis a few hundred px tall."""
+
+
+def _capacity_layers(
+    capacity: tuple[int, str] | None, unit: str, y: dict[str, object], *, labelled: bool = True
+) -> list[dict[str, object]]:
+    """The GPU's memory as a dashed rule, named by a label at the plot's right (``labelled``) or, where a marker
+    legend names it (``_ring_layer``), by that legend: a label on the plot sits on the lines."""
     if capacity is None:
         return []
     cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
-    return [
-        {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeDash": [6, 4]}, "encoding": {"y": y}},
-        {
-            "data": {"values": [cap]},
-            "mark": {"type": "text", "align": "right", "x": "width", "dy": -7},
-            "encoding": {"y": y, "text": {"field": "label"}},
-        },
-    ]
+    rule = {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeDash": list(_DASH)}, "encoding": {"y": y}}
+    if not labelled:
+        return [rule]
+    label = {"type": "text", "align": "right", "x": "width", "dy": -7}
+    return [rule, {"data": {"values": [cap]}, "mark": label, "encoding": {"y": y, "text": {"field": "label"}}}]
+
+
+def _near(a: object, b: object) -> bool:
+    x, y = float(a), float(b)  # type: ignore[arg-type]
+    return abs(x - y) <= _SAME * max(x, y)
+
+
+def _hidden_series(rows: Sequence[Mapping[str, object]], x_name: str) -> list[str]:
+    """The series a later-drawn series covers: the same x values and every amount within ``_SAME``, so on a log
+    axis the later line (drawn on top) would hide the earlier one completely.
+
+    Examples:
+        >>> rows = [{"series": n, "seq": 1, "amount": a} for n, a in (("Sel", 100), ("Flash", 101), ("Full", 5))]
+        >>> _hidden_series(rows, "seq")
+        ['Sel']
+    """
+    points: dict[object, list[tuple[object, object]]] = {}
+    for r in rows:
+        points.setdefault(r["series"], []).append((r[x_name], r["amount"]))
+
+    def covers(a: list[tuple[object, object]], b: list[tuple[object, object]]) -> bool:
+        return [x for x, _ in a] == [x for x, _ in b] and all(_near(p[1], q[1]) for p, q in zip(a, b, strict=True))
+
+    names = list(points)
+    return [str(a) for i, a in enumerate(names) if any(covers(points[a], points[b]) for b in names[i + 1 :])]
+
+
+def _redrawn_layer(rows: Sequence[dict[str, object]], hidden: list[str], encoding: dict[str, object]) -> list[dict]:
+    """The ``hidden`` series drawn again, dashed and a little wider, on top of the line that covers them: both
+    colours show, alternating along the line (FlashAttention stores about what selective recomputation keeps)."""
+    if not hidden:
+        return []
+    mark = {"type": "line", "strokeDash": [6, 6], "strokeWidth": 3, "clip": True}
+    color = {**encoding["color"], "legend": None}  # type: ignore[dict-item]
+    values = [r for r in rows if r["series"] in hidden]
+    return [{"data": {"values": values}, "mark": mark, "encoding": {**encoding, "color": color}}]
+
+
+def _clipped_y(y: dict[str, object], rows: Sequence[dict[str, object]], capacity: float) -> dict[str, object]:
+    """A log y axis from the decade below the smallest point to the decade at or above a hundred times the GPU's
+    memory, if a line runs past it: that line leaves the top instead of stretching the axis to petabytes.
+
+    Examples:
+        >>> y = {"field": "amount", "scale": {"type": "log"}}
+        >>> _clipped_y(y, [{"amount": 0.07}, {"amount": 2.3e6}], 80.0)["scale"]
+        {'type': 'log', 'domain': [0.01, 10000.0]}
+        >>> _clipped_y(y, [{"amount": 0.07}, {"amount": 300}], 80.0) is y  # nothing past it: the axis is the data's
+        True
+    """
+    amounts = [float(r["amount"]) for r in rows]  # type: ignore[arg-type]
+    high = 10.0 ** math.ceil(math.log10(capacity * 100))
+    if max(amounts) <= high:
+        return y
+    low = 10.0 ** math.floor(math.log10(min(amounts)))
+    return {**y, "scale": {**y["scale"], "domain": [low, high]}}  # type: ignore[dict-item]
 
 
 def _ring_layer(
-    rows: Sequence[dict[str, object]], stops: Mapping[str, int], encoding: dict[str, object]
+    rows: Sequence[dict[str, object]], stops: Mapping[str, int], encoding: dict[str, object], capacity: str | None
 ) -> dict[str, object]:
-    """An unlabelled ring on each series at its ``stops`` length (with many lines labels would overlap; the
-    legend's colour names the ring's line)."""
-    rings = []
+    """A ring on each series at its ``stops`` length, unlabelled on the plot (with many lines labels would
+    overlap: the colour legend names the ring's line). A legend under the plot says what a ring means and, with
+    ``capacity`` (the rule's label), what the dashed rule is. Rings at one point (lines that coincide) nest, the
+    later one wider, so neither hides the other."""
+    rings: list[dict[str, object]] = []
     for name, seq in stops.items():
         match = [r for r in rows if r["series"] == name and r["seq"] == seq]
         if not match:
             raise CalcError("stops", "must name a point of its series", f"{name}: seq={seq}")
-        rings.append(match[0])
-    ring = {"type": "point", "filled": False, "size": 260, "strokeWidth": 2}
-    return {"data": {"values": rings}, "mark": ring, "encoding": encoding}
+        under = [r for r in rings if r["seq"] == seq and _near(r["amount"], match[0]["amount"])]
+        rings.append({**match[0], "marker": _RING_MEANS, "ring": 260 + 200 * len(under)})
+    means = [_RING_MEANS, *([capacity] if capacity else [])]
+    shapes = ["circle", *([_DASH_SYMBOL] if capacity else [])]
+    legend = {**_BOTTOM, "title": None, "symbolStrokeWidth": 2, "symbolSize": 160, "labelLimit": 280}
+    shape = {"field": "marker", "type": "nominal", "scale": {"domain": means, "range": shapes}, "legend": legend}
+    size = {"field": "ring", "type": "quantitative", "scale": None, "legend": None}
+    mark = {"type": "point", "filled": False, "strokeWidth": 2}  # unclipped: a ring fits, it is under the top
+    return {"data": {"values": rings}, "mark": mark, "encoding": {**encoding, "shape": shape, "size": size}}
 
 
 def zero_scaling(
@@ -155,8 +240,19 @@ def activations_by_sequence(
         >>> [r["amount"] for r in s["layer"][0]["data"]["values"]]
         [1.0, 2.0]
         >>> s = activations_by_sequence({"Full": [(1024, 10**9), (2048, 2 * 10**9)]}, None, stops={"Full": 1024})
-        >>> [layer["mark"]["type"] for layer in s["layer"]], s["layer"][1]["data"]["values"]
-        (['line', 'point'], [{'series': 'Full', 'seq': 1024, 'amount': 1.0}])
+        >>> [layer["mark"]["type"] for layer in s["layer"]], s["layer"][1]["data"]["values"]  # doctest: +ELLIPSIS
+        (['line', 'point'], [{'series': 'Full', 'seq': 1024, 'amount': 1.0, 'marker': 'Longest...', 'ring': 260}])
+        >>> same = {"Selective": [(1024, 100 * 10**9)], "Flash": [(1024, 101 * 10**9)], "None": [(1024, 10**16)]}
+        >>> stops = {"Selective": 1024, "Flash": 1024}
+        >>> s = activations_by_sequence(same, None, capacity=(80 * 10**9, "H100"), stops=stops)
+        >>> [(lay["mark"]["type"], lay["mark"].get("strokeDash")) for lay in s["layer"]]  # Selective redrawn on top
+        [('line', None), ('point', None), ('line', [6, 6]), ('rule', [6, 4])]
+        >>> {r["series"] for r in s["layer"][2]["data"]["values"]}, [r["ring"] for r in s["layer"][1]["data"]["values"]]
+        ({'Selective'}, [260, 460])
+        >>> s["layer"][0]["encoding"]["y"]["scale"]  # 10 PB does not stretch the axis: it leaves the top
+        {'type': 'log', 'domain': [100.0, 10000.0]}
+        >>> s["layer"][1]["encoding"]["shape"]["scale"]["domain"]  # what the markers mean, in a legend under the plot
+        ['Longest length whose peak fits', 'GPU memory: H100']
         >>> activations_by_sequence({"Full": [(1024, 1)]}, None, stops={"Full": 4096})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -168,11 +264,15 @@ def activations_by_sequence(
     """
     rows, names = _log_series(series, unit, "seq")
     x, y = _log_axes("seq", "Sequence length (tokens)", f"Activations ({unit})")
+    if capacity is not None:
+        y = _clipped_y(y, rows, _amount(capacity[0], unit))
     color = {"field": "series", "type": "nominal", "sort": names, "title": legend}
+    if stops:  # the marker legend goes under the plot: so does the colour legend, in columns a phone narrows
+        color["legend"] = {**_BOTTOM, "columns": 2}
     layers: list[dict[str, object]] = [
         {
             "data": {"values": rows},
-            "mark": {"type": "line", "point": True},
+            "mark": {"type": "line", "point": True, "clip": True},
             "encoding": {"x": x, "y": y, "color": color},
         }
     ]
@@ -181,12 +281,18 @@ def activations_by_sequence(
         seq, n, label = reader
         layers += _reader_layers({"seq": seq, "amount": _amount(n, unit), "label": label}, x, y)
         described = f", with the reader's inputs ({label}) marked"
+    cap_label = f"GPU memory: {capacity[1]}" if capacity else None
     if stops:
-        layers.append(_ring_layer(rows, stops, {"x": x, "y": y, "color": color}))
+        layers.append(_ring_layer(rows, stops, {"x": x, "y": y, "color": color}, cap_label))
         described += ", each line's longest fitting length ringed"
-    return _layered(
+    hidden = _hidden_series(rows, "seq")
+    layers += _redrawn_layer(rows, hidden, {"x": x, "y": y, "color": color})
+    if hidden:
+        described += f", {' and '.join(hidden)} dashed over the line that covers it"
+    spec = _layered(
         title,
         f"Lines of activation memory against sequence length for each {legend.lower()} case, log axes{described}.",
         260,
-        [*layers, *_capacity_layers(capacity, unit, y)],
+        [*layers, *_capacity_layers(capacity, unit, y, labelled=not stops)],
     )
+    return {**spec, "config": _STACKED} if stops else spec
