@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "tools") not in sys.path:
     sys.path.insert(0, str(ROOT / "tools"))
 
+from pyc_compile import ENGINE_ROOT
 from serve import running
 
 CHROMIUM = "/usr/bin/chromium"
@@ -66,6 +67,44 @@ const pyodide = await loadPyodide({
 });
 self.postMessage(pyodide.runPython("1+1"));
 """
+
+# import_calc_ms: a worker that boots the site's runtime as calc-worker.mjs does (the precompiled stdlib, calc.zip on
+# sys.path for zipimport, nothing unpacked), then times ``import calc`` and, in the same fresh interpreter, importing
+# one calculator's module; it posts the times (its only message) and the page keeps the last one.
+_IMPORT_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>import calc</title>
+<script type="module">
+window.__lcImport = (module) => {
+  window.__lcImportGot = undefined;
+  const w = new Worker(`./import-worker.mjs?module=${encodeURIComponent(module)}`, { type: "module" });
+  w.onmessage = (e) => { w.terminate(); window.__lcImportGot = e.data; };
+  w.onerror = (e) => { w.terminate(); window.__lcImportGot = { error: String(e.message || e) }; };
+};
+</script></head><body>import calc</body></html>
+"""
+_IMPORT_WORKER = """import { loadPyodide } from "../assets/%(runtime)spyodide.mjs";
+const module = new URL(import.meta.url).searchParams.get("module");
+const indexURL = new URL("../assets/%(runtime)s", import.meta.url).href;
+try {
+  const [pyodide, engine] = await Promise.all([
+    loadPyodide({ indexURL, stdLibURL: indexURL + "python_stdlib.pyc.zip",
+      lockFileContents: { info: %(info)s, packages: {} } }),
+    fetch(new URL("../assets/calc/calc.zip", import.meta.url)).then((r) => r.arrayBuffer()),
+  ]);
+  pyodide.FS.writeFile("%(engine)s", new Uint8Array(engine));
+  pyodide.runPython("import sys; sys.path.insert(0, %(engine_py)s)");
+  const timed = (name) => {
+    const t0 = performance.now();
+    pyodide.pyimport(name).destroy();
+    return performance.now() - t0;
+  };
+  const calc = timed("calc");
+  self.postMessage({ module, calc, calculator: timed(`calc.widgets.${module}`) });
+} catch (err) {
+  self.postMessage({ module, error: String(err && err.message ? err.message : err) });
+}
+"""
+ENGINE = ENGINE_ROOT.rstrip("/")
+"""Where the engine archive sits in the worker's file system (calc-worker.mjs's ``ENGINE``)."""
 
 _WATCH_READY = """(() => {
   const Native = window.Worker;
@@ -174,6 +213,11 @@ def serve_with_bare(site: Path):
         info = json.loads((ROOT / "node_modules" / "pyodide" / "pyodide-lock.json").read_text())["info"]
         (bench / "bare-stock.mjs").write_text(_BARE_STOCK)
         (bench / "bare-own.mjs").write_text(_BARE_OWN % {"runtime": runtime_folder(site), "info": json.dumps(info)})
+        (bench / "import-worker.mjs").write_text(
+            _IMPORT_WORKER
+            % {"runtime": runtime_folder(site), "info": json.dumps(info), "engine": ENGINE, "engine_py": repr(ENGINE)}
+        )
+        (bench / "import.html").write_text(_IMPORT_PAGE)
         for variant in ("stock", "own"):
             (bench / f"{variant}.html").write_text(_BARE_PAGE.format(variant=variant))
         handler = functools.partial(_Quiet, directory=str(top))
@@ -269,6 +313,46 @@ def calculator_pages(site: Path) -> dict[str, str]:
         for name in re.findall(r'<div class="lc-calc" [^>]*data-calc="([^"]+)"', index.read_text(encoding="utf-8")):
             pages.setdefault(name, path)
     return dict(sorted(pages.items(), key=lambda kv: (kv[1] != "", kv[0])))
+
+
+def calculator_modules(site: Path) -> dict[str, str]:
+    """Each calculator the site embeds and its module under ``calc.widgets`` (``calc.widgets._MODULE_OF``)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from calc.widgets import _MODULE_OF
+
+    return {name: _MODULE_OF[name] for name in calculator_pages(site) if name in _MODULE_OF}
+
+
+def measure_import(site: Path, runs: int = 7) -> dict[str, object]:
+    """``import calc``, then one calculator's module, in a fresh Pyodide worker each (``_IMPORT_WORKER``): per round
+    every calculator once, in rotated order, one browser page; ms as the worker timed them, and the load."""
+    from playwright.sync_api import sync_playwright
+
+    modules = calculator_modules(site)
+    names = list(modules)
+    samples: list[dict[str, object]] = []
+    with serve_with_bare(site) as base, sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_context().new_page()
+            page.goto(f"{base}/__bench/import.html")
+            for r in range(runs):
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    page.evaluate("(module) => window.__lcImport(module)", modules[name])
+                    page.wait_for_function("() => window.__lcImportGot !== undefined", timeout=TIMEOUT_MS)
+                    got = page.evaluate("window.__lcImportGot")
+                    if "error" in got:
+                        raise RuntimeError(f"import of calc.widgets.{modules[name]} failed: {got['error']}")
+                    samples.append({"name": name, **got, "load": os.getloadavg()[0]})
+                print(f"import round {r + 1}/{runs}: calc {statistics.median(s['calc'] for s in samples):.0f} ms")
+        finally:
+            browser.close()
+    return {
+        "samples": samples,
+        "pages": calculator_pages(site),
+        "modules": modules,
+    }
 
 
 def measure_recompute(site: Path, runs: int = 20, in_place: tuple[bool, ...] = (True, False)) -> dict[str, object]:

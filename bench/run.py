@@ -7,6 +7,10 @@ Against a built site on 127.0.0.1 (``--site``, else a fresh strict build), with 
   boot (the pinned Pyodide started in a module worker with ``loadPyodide({indexURL})``, running ``1+1``) and over
   a bare boot of the runtime the site ships; from ``bench/boot.py``'s [`measure_boot`][boot.measure_boot]:
   variants interleaved in rotated order, each ratio taken within its round.
+* ``import_calc_ms``: ``import calc`` in Pyodide in the browser, in a fresh worker that boots the runtime the site
+  ships as ``calc-worker.mjs`` does (``calc.zip`` on ``sys.path``), timed by the worker and posted when done; then,
+  in the same interpreter, each calculator's module alone (``calculators``: module, page, median, min, max), one
+  worker per calculator and round (``boot.measure_import``).
 * ``recompute_p95_ms``: input event to updated DOM, the p95 of the worst calculator (``boot.measure_recompute``),
   per round; its median, min and max over the rounds.
 * ``max_render_ms``: the slowest ``calc.widgets.render`` inside Pyodide (under Node, ``bench/render.mjs``) over
@@ -27,7 +31,8 @@ load (``os.getloadavg()``, 1 minute) over the samples that made it. Not part of 
 ``tests/test_bench.py`` smoke-runs one run of one figure.
 
 Usage: ``.venv/bin/python bench/run.py [--site DIR] [--runs 7] [--only bytes,fcp,...] [--json PATH] [--update]``
-(``--update`` re-measures the ``--only`` figures and keeps the rest of ``--json``).
+(``--update`` re-measures the ``--only`` figures and keeps the rest of ``--json``). Writing ``bench/results.json``
+re-renders the README's table from it (``bench/readme.py``).
 """
 
 from __future__ import annotations
@@ -47,13 +52,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tools")]
 
 import boot
+import readme
 from build import measure_build
 from serve import serving
 
 RESULTS = ROOT / "bench" / "results.json"
 NO_CALC_PAGE = "glossary/"
 """A page without a calculator (checked at run time)."""
-FIGURES = ("boot", "recompute", "render", "bytes", "fcp", "build")
+FIGURES = ("boot", "import", "recompute", "render", "bytes", "fcp", "build")
 SITE_FREE = ("build",)
 """Figures that need no built site (they build their own)."""
 TIMEOUT_MS = 180_000
@@ -120,6 +126,25 @@ def measure_recompute(site: Path, runs: int) -> dict[str, object]:
             **stats(worst, loads, "ms"),
             "worst_case": max(medians, key=medians.__getitem__),
             "cases_p95_median": {case: round(v, 2) for case, v in sorted(medians.items())},
+        }
+    }
+
+
+def measure_import(site: Path, runs: int) -> dict[str, object]:
+    """``import calc`` in Pyodide, and each calculator's module imported after it in the same fresh worker
+    (``boot.measure_import``): ``import_calc_ms`` over every sample, its ``calculators`` each over its own."""
+    got = boot.measure_import(site, runs)
+    samples = got["samples"]
+    loads = [s["load"] for s in samples]
+    per: dict[str, dict[str, object]] = {}
+    for name, module in got["modules"].items():
+        mine = [s["calculator"] for s in samples if s["name"] == name]
+        per[name] = {"module": f"calc.widgets.{module}", "page": got["pages"][name], **boot.summary(mine)}
+    return {
+        "import_calc_ms": {
+            **stats([s["calc"] for s in samples], loads, "ms"),
+            "calculators": per,
+            "worst_calculator": max(per, key=lambda n: per[n]["median"]),
         }
     }
 
@@ -255,6 +280,7 @@ def measure_fcp(site: Path, runs: int) -> dict[str, object]:
 
 MEASURES: dict[str, Callable[[Path, int], dict[str, object]]] = {
     "boot": measure_boot,
+    "import": measure_import,
     "recompute": measure_recompute,
     "render": measure_render,
     "bytes": measure_bytes,
@@ -333,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     print(f"wrote {args.json}", file=sys.stderr)
+    if args.json.resolve() == RESULTS and readme.write():  # the README quotes this file
+        print(f"rewrote {readme.README.name}'s table (bench/readme.py)", file=sys.stderr)
     return 0
 
 

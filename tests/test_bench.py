@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+import readme  # bench/readme.py: the README's table
 import run as bench
 
 REQUIRED = ("ready_ratio", "ready_ratio_own_runtime", "recompute_p95_ms", "max_render_ms", "home_bytes_brotli")
@@ -111,3 +112,53 @@ def test_committed_results_build_figures() -> None:
         _figure_ok(results[key], 1)
     if "home_requests" in results:  # from the bytes figure's next run
         _figure_ok(results["home_requests"], 1)
+
+
+def test_import_figure_is_known() -> None:
+    """``--only import`` measures ``import_calc_ms`` (``boot.measure_import``: a fresh worker per calculator)."""
+    assert "import" in bench.FIGURES and bench.MEASURES["import"] is bench.measure_import
+    assert "import-worker.mjs" in bench.boot._IMPORT_PAGE and "__lcImportGot" in bench.boot._IMPORT_PAGE
+
+
+def test_committed_results_import_figure() -> None:
+    """Once bench/results.json has ``import_calc_ms`` (``--only import --update``), it has every calculator the
+    site embeds, each with its module and page."""
+    from calc.widgets import _MODULE_OF
+
+    results = json.loads((ROOT / "bench" / "results.json").read_text())
+    if "import_calc_ms" not in results:
+        pytest.skip("bench/results.json has no import_calc_ms yet: run bench/run.py --only import --update")
+    fig = results["import_calc_ms"]
+    _figure_ok(fig, 7)
+    assert set(fig["calculators"]) <= set(_MODULE_OF) and fig["worst_calculator"] in fig["calculators"]
+    for name, row in fig["calculators"].items():
+        assert row["module"] == f"calc.widgets.{_MODULE_OF[name]}", name
+        assert row["min"] <= row["median"] <= row["max"] and row["n"] >= 7, (name, row)
+
+
+# The README's table (bench/readme.py) --------------------------------------------------------------------------
+
+
+def test_readme_table_is_rendered_from_results() -> None:
+    """README.md's performance table is what bench/readme.py renders from bench/results.json: run
+    ``.venv/bin/python bench/readme.py`` after editing either."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    results = json.loads((ROOT / "bench" / "results.json").read_text())
+    assert readme.update(text, results) == text, "README.md's table is stale: run .venv/bin/python bench/readme.py"
+
+
+def test_readme_table_follows_a_changed_figure_and_marks_missing_ones() -> None:
+    """A figure that changes in results.json changes the README (the check above can fail); one that results.json
+    lacks reads "not measured", its load a dash."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    results = json.loads((ROOT / "bench" / "results.json").read_text())
+    key = "ready_ratio"
+    changed = {**results, key: {**results[key], "median": results[key]["median"] + 0.1}}
+    assert readme.update(text, changed) != readme.update(text, results)
+    without = {k: v for k, v in results.items() if k != key}
+    row = next(line for line in readme.render(without).splitlines() if f"(`{key}`)" in line)
+    assert row.endswith(f"| {readme.NOT_MEASURED} | — |"), row
+
+
+def test_readme_doctests() -> None:
+    assert doctest.testmod(readme).failed == 0
