@@ -121,7 +121,8 @@ def _redrawn_layer(rows: Sequence[dict[str, object]], hidden: list[str], encodin
 
 def _clipped_y(y: dict[str, object], rows: Sequence[dict[str, object]], capacity: float) -> dict[str, object]:
     """A log y axis from the decade below the smallest point to the decade at or above a hundred times the GPU's
-    memory, if a line runs past it: that line leaves the top instead of stretching the axis to petabytes.
+    memory, if a line runs past it: that line leaves the top instead of stretching the axis to petabytes (unless
+    every point is past it: then the axis is the data's).
 
     Examples:
         >>> y = {"field": "amount", "scale": {"type": "log"}}
@@ -132,7 +133,7 @@ def _clipped_y(y: dict[str, object], rows: Sequence[dict[str, object]], capacity
     """
     amounts = [float(r["amount"]) for r in rows]  # type: ignore[arg-type]
     high = 10.0 ** math.ceil(math.log10(capacity * 100))
-    if max(amounts) <= high:
+    if max(amounts) <= high or min(amounts) >= high:  # nothing past it, or nothing under it to show
         return y
     low = 10.0 ** math.floor(math.log10(min(amounts)))
     return {**y, "scale": {**y["scale"], "domain": [low, high]}}  # type: ignore[dict-item]
