@@ -31,8 +31,6 @@ Examples:
 
 from __future__ import annotations
 
-import difflib
-
 from calc.errors import CalcError
 from calc.models._preset_data import PRESETS
 from calc.models._preset_papers import PAPER_LABELS
@@ -110,6 +108,8 @@ def preset(name: str) -> Architecture:
 
 def _unknown_rule(name: object) -> str:
     """The rule an unknown preset name broke: the closest names when there are some, else the first and last."""
+    import difflib  # here: only a misspelt name needs it, and a calculator's first render would pay for it
+
     known = sorted(PRESETS)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6) if isinstance(name, str) else []
     if close:

@@ -9,7 +9,6 @@ from math import isfinite
 from typing import Self
 
 from calc.errors import CalcError
-from calc.guide.charts import chart, memory_breakdown
 from calc.hardware import GPUS, gpu
 from calc.units import format_bytes, to_bytes
 
@@ -288,6 +287,8 @@ def memory_chart(segments: Sequence[tuple[str, int]], capacity: int, gpu_label: 
         >>> 'data-chart="memory-breakdown"' in html_ and "2.00 GB of the Custom 8 GB (8.00 GB)" in html_
         True
     """
+    from calc.guide.charts import chart, memory_breakdown  # here: a calculator that draws no bars loads no chart
+
     fmt = byte_formatter(unit)
     total = sum(n for _, n in segments)
     parts = ", ".join(f"{label} {fmt(n)}" for label, n in segments if n > 0)

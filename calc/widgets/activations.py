@@ -8,7 +8,7 @@ from fractions import Fraction
 from calc.errors import CalcError
 from calc.guide.charts import activations_chart
 from calc.memory.activations import IMPLEMENTATIONS, LayerActivations, activation_bytes_per_layer, layer_activations
-from calc.memory.layout import check_parallelism
+from calc.memory.layout_rules import check_parallelism
 from calc.timing.compute import RECOMPUTE_MODES
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field

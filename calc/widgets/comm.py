@@ -7,7 +7,7 @@ from html import escape
 
 from calc.errors import CalcError
 from calc.guide.charts import step_time_chart
-from calc.memory.layout import check_parallelism
+from calc.memory.layout_rules import check_parallelism
 from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field

@@ -20,21 +20,18 @@ from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, gpu_code, model_code, snippet
 from calc.widgets._fields import (
-    STACK_DEFAULT,
-    convention_field,
     degree,
     gpu_fields,
     micro_batch_field,
     select,
     seq_len_field,
-    stack_fields,
-    stack_knobs,
     unit_field,
     zero_field,
 )
 from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
 from calc.widgets._model import PRESET_HELP, preset_options
 from calc.widgets._parts import gpu_memory_line, headroom, kv, model_state_labels
+from calc.widgets._stack_fields import STACK_DEFAULT, convention_field, stack_fields, stack_knobs
 
 __all__ = ["CALCULATOR"]
 

@@ -6,7 +6,7 @@ import contextlib
 from html import escape
 
 from calc.errors import CalcError
-from calc.memory.layout import check_parallelism
+from calc.memory.layout_rules import check_parallelism
 from calc.parallel.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_in_flight
 from calc.parallel.pipeline_elision import drawn_passes, elided_schedule
 from calc.parallel.pipeline_svg import MAX_LABELLED_PASSES, schedule_svg, schedule_text

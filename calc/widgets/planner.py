@@ -17,18 +17,15 @@ from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import (
-    STACK_DEFAULT,
-    convention_field,
-    loss_field,
     one_of,
     recompute_field,
     select,
     seq_len_field,
-    stack_field,
 )
 from calc.widgets._html import out, table, verdict, why_list
 from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._parts import duration, kv, plural
+from calc.widgets._stack_fields import STACK_DEFAULT, convention_field, loss_field, stack_field
 
 __all__ = ["CALCULATOR", "plan_result"]
 

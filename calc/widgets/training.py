@@ -15,15 +15,12 @@ from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import (
     checkbox,
-    convention_field,
     degree,
     gpu_fields,
     micro_batch_field,
     one_of,
     select,
     seq_len_field,
-    stack_fields,
-    stack_knobs,
     unit_field,
     whole_numbers,
     zero_field,
@@ -42,6 +39,7 @@ from calc.widgets._html import (
 )
 from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, model_state_labels, notes, plural
+from calc.widgets._stack_fields import convention_field, stack_fields, stack_knobs
 
 __all__ = ["CALCULATOR"]
 

@@ -18,23 +18,52 @@ Byte values are plotted in the reader's unit (``"GB"`` = 10^9 bytes or ``"GiB"``
 its calculator does not: the chart draws the calculator's numbers and nothing else.
 
 The package's parts, all re-exported here (import from ``calc.guide.charts``): ``_common`` (themes, units, the
-element), ``_memory`` (bars of memory), ``_lines`` (log-log lines), ``_time`` (time per step) and
-``_calculators`` (the calculators' charts, computed with the engine).
+element), ``_memory`` (bars of memory), ``_lines`` (log-log lines), ``_time`` (time per step, and the
+communication calculator's and the planner's charts) and ``_calculators`` (the memory calculators' line charts,
+computed with the engine). Each name loads its part on first use (PEP 562), so a calculator loads only the
+charts it draws.
+
+Examples:
+    >>> from calc.guide.charts import chart, step_time_chart
+    >>> chart.__module__, step_time_chart.__module__
+    ('calc.guide.charts._common', 'calc.guide.charts._time')
 """
 
 from __future__ import annotations
 
-from calc.guide.charts._calculators import (
-    MAX_CHART_GPUS,
-    activations_chart,
-    layout_chart,
-    step_time_chart,
-    zero_chart,
-)
-from calc.guide.charts._common import CHART_WIDTH, SCHEMES, THEMES, chart, spec_json
-from calc.guide.charts._lines import activations_by_sequence, zero_scaling
-from calc.guide.charts._memory import memory_breakdown, memory_by_case
-from calc.guide.charts._time import exposed_time, layout_comparison
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names, for readers of the code, type checkers and the API page (griffe reads them)
+    from calc.guide.charts._calculators import MAX_CHART_GPUS, activations_chart, zero_chart
+    from calc.guide.charts._common import CHART_WIDTH, SCHEMES, THEMES, chart, spec_json
+    from calc.guide.charts._lines import activations_by_sequence, zero_scaling
+    from calc.guide.charts._memory import memory_breakdown, memory_by_case
+    from calc.guide.charts._time import exposed_time, layout_chart, layout_comparison, step_time_chart
+
+_PARTS: dict[str, str] = {
+    **dict.fromkeys(("MAX_CHART_GPUS", "activations_chart", "zero_chart"), "_calculators"),
+    **dict.fromkeys(("CHART_WIDTH", "SCHEMES", "THEMES", "chart", "spec_json"), "_common"),
+    **dict.fromkeys(("activations_by_sequence", "zero_scaling"), "_lines"),
+    **dict.fromkeys(("memory_breakdown", "memory_by_case"), "_memory"),
+    **dict.fromkeys(("exposed_time", "layout_chart", "layout_comparison", "step_time_chart"), "_time"),
+}
+"""Each public name and the part that defines it."""
+
+
+def __getattr__(name: str):
+    """Load a public name's part on first use (PEP 562)."""
+    part = _PARTS.get(name)
+    if part is None:
+        raise AttributeError(f"module 'calc.guide.charts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"calc.guide.charts.{part}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "CHART_WIDTH",

@@ -1,8 +1,8 @@
-"""The calculators' charts: engine numbers for the reader's inputs, as ``[data-chart]`` elements.
+"""The memory calculators' line charts: engine numbers for the reader's inputs, as ``[data-chart]`` elements.
 
-Each function computes its series with the engine (model state, activations) or takes the calculator's
-own rows, builds the spec with the chart modules beside it and wraps it with
-[`chart`][calc.guide.charts.chart], with an accessible name that carries the key numbers.
+Each function computes its series with the engine (model state, activations), builds the spec with
+``_lines`` and wraps it with [`chart`][calc.guide.charts.chart], with an accessible name that carries the key
+numbers. The time calculators' charts are ``_time``'s, so a calculator loads only the charts it draws.
 
 Examples:
     >>> _powers_of_two(1, 10)
@@ -11,23 +11,14 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from calc.errors import CalcError
-from calc.guide.charts._common import _per_unit, chart
+from calc.guide.charts._common import _fmt, chart
 from calc.guide.charts._lines import activations_by_sequence, zero_scaling
-from calc.guide.charts._time import exposed_time, layout_comparison
 from calc.memory.activations import activation_bytes_per_layer
 from calc.memory.model_state import model_state_bytes
-from calc.units import format_bytes
 
 MAX_CHART_GPUS = 1 << 20
 """The ZeRO chart's GPU axis stops at 2^20 GPUs, the most any calculator accepts for ``dp``."""
-
-
-def _fmt(n: int, unit: str) -> str:
-    _per_unit(unit)
-    return format_bytes(n, binary=unit == "GiB")
 
 
 def _powers_of_two(low: int, high: int) -> list[int]:
@@ -127,52 +118,3 @@ def activations_chart(
     )
     label = f"Activation bytes per layer against sequence length for each recomputation mode, log axes; {you}."
     return chart("activations-by-sequence", spec, label)
-
-
-def step_time_chart(rows: Sequence[tuple[str, float, float]], *, title: str | None = None) -> str:
-    """The communication calculator's chart: [`exposed_time`][calc.guide.charts.exposed_time] for its terms.
-
-    Args:
-        rows: ``(label, total seconds, exposed seconds)`` per collective, then the pipeline bubble if the
-            calculator models one (exposed = total). No rows, no chart (``""``).
-        title: The chart's title, if not [`exposed_time`][calc.guide.charts.exposed_time]'s.
-
-    Examples:
-        >>> 'data-chart="exposed-time"' in step_time_chart([("TP all-reduce", 0.25, 0.25)])
-        True
-        >>> step_time_chart([])
-        ''
-    """
-    if not rows:
-        return ""
-    worst = max(rows, key=lambda r: r[2])
-    label = (
-        f"Seconds per step for each of {len(rows)} communication terms, exposed and overlapped; "
-        f"the most exposed is {worst[0]} at {worst[2]:.3g} s."
-    )
-    spec = exposed_time(rows) if title is None else exposed_time(rows, title=title)
-    return chart("exposed-time", spec, label)
-
-
-def layout_chart(layouts: Sequence[Mapping[str, object]], *, capacity: int, gpu_label: str, unit: str) -> str:
-    """The planner's chart: [`layout_comparison`][calc.guide.charts.layout_comparison] of its top layouts.
-
-    Args:
-        layouts: Best first; each with ``label``, ``memory_bytes`` and ``step_s`` (or ``None``).
-        capacity: The GPU's memory in bytes.
-        gpu_label: The GPU's name for the capacity mark.
-        unit: ``"GB"`` or ``"GiB"``.
-
-    Examples:
-        >>> top = [{"label": "tp 8 × dp 8", "memory_bytes": 6 * 10**10, "step_s": 1.5}]
-        >>> html_ = layout_chart(top, capacity=8 * 10**10, gpu_label="H100 SXM 80 GB", unit="GB")
-        >>> 'data-chart="layout-comparison"' in html_ and "best: tp 8 × dp 8" in html_
-        True
-    """
-    spec = layout_comparison(layouts, capacity=(capacity, gpu_label), unit=unit)
-    best = layouts[0]
-    label = (
-        f"Memory per GPU and seconds per step of the top {len(layouts)} layouts; best: {best['label']}, "
-        f"{_fmt(int(best['memory_bytes']), unit)} per GPU."  # type: ignore[call-overload]
-    )
-    return chart("layout-comparison", spec, label)

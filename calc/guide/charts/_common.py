@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from html import escape
 
 from calc.errors import CalcError
+from calc.units import format_bytes
 
 CHART_WIDTH = 560
 """Width of a chart's plotting area in CSS pixels; the page scales the SVG down to the column (phones)."""
@@ -82,6 +83,12 @@ def _per_unit(unit: str) -> int:
         return _UNITS[unit]
     except KeyError:
         raise CalcError("unit", "must be GB or GiB", unit, code="unknown-name") from None
+
+
+def _fmt(n: int, unit: str) -> str:
+    """``n`` bytes as text in ``unit`` (``"GB"`` or ``"GiB"``), for a chart's accessible name."""
+    _per_unit(unit)
+    return format_bytes(n, binary=unit == "GiB")
 
 
 def _amount(n: int, unit: str) -> float:

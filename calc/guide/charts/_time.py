@@ -1,4 +1,5 @@
-"""Charts of time per step: exposed against overlapped communication, and the planner's top layouts.
+"""Charts of time per step: exposed against overlapped communication, and the planner's top layouts; and the
+communication calculator's and the planner's charts of them, as ``[data-chart]`` elements.
 
 Examples:
     >>> [layer.get("mark", {}).get("type") for layer in exposed_time([("Bubble", 0.1, 0.1)])["layer"]]
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from calc.errors import CalcError
-from calc.guide.charts._common import CHART_WIDTH, _amount, _short, _values_layer, _with_room
+from calc.guide.charts._common import CHART_WIDTH, _amount, _fmt, _short, _values_layer, _with_room, chart
 
 
 def exposed_time(
@@ -177,3 +178,52 @@ def layout_comparison(
         "hconcat": panels,
         "resolve": {"scale": {"y": "shared"}},
     }
+
+
+def step_time_chart(rows: Sequence[tuple[str, float, float]], *, title: str | None = None) -> str:
+    """The communication calculator's chart: [`exposed_time`][calc.guide.charts.exposed_time] for its terms.
+
+    Args:
+        rows: ``(label, total seconds, exposed seconds)`` per collective, then the pipeline bubble if the
+            calculator models one (exposed = total). No rows, no chart (``""``).
+        title: The chart's title, if not [`exposed_time`][calc.guide.charts.exposed_time]'s.
+
+    Examples:
+        >>> 'data-chart="exposed-time"' in step_time_chart([("TP all-reduce", 0.25, 0.25)])
+        True
+        >>> step_time_chart([])
+        ''
+    """
+    if not rows:
+        return ""
+    worst = max(rows, key=lambda r: r[2])
+    label = (
+        f"Seconds per step for each of {len(rows)} communication terms, exposed and overlapped; "
+        f"the most exposed is {worst[0]} at {worst[2]:.3g} s."
+    )
+    spec = exposed_time(rows) if title is None else exposed_time(rows, title=title)
+    return chart("exposed-time", spec, label)
+
+
+def layout_chart(layouts: Sequence[Mapping[str, object]], *, capacity: int, gpu_label: str, unit: str) -> str:
+    """The planner's chart: [`layout_comparison`][calc.guide.charts.layout_comparison] of its top layouts.
+
+    Args:
+        layouts: Best first; each with ``label``, ``memory_bytes`` and ``step_s`` (or ``None``).
+        capacity: The GPU's memory in bytes.
+        gpu_label: The GPU's name for the capacity mark.
+        unit: ``"GB"`` or ``"GiB"``.
+
+    Examples:
+        >>> top = [{"label": "tp 8 × dp 8", "memory_bytes": 6 * 10**10, "step_s": 1.5}]
+        >>> html_ = layout_chart(top, capacity=8 * 10**10, gpu_label="H100 SXM 80 GB", unit="GB")
+        >>> 'data-chart="layout-comparison"' in html_ and "best: tp 8 × dp 8" in html_
+        True
+    """
+    spec = layout_comparison(layouts, capacity=(capacity, gpu_label), unit=unit)
+    best = layouts[0]
+    label = (
+        f"Memory per GPU and seconds per step of the top {len(layouts)} layouts; best: {best['label']}, "
+        f"{_fmt(int(best['memory_bytes']), unit)} per GPU."  # type: ignore[call-overload]
+    )
+    return chart("layout-comparison", spec, label)
