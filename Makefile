@@ -76,9 +76,9 @@ test-site: setup
 	  && echo "site built in $$(( ($$(date +%s%N) - start) / 1000000 )) ms" && touch $(TEST_SITE).done
 
 # pytest-xdist (pinned): first every test but the browser layer on JOBS workers (default: one per core), each
-# handed whole test files, slowest first (tests/conftest.py::LAYERS: the Pyodide suite's one Node run, the wheel,
-# then the engine, hook and doctest files around them); then the browser layer in one process as before (one
-# Chromium, one Pyodide boot per tour). `make test JOBS=0` runs the first pass in one process too.
+# handed whole test files, slowest first (tests/conftest.py::LAYERS: the Pyodide suite's Node runs, one shard per
+# worker, the wheel, then the engine, hook and doctest files around them); then the browser layer in one process as
+# before (one Chromium, one Pyodide boot per tour). `make test JOBS=0` runs the first pass in one process too.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST := -n $(JOBS) --dist loadscope --no-loadscope-reorder
 
@@ -90,8 +90,9 @@ test: lint $(pyodide-site) $(STAMPS)/chromium test-site
 test-engine: setup test-site
 	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest $(XDIST) -m "not browser and not pyodide"
 
+# The engine suite under Pyodide, one Node run (shard) per worker (tests/test_pyodide.py::SHARDS).
 test-pyodide: setup $(pyodide-site)
-	$(BIN)/python -m pytest tests -m pyodide
+	$(BIN)/python -m pytest $(XDIST) tests -m pyodide
 
 test-browser: setup $(STAMPS)/chromium test-site
 	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest tests -m browser

@@ -76,9 +76,10 @@ def _build_site(out: Path) -> Path:
 
 
 LAYERS = ("pyodide", "browser", "wheel")
-"""Markers of the slow layers, in the order ``make test`` starts them: the engine suite under Pyodide (one long
-Node run), the browser tours (one Chromium per process, one Pyodide boot per tour), the wheel. A test that asks
-for the ``browser`` fixture belongs to the browser layer whatever its marks."""
+"""Markers of the slow layers, in the order ``make test`` starts them: the engine suite under Pyodide (one Node
+run per xdist worker, ``tests/test_pyodide.py::SHARDS``), the browser tours (one Chromium per process, one Pyodide
+boot per tour), the wheel. A test that asks for the ``browser`` fixture belongs to the browser layer whatever its
+marks."""
 
 
 def _layer(item: pytest.Item) -> int:
@@ -88,12 +89,36 @@ def _layer(item: pytest.Item) -> int:
     return len(LAYERS)
 
 
+SHARD_OPTION = "--lc-shard"
+"""``--lc-shard K/N`` runs only every N-th selected test from the K-th (0-based): ``tests/test_pyodide.py`` splits
+the engine suite under Pyodide into N Node runs this way, one per xdist worker. Whole tests are dealt round-robin
+in collected order, so the slow neighbours (the planner's presets in ``tests/test_extremes.py``) spread evenly."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(SHARD_OPTION, default=None, metavar="K/N", help="run only every N-th selected test from the K-th")
+
+
+def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spec = config.getoption(SHARD_OPTION)
+    if not spec:
+        return
+    k, n = (int(x) for x in spec.split("/"))
+    assert 0 <= k < n, f"{SHARD_OPTION} {spec}: K must be from 0 to N - 1"
+    config.hook.pytest_deselected(items=[item for i, item in enumerate(items) if i % n != k])
+    items[:] = items[k::n]
+
+
 @pytest.hookimpl(trylast=True)  # after -m / -k deselection: order what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test``: ``--dist loadscope --no-loadscope-reorder``), hand out whole files,
     slowest first: files holding a slow layer's tests in [`LAYERS`][] order, then the others by test count, so
     the long runs start at once and the engine and doctest files fill the workers around them. Inside a file
-    the order is the collected one; a plain run (no worker) keeps pytest's order."""
+    the order is the collected one; a plain run (no worker) keeps pytest's order. ``--lc-shard`` keeps its share
+    ([`SHARD_OPTION`][]); under Pyodide, Hypothesis tries fewer examples ([`PYODIDE_EXAMPLES`][])."""
+    _shard(config, items)
+    if sys.platform == "emscripten":
+        _fewer_examples(items)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     rank: dict[str, int] = {}
@@ -217,8 +242,24 @@ if sys.platform == "emscripten":  # the engine suite under Pyodide: no example d
         "test_pyodide.py",
         "test_wheel_site.py",
     ]
-    settings.register_profile("pyodide", database=None, deadline=None)
+    settings.register_profile("pyodide", parent=settings.get_profile("lc"), database=None, max_examples=10)
     settings.load_profile("pyodide")
+
+PYODIDE_EXAMPLES = (0.1, 10)
+"""Under Pyodide each Hypothesis test tries this share of the examples it asks for, and at least this many (a test
+without its own ``max_examples`` takes the ``pyodide`` profile's 10). The host run tries them all, so the input
+space is searched there; the Pyodide run shows the same engine behaves the same under Pyodide's Python."""
+
+
+def _fewer_examples(items: list[pytest.Item]) -> None:
+    share, least = PYODIDE_EXAMPLES
+    for item in items:
+        test = getattr(item, "obj", None)
+        own = getattr(test, "_hypothesis_internal_use_settings", None)  # what @given and @settings set (6.155)
+        if own is not None and own.max_examples > least:
+            test._hypothesis_internal_use_settings = settings(
+                own, max_examples=max(least, int(own.max_examples * share))
+            )
 
 
 SETTLED_JS = (

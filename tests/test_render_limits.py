@@ -94,9 +94,10 @@ def _limits(name: str) -> dict[str, tuple[str, str]]:
         if field.kind != "number":
             continue
         base = _base(calc, field)
-        ok = [value for value in PROBES if _accepted(name, {**base, field.name: value})]
-        if ok:
-            out[field.name] = (ok[0], ok[-1])
+        low = next((value for value in PROBES if _accepted(name, {**base, field.name: value})), None)
+        if low is not None:  # the largest accepted, probed from the top down (the values between are not rendered)
+            high = next(value for value in reversed(PROBES) if _accepted(name, {**base, field.name: value}))
+            out[field.name] = (low, high)
     return out
 
 
