@@ -617,7 +617,7 @@ def _outputs(fragment: str) -> dict[str, str]:
 def test_widget_defaults_are_the_175b_row_of_table_2() -> None:
     from calc.widgets.activations import CALCULATOR
 
-    out = _outputs(CALCULATOR.compute(dict(CALCULATOR.defaults)))
+    out = _outputs(CALCULATOR.compute({**CALCULATOR.defaults, "unit": "GiB"}))  # Table 2 is in MiB
     assert out["total"] == "552 MiB"  # 175B, t = 8, tensor parallel only
     assert out["total_bytes"] == f"{552 * MiB:,} B"
     assert out["five_as_over_h"] == "80"  # Korthikanti Sec. 5
@@ -634,10 +634,11 @@ def test_widget_defaults_are_the_175b_row_of_table_2() -> None:
 @pytest.mark.parametrize(
     ("inputs", "key", "value"),
     [
-        ({"sequence_parallel": "1", "recompute": "selective"}, "total", "102 MiB"),
-        ({"recompute": "full"}, "layer_input", "48.0 MiB"),
-        ({"flash_attention": "1"}, "flash_stats", "96.0 KiB"),  # 4asb/t = 4 * 96 * 2048 / 8 bytes
-        ({"unit": "GB", "tp": "1"}, "total", "2.87 GB"),
+        ({"sequence_parallel": "1", "recompute": "selective", "unit": "GiB"}, "total", "102 MiB"),
+        ({"recompute": "full", "unit": "GiB"}, "layer_input", "48.0 MiB"),
+        ({"flash_attention": "1", "unit": "GiB"}, "flash_stats", "96.0 KiB"),  # 4asb/t = 4 * 96 * 2048 / 8 bytes
+        ({"tp": "1"}, "total", "2.87 GB"),  # the site's unit, GB, by default
+        ({"unit": "GiB", "tp": "1"}, "total", "2.67 GiB"),
     ],
 )
 def test_widget_cases(inputs: dict, key: str, value: str) -> None:

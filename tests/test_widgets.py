@@ -50,6 +50,25 @@ def test_garbage_in_any_field_is_data_not_exception(name: str, garbage: str) -> 
             assert "<script>" not in result["html"]
 
 
+@pytest.mark.parametrize("name", sorted(calculators()))
+def test_unit_default_is_the_sites(name: str) -> None:
+    """One unit switch drives every calculator on a fresh visit: each ``unit`` field defaults to the site's unit."""
+    from calc.widgets._html import SITE_UNIT
+
+    defaults = dict(calculators()[name].defaults)
+    assert defaults.get("unit", SITE_UNIT) == SITE_UNIT
+    if "unit" in defaults:  # the pre-rendered form shows it selected
+        assert re.search(rf'<option value="{SITE_UNIT}"[^>]*selected', render_calculator(name))
+
+
+def test_the_header_switch_reads_the_site_unit() -> None:
+    """The header's switch, before the reader picks a unit, reads the unit the calculators default to."""
+    from calc.widgets._html import SITE_UNIT
+
+    script = (Path(__file__).parents[1] / "docs/assets/javascripts/calc.mjs").read_text(encoding="utf-8")
+    assert f'select.value = unit || "{SITE_UNIT}";' in script
+
+
 def test_unknown_calculator() -> None:
     assert render("nope")["error"]["field"] == "calculator"
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from calc.errors import CalcError
 from calc.units import parse_positive_int
 from calc.widgets import Field
-from calc.widgets._html import GPU_FIELD_OPTIONS, UNIT_FIELD_OPTIONS
+from calc.widgets._html import GPU_FIELD_OPTIONS, SITE_UNIT, UNIT_FIELD_OPTIONS
 
 __all__ = [
     "DEGREE_LABELS",
@@ -130,9 +130,14 @@ def gpu_fields(default: str = "h100-sxm") -> tuple[Field, Field]:
     )
 
 
-def unit_field(default: str = "GB") -> Field:
-    """The ``unit`` select: GB (10^9 bytes) or GiB (2^30 bytes)."""
-    return Field("unit", "Units", default, kind="select", options=UNIT_FIELD_OPTIONS)
+def unit_field() -> Field:
+    """The ``unit`` select: GB (10^9 bytes) or GiB (2^30 bytes), defaulting to the site's unit (``SITE_UNIT``).
+
+    Examples:
+        >>> unit_field().default
+        'GB'
+    """
+    return Field("unit", "Units", SITE_UNIT, kind="select", options=UNIT_FIELD_OPTIONS)
 
 
 def one_of(values: Mapping[str, str], name: str, known: Iterable[str]) -> str:

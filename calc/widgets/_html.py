@@ -18,6 +18,7 @@ __all__ = [
     "GPU_MEMORY_MIN",
     "Quantity",
     "UNITS",
+    "SITE_UNIT",
     "UNIT_FIELD_OPTIONS",
     "byte_formatter",
     "checked",
@@ -36,6 +37,10 @@ UNIT_FIELD_OPTIONS: tuple[tuple[str, str], ...] = (
     ("GiB", "GiB (2³⁰ bytes)"),
 )
 """Options of the ``unit`` select every byte-showing calculator offers."""
+
+SITE_UNIT = "GB"
+"""The site's default unit: the header's unit switch reads it until the reader picks one (calc.mjs), so every
+calculator's ``unit`` field defaults to it and one switch drives them all on a fresh visit."""
 
 
 UNITS: dict[str, str] = {

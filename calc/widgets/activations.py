@@ -207,7 +207,7 @@ CALCULATOR = Calculator(
             ),
             help="what saves the tensors (Megatron-LM: the paper's); Hugging Face needs t = 1",
         ),
-        unit_field("GiB"),
+        unit_field(),
     ),
     compute=_compute,
     python=_python,
