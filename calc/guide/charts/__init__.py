@@ -51,8 +51,7 @@ _PARTS: dict[str, str] = {
 """Each public name and the part that defines it."""
 
 
-def __getattr__(name: str):
-    """Load a public name's part on first use (PEP 562)."""
+def __getattr__(name: str):  # a public name's part, loaded on first use (PEP 562); no docstring: not on the API page
     part = _PARTS.get(name)
     if part is None:
         raise AttributeError(f"module 'calc.guide.charts' has no attribute {name!r}")
