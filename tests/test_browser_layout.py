@@ -115,14 +115,32 @@ SEEN_LOG = """root => {
 def test_a_shared_link_never_shows_a_verdict_for_other_inputs(browser, site_url) -> None:
     """Issue 19: a link's inputs (70B, ZeRO-3, dp 64) stood beside the build's verdict for the defaults ("7B …
     dp=1") for seconds. With the worker's replies held, the answer reads "Computing 70B · ZeRO-3 · dp 64…" at its
-    top and no verdict is visible until the live one, which is for the link's inputs."""
+    top and no verdict is visible until the live one, which is for the link's inputs. Before calc.mjs mounts (held
+    here by holding its request), the build's answer for the defaults is hidden from the first paint and the answer
+    says "Computing the numbers from the link…" at its top (site-base.js marks the document, calc.css hides it)."""
     context = browser.new_context()
     context.add_init_script(INSTRUMENT + "\nwindow.__lc.hold = true;")
     watch = Watch(context, site_url)
     page = context.new_page()
     watch.attach(page)
-    page.goto(f"{site_url}/?will-it-fit.params=70B&will-it-fit.zero_stage=3&will-it-fit.dp=64")
+    held = []
+
+    def hold(route) -> None:
+        held.append(route)  # the module is not answered: nothing mounts
+
+    page.route("**/assets/javascripts/calc.mjs*", hold)
+    with page.expect_request("**/assets/javascripts/calc.mjs*"):
+        page.goto(f"{site_url}/?will-it-fit.params=70B&will-it-fit.zero_stage=3&will-it-fit.dp=64", wait_until="commit")
+    page.wait_for_function("() => document.readyState !== 'loading'")  # parsed, its stylesheets applied
     root = page.locator('[data-calc="will-it-fit"]').first
+    assert root.get_attribute("data-mounted") is None
+    assert root.locator('[data-output="verdict"]').is_hidden()  # the build's "Does not fit: 7B … dp=1"
+    assert root.locator("[data-chart]").first.is_hidden()
+    before = root.locator(".lc-calc__answer").evaluate("a => getComputedStyle(a, '::before').content")
+    assert before == '"Computing the numbers from the link…"', before
+    for route in held:
+        route.continue_()
+    page.unroute("**/assets/javascripts/calc.mjs*")
     page.wait_for_function("() => !!document.querySelector('[data-calc=\"will-it-fit\"][data-mounted]')")
     root.evaluate(SEEN_LOG)
     pending = root.locator("[data-pending]")
@@ -170,3 +188,59 @@ def test_a_pasted_config_is_the_model_selects_choice(browser, site_url) -> None:
     assert root.locator('[name="config"]').input_value() == ""
     assert select.input_value() == before and chip.is_hidden()
     context.close()
+
+
+def test_one_unit_switch_on_a_fresh_visit(browser, site_url) -> None:
+    """Issue 19, item 8b: on a fresh visit the header's switch read GB while the activations calculator showed
+    "552 MiB" (its unit defaulted to GiB) beside training memory in GB. Every calculator reads the switch's unit."""
+    context = browser.new_context()
+    page = context.new_page()
+    visit(page, site_url, "memory/activations/")
+    wait_calculators(page)
+    switch = page.locator("[data-unit-switch]").input_value()
+    units = {
+        root.get_attribute("data-calc"): root.locator('[name="unit"]').input_value()
+        for root in page.locator("[data-calc]").all()
+        if root.locator('[name="unit"]').count()
+    }
+    total = page.locator('[data-calc="activations"] [data-results] [data-output="total"]').first.inner_text()
+    context.close()
+    assert "activations" in units and units == dict.fromkeys(units, switch), (switch, units)
+    assert re.fullmatch(r"[\d.,]+ [kMGT]?B", total), total  # decimal units, as the switch says
+
+
+# The planner ranking's header cells that overflow their box, and each row's state sub-line: its text and the
+# number of lines it is drawn on.
+RANKING = """root => {
+  const table = [...root.querySelectorAll('table')].find(t => t.querySelector('td > [data-output^="mfu-"]'));
+  const card = root.getBoundingClientRect();
+  const lines = el => { const r = document.createRange(); r.selectNodeContents(el);
+    return new Set([...r.getClientRects()].filter(x => x.width).map(x => Math.round(x.top))).size; };
+  return {
+    overflow: [...table.querySelectorAll('thead th')].filter(th => th.getClientRects().length)
+      .map(th => [th.textContent, th.scrollWidth, th.clientWidth, Math.round(th.getBoundingClientRect().right)])
+      .filter(([, scroll, client, right]) => scroll > client + 1 || right > card.right + 0.5),
+    peak: table.querySelector('thead th:nth-child(4) abbr')?.title ?? null,
+    states: [...table.querySelectorAll('tbody td:nth-child(3)')].map(td => [td.textContent, lines(td)]),
+  };
+}"""
+
+
+@pytest.mark.parametrize("device", sorted(VIEWPORTS))
+def test_the_planners_ranking_row_fits_and_reads_in_words(browser, site_url, device: str) -> None:
+    """Issue 19, item 1: "Peak memory" overflowed its 72 px cell past the card's edge at 1366 px, and on a phone
+    the sub-line "ZeRO-2, none, mb 1, v 40" wrapped to four lines with "none" unlabelled. The header fits its
+    cell (Peak, the whole name in its title) and the sub-line names each part in words on at most two lines."""
+    context = browser.new_context(viewport=VIEWPORTS[device])
+    page = context.new_page()
+    visit(page, site_url, "plan/")
+    root = page.locator('[data-calc="plan"]').first
+    wait_settled(page, root)
+    got = root.evaluate(RANKING)
+    context.close()
+    assert got["overflow"] == [], got["overflow"]
+    assert got["peak"] == "Peak memory per GPU"
+    assert got["states"], got
+    words = r"ZeRO-\d · (no|selective|per-op selective|full) recompute · micro-batch \d+ · interleave \d+"
+    assert [s for s, _ in got["states"] if not re.fullmatch(words, s)] == [], got["states"]
+    assert [s for s in got["states"] if s[1] > 2] == [], got["states"]

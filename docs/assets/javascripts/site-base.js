@@ -25,3 +25,19 @@
     return doc;
   };
 })();
+
+// A shared link's numbers before calc.mjs mounts (issue 19). The build pre-renders each calculator's answer for its
+// defaults; a link (?<calculator id>.<field>=…) asks for other inputs, and for the seconds until calc.mjs mounts the
+// page would show the defaults' verdict under the link's address. This runs in <head>, before the body is parsed,
+// and marks the document (data-lc-link, the calculator ids the link names); calc.css then hides the answer of every
+// calculator not yet mounted and says "Computing the numbers from the link…" at its top, from the first paint.
+// Once mounted, calc.mjs shows what it computes (or the pre-rendered answer, when the link changes nothing).
+(() => {
+  "use strict";
+  const ids = new Set();
+  for (const key of new URLSearchParams(location.search).keys()) {
+    const found = /^([a-z][a-z0-9-]*)\.[A-Za-z_]/.exec(key);
+    if (found) ids.add(found[1]);
+  }
+  if (ids.size) document.documentElement.dataset.lcLink = [...ids].join(" ");
+})();
