@@ -202,7 +202,11 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 
 def wheel_url(config) -> str:
-    """Where the site serves the engine's wheel: what ``pip install`` takes (``[[wheel]]`` in a page)."""
+    """Where the site serves the engine's wheel: what ``pip install`` takes (``[[wheel]]`` in a page).
+
+    The build writes it from ``site_url``; served anywhere else, ``site-base.js`` rebases the link and the
+    ``pip install`` line to the page's own address when the page loads.
+    """
     if not config.get("site_url"):
         raise PluginError("[[wheel]] needs site_url: pip installs the wheel from an absolute address")
     return urljoin(config["site_url"], f"assets/{wheel_name(project())}")

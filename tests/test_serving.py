@@ -53,6 +53,38 @@ def test_instant_navigation_wherever_served(browser, built_site: Path, prefix: s
         assert watch.errors == [], f"console errors: {watch.errors}"
 
 
+@pytest.mark.browser
+@pytest.mark.parametrize("prefix", ["/team/llm/", "/"], ids=["under-a-path", "on-another-port"])
+def test_the_wheel_is_installed_from_where_the_site_is_served(browser, built_site: Path, prefix: str) -> None:
+    """Issue 19: the CLI page's ``pip install`` line and its link to the wheel carried the build's site_url
+    (http://127.0.0.1:8000/), wrong wherever else the site is served; site-base.js rebases both to the page's
+    address, on the first page and after an instant navigation to it."""
+    page_html = (built_site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    name = re.search(r"assets/([^\s/\"'<>]+\.whl)", page_html)[1]
+    with serve(built_site, prefix=prefix) as base:
+        assert ":8000/" not in f"{base}/"
+        context = browser.new_context()
+        watch = Watch(context, f"{base}/")
+        page = context.new_page()
+        watch.attach(page)
+        installs = "() => [...document.querySelectorAll('.md-typeset code')].map(c => c.textContent)"
+        installs += ".flatMap(t => t.match(/pip install (\\S+)/g) || []).filter(t => t.includes('.whl'))"
+        links = "() => [...document.querySelectorAll('.md-typeset a[href$=\".whl\"]')].map(a => a.href)"
+        want = f"{base}/assets/{name}"
+        page.goto(f"{base}/reference/cli/")  # the load event: DOMContentLoaded's rebasing has run
+        assert page.evaluate(installs) == [f"pip install {want}"]
+        assert page.evaluate(links) == [want]
+        page.goto(f"{base}/")
+        page.evaluate("window.__sameDocument = true")
+        page.locator('nav a[href$="reference/cli/"]').first.click()
+        page.wait_for_function("() => document.querySelector('h1#cli') !== null")
+        assert page.evaluate("window.__sameDocument === true")  # swapped in place: document$ rebased it
+        assert page.evaluate(installs) == [f"pip install {want}"]
+        assert page.evaluate(links) == [want]
+        context.close()
+        assert watch.errors == [], f"console errors: {watch.errors}"
+
+
 def test_make_serve_on_a_busy_port_says_what_to_do() -> None:
     """``make serve PORT=<busy>`` fails at once with one line naming a free alternative, before any setup."""
     with socket.socket() as busy:

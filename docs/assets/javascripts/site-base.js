@@ -24,6 +24,28 @@
     }
     return doc;
   };
+
+  // The engine's wheel (hooks/lc_build.py's [[wheel]]: the CLI page's link and its "pip install" line) is addressed
+  // from site_url, an absolute address pip needs; here it follows the page to where the site is served (issue 19).
+  const wheel = /\bassets\/[^\s/"'<>]+\.whl\b/;
+  const rewheel = () => {
+    for (const a of document.querySelectorAll(".md-typeset a[href]")) {
+      const href = a.getAttribute("href");
+      if (href.startsWith(built) && wheel.test(href)) a.setAttribute("href", rebase(href));
+    }
+    for (const code of document.querySelectorAll(".md-typeset code")) {
+      if (!code.textContent.includes(built)) continue;
+      const walk = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+        const text = node.data.replace(/\S+/g, (word) => (wheel.test(word) ? rebase(word) : word));
+        if (text !== node.data) node.data = text;
+      }
+    }
+  };
+  document.addEventListener("DOMContentLoaded", () => {
+    if (globalThis.document$) globalThis.document$.subscribe(rewheel); // and after each instant navigation
+    else rewheel();
+  });
 })();
 
 // A shared link's numbers before calc.mjs mounts (issue 19). The build pre-renders each calculator's answer for its
