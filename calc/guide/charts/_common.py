@@ -43,7 +43,8 @@ def _theme(fg: str, muted: str, grid: str, capacity: str, category: list[str], p
         "view": {"stroke": None},
         "title": {"color": fg, "fontSize": 14, "fontWeight": "bold", "anchor": "start", "subtitleColor": muted},
         "axis": axis,
-        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": 12, "titleFontSize": 12},
+        # No label cut short ("CUDA context and NCCL b…"): a legend's columns are sized to its labels instead.
+        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": 12, "titleFontSize": 12, "labelLimit": 0},
         "range": {"category": category},
         "text": {"color": fg, "fontSize": 12},
         "rule": {"color": capacity},
@@ -104,6 +105,18 @@ def _short(value: float, unit: str) -> str:
     """A bar's value as its label: three significant figures, thousands grouped, the unit after it."""
     text = f"{value:,.0f}" if value >= 100 else f"{value:.3g}" if value >= 1 else f"{value:.2g}"
     return f"{text} {unit}"
+
+
+def _legend_columns(labels: list[str], most: int = 3) -> int:
+    """How many legend columns of ``labels`` fit the plotting width, at most ``most``: a column is as wide as
+    the longest label (about 7 px a character at 12 px, and the symbol); the page narrows it further on a phone.
+
+    Examples:
+        >>> _legend_columns(["Weights", "Adam"]), _legend_columns(["CUDA context and NCCL buffers"])
+        (3, 2)
+    """
+    column = 7 * max((len(s) for s in labels), default=0) + 30
+    return max(1, min(most, CHART_WIDTH // column))
 
 
 def _with_room(x: dict[str, object], top: float, room: float = 0.15) -> dict[str, object]:

@@ -33,19 +33,25 @@ def _log_axes(x_field: str, x_title: str, y_title: str) -> tuple[dict[str, objec
     return x, y
 
 
-def _reader_layers(point: dict[str, object], x: dict[str, object], y: dict[str, object]) -> list[dict[str, object]]:
-    return [
-        {
-            "data": {"values": [point]},
-            "mark": {"type": "point", "filled": True, "size": 120, "shape": "diamond"},
-            "encoding": {"x": x, "y": y},
-        },
-        {
-            "data": {"values": [point]},
-            "mark": {"type": "text", "align": "left", "dx": 8, "dy": -10, "fontWeight": "bold"},
-            "encoding": {"x": x, "y": y, "text": {"field": "label"}},
-        },
-    ]
+def _reader_layer(point: dict[str, object], x: dict, y: dict, shape: dict[str, object]) -> dict[str, object]:
+    """The reader's point as a diamond, named in the marker legend under the plot (``shape``), not by a label
+    beside it: there it sat on the lines or ran into the legend on a phone."""
+    mark = {"type": "point", "filled": True, "size": 120}
+    return {"data": {"values": [point]}, "mark": mark, "encoding": {"x": x, "y": y, "shape": shape}}
+
+
+def _marker_shape(reader: str | None, ring: bool, capacity: str | None) -> dict[str, object]:
+    """The shape encoding whose legend (under the plot) names the chart's markers: the reader's diamond
+    (``reader``, its label), the rings (``ring``) and the dashed rule at the GPU's memory (``capacity``).
+
+    Examples:
+        >>> _marker_shape("you", False, "GPU memory: H100")["scale"]
+        {'domain': ['you', 'GPU memory: H100'], 'range': ['diamond', 'M-1,0H-0.3M0.3,0H1']}
+    """
+    pairs = [(reader, "diamond"), (_RING_MEANS if ring else None, "circle"), (capacity, _DASH_SYMBOL)]
+    means, shapes = [m for m, _ in pairs if m], [s for m, s in pairs if m]
+    legend = {**_BOTTOM, "title": None, "symbolStrokeWidth": 2, "symbolSize": 160, "labelLimit": 0}
+    return {"field": "marker", "type": "nominal", "scale": {"domain": means, "range": shapes}, "legend": legend}
 
 
 _DASH = [6, 4]
@@ -140,12 +146,11 @@ def _clipped_y(y: dict[str, object], rows: Sequence[dict[str, object]], capacity
 
 
 def _ring_layer(
-    rows: Sequence[dict[str, object]], stops: Mapping[str, int], encoding: dict[str, object], capacity: str | None
+    rows: Sequence[dict[str, object]], stops: Mapping[str, int], encoding: dict[str, object], shape: dict[str, object]
 ) -> dict[str, object]:
     """A ring on each series at its ``stops`` length, unlabelled on the plot (with many lines labels would
-    overlap: the colour legend names the ring's line). A legend under the plot says what a ring means and, with
-    ``capacity`` (the rule's label), what the dashed rule is. Rings at one point (lines that coincide) nest, the
-    later one wider, so neither hides the other."""
+    overlap: the colour legend names the ring's line). The marker legend under the plot (``shape``) says what a
+    ring means. Rings at one point (lines that coincide) nest, the later one wider, so neither hides the other."""
     rings: list[dict[str, object]] = []
     for name, seq in stops.items():
         match = [r for r in rows if r["series"] == name and r["seq"] == seq]
@@ -153,10 +158,6 @@ def _ring_layer(
             raise CalcError("stops", "must name a point of its series", f"{name}: seq={seq}")
         under = [r for r in rings if r["seq"] == seq and _near(r["amount"], match[0]["amount"])]
         rings.append({**match[0], "marker": _RING_MEANS, "ring": 260 + 200 * len(under)})
-    means = [_RING_MEANS, *([capacity] if capacity else [])]
-    shapes = ["circle", *([_DASH_SYMBOL] if capacity else [])]
-    legend = {**_BOTTOM, "title": None, "symbolStrokeWidth": 2, "symbolSize": 160, "labelLimit": 280}
-    shape = {"field": "marker", "type": "nominal", "scale": {"domain": means, "range": shapes}, "legend": legend}
     size = {"field": "ring", "type": "quantitative", "scale": None, "legend": None}
     mark = {"type": "point", "filled": False, "strokeWidth": 2}  # unclipped: a ring fits, it is under the top
     return {"data": {"values": rings}, "mark": mark, "encoding": {**encoding, "shape": shape, "size": size}}
@@ -178,8 +179,8 @@ def zero_scaling(
 
     Args:
         series: Line name (``"ZeRO-0"``...) to ``(gpus, bytes per GPU)`` points, all positive.
-        reader: ``(gpus, bytes, label)`` of the reader's own layout, drawn as a labelled diamond.
-        capacity: ``(bytes, label)`` of the GPU, drawn as a dashed labelled rule, or ``None``.
+        reader: ``(gpus, bytes, label)`` of the reader's own layout, drawn as a diamond the legend names.
+        capacity: ``(bytes, label)`` of the GPU, drawn as a dashed rule the legend names, or ``None``.
         unit: ``"GB"`` or ``"GiB"``.
         title: The chart's title.
 
@@ -187,25 +188,31 @@ def zero_scaling(
         >>> s = zero_scaling({"ZeRO-0": [(1, 16), (8, 16)]}, (8, 16, "you"), unit="GB")
         >>> s["layer"][0]["encoding"]["x"]["scale"], s["layer"][0]["encoding"]["y"]["scale"]
         ({'type': 'log', 'base': 2}, {'type': 'log'})
-        >>> s["layer"][2]["data"]["values"][0]["label"]
-        'you'
+        >>> s["layer"][1]["data"]["values"][0]["label"], s["layer"][1]["encoding"]["shape"]["scale"]["domain"]
+        ('you', ['you'])
+        >>> s = zero_scaling({"ZeRO-0": [(1, 16)]}, (1, 16, "you"), capacity=(80, "H100"))
+        >>> [lay["mark"]["type"] for lay in s["layer"]]  # the rule unlabelled: the legend under the plot names it
+        ['line', 'point', 'rule']
     """
     rows, names = _log_series(series, unit, "gpus")
     x, y = _log_axes("gpus", "GPUs (data-parallel degree)", f"Model state per GPU ({unit})")
     gpus, n, label = reader
-    point = {"gpus": gpus, "amount": _amount(n, unit), "label": label}
+    point = {"gpus": gpus, "amount": _amount(n, unit), "label": label, "marker": label}
+    color = {"field": "series", "type": "nominal", "sort": names, "title": None, "legend": {**_BOTTOM, "columns": 4}}
     lines = {
         "data": {"values": rows},
         "mark": {"type": "line", "point": True},
-        "encoding": {"x": x, "y": y, "color": {"field": "series", "type": "nominal", "sort": names, "title": None}},
+        "encoding": {"x": x, "y": y, "color": color},
     }
+    shape = _marker_shape(label, False, f"GPU memory: {capacity[1]}" if capacity else None)
     described = f"with the reader's layout ({label}) marked"
-    return _layered(
+    spec = _layered(
         title,
         f"Lines of per-GPU model-state memory against GPU count for each ZeRO stage, log axes, {described}.",
         260,
-        [lines, *_reader_layers(point, x, y), *_capacity_layers(capacity, unit, y)],
+        [lines, _reader_layer(point, x, y, shape), *_capacity_layers(capacity, unit, y, labelled=False)],
     )
+    return {**spec, "config": _STACKED}
 
 
 def activations_by_sequence(
@@ -226,7 +233,7 @@ def activations_by_sequence(
 
     Args:
         series: Mode name (``"None"``, ``"Selective"``, ``"Full"``) to ``(seq_len, bytes)`` points.
-        reader: ``(seq_len, bytes, label)`` of the reader's inputs, drawn as a labelled diamond, or ``None``
+        reader: ``(seq_len, bytes, label)`` of the reader's inputs, drawn as a diamond the legend names, or ``None``
             (a chart in the prose has no reader).
         capacity: ``(bytes, label)`` of the GPU, or ``None``.
         stops: Series name to the longest sequence at which that layout still fits, drawn as a ring on
@@ -268,8 +275,7 @@ def activations_by_sequence(
     if capacity is not None:
         y = _clipped_y(y, rows, _amount(capacity[0], unit))
     color = {"field": "series", "type": "nominal", "sort": names, "title": legend}
-    if stops:  # the marker legend goes under the plot: so does the colour legend, in columns a phone narrows
-        color["legend"] = {**_BOTTOM, "columns": 2}
+    color["legend"] = {**_BOTTOM, "columns": 2}  # under the plot with the marker legend, in columns a phone narrows
     layers: list[dict[str, object]] = [
         {
             "data": {"values": rows},
@@ -277,14 +283,16 @@ def activations_by_sequence(
             "encoding": {"x": x, "y": y, "color": color},
         }
     ]
+    cap_label = f"GPU memory: {capacity[1]}" if capacity else None
+    shape = _marker_shape(reader[2] if reader else None, bool(stops), cap_label)
     described = ""
     if reader is not None:
         seq, n, label = reader
-        layers += _reader_layers({"seq": seq, "amount": _amount(n, unit), "label": label}, x, y)
+        point = {"seq": seq, "amount": _amount(n, unit), "label": label, "marker": label}
+        layers.append(_reader_layer(point, x, y, shape))
         described = f", with the reader's inputs ({label}) marked"
-    cap_label = f"GPU memory: {capacity[1]}" if capacity else None
     if stops:
-        layers.append(_ring_layer(rows, stops, {"x": x, "y": y, "color": color}, cap_label))
+        layers.append(_ring_layer(rows, stops, {"x": x, "y": y, "color": color}, shape))
         described += ", each line's longest fitting length ringed"
     hidden = _hidden_series(rows, "seq")
     layers += _redrawn_layer(rows, hidden, {"x": x, "y": y, "color": color})
@@ -294,6 +302,6 @@ def activations_by_sequence(
         title,
         f"Lines of activation memory against sequence length for each {legend.lower()} case, log axes{described}.",
         260,
-        [*layers, *_capacity_layers(capacity, unit, y, labelled=not stops)],
+        [*layers, *_capacity_layers(capacity, unit, y, labelled=not (stops or reader))],
     )
-    return {**spec, "config": _STACKED} if stops else spec
+    return {**spec, "config": _STACKED}

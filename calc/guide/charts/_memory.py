@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from calc.errors import CalcError
-from calc.guide.charts._common import _amount, _layered, _short, _values_layer, _with_room
+from calc.guide.charts._common import _amount, _layered, _legend_columns, _short, _values_layer, _with_room
 
 
 def _stacked(values: list[dict], x: dict, components: list[str], **encoding: object) -> dict[str, object]:
     """The bar layer of memory by component, stacked in the order given, its legend below."""
-    legend = {"orient": "bottom", "columns": 3}
+    legend = {"orient": "bottom", "columns": _legend_columns(components)}
     color = {"field": "component", "type": "nominal", "sort": components, "title": None, "legend": legend}
     return {
         "data": {"values": values},

@@ -89,21 +89,18 @@ def _memory_panel(
             "data": {"values": values},
             "mark": {"type": "bar", "tooltip": False},
             "encoding": {"y": y, "x": memory_x, "color": {"datum": "Memory per GPU", "legend": None}},
-        },
-        _values_layer([{**v, "text": _short(float(v["amount"]), unit)} for v in values], memory_x, y),  # type: ignore[arg-type]
+        }
     ]
-    if capacity is not None:
+    if capacity is not None:  # the rule is drawn before the values: their halo covers it, it never cuts the digits
         cap = {"amount": _amount(capacity[0], unit), "label": f"GPU memory: {capacity[1]}"}
-        layers.append(
-            {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeWidth": 2}, "encoding": {"x": memory_x}}
-        )
-        layers.append(
-            {
-                "data": {"values": [cap]},
-                "mark": {"type": "text", "align": "right", "dx": -4, "y": -8},
-                "encoding": {"x": memory_x, "text": {"field": "label"}},
-            }
-        )
+        rule = {"data": {"values": [cap]}, "mark": {"type": "rule", "strokeWidth": 2}, "encoding": {"x": memory_x}}
+        label = {"type": "text", "align": "right", "dx": -4, "y": -8}
+        layers += [
+            rule,
+            {"data": {"values": [cap]}, "mark": label, "encoding": {"x": memory_x, "text": {"field": "label"}}},
+        ]
+    texts = [{**v, "text": _short(float(v["amount"]), unit)} for v in values]  # type: ignore[arg-type]
+    layers.append(_values_layer(texts, memory_x, y))
     return {"width": CHART_WIDTH // 2 - 40, "height": {"step": 26}, "layer": layers}
 
 
@@ -135,8 +132,10 @@ def layout_comparison(
         >>> s = layout_comparison(top, capacity=(80 * 10**9, "H100 80 GB"))
         >>> len(s["hconcat"]), s["hconcat"][0]["layer"][0]["data"]["values"][1]
         (2, {'layout': 'tp 4', 'rank': 2, 'amount': 70.0, 'seconds': 2.0})
-        >>> [[v["text"] for v in p["layer"][1]["data"]["values"]] for p in s["hconcat"]]  # values on the bars
+        >>> [[v["text"] for v in p["layer"][-1]["data"]["values"]] for p in s["hconcat"]]  # values on the bars
         [['60 GB', '70 GB'], ['2.5 s', '2 s']]
+        >>> [lay.get("mark", {}).get("type") for lay in s["hconcat"][0]["layer"]]  # the rule under the values
+        ['bar', 'rule', 'text', None]
         >>> layout_comparison([])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
