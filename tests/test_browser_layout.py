@@ -244,3 +244,31 @@ def test_the_planners_ranking_row_fits_and_reads_in_words(browser, site_url, dev
     words = r"ZeRO-\d · (no|selective|per-op selective|full) recompute · micro-batch \d+ · interleave \d+"
     assert [s for s, _ in got["states"] if not re.fullmatch(words, s)] == [], got["states"]
     assert [s for s in got["states"] if s[1] > 2] == [], got["states"]
+
+
+# The pipeline diagram's text as drawn: each <text>'s font size times the SVG's scale on screen, and whether the
+# figure (its scrolling box) stays inside the page.
+PIPELINE_TEXT = """root => { const svg = root.querySelector('[data-output="schedule"] svg');
+  const natural = Number(svg.getAttribute('width')) || svg.viewBox.baseVal.width;
+  const scale = svg.getBoundingClientRect().width / natural;
+  const box = svg.closest('figure').getBoundingClientRect();
+  return {texts: [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+      .map(t => [t.textContent.slice(0, 20), Math.round(parseFloat(getComputedStyle(t).fontSize) * scale * 10) / 10]),
+    inside: box.left >= 0 && box.right <= document.documentElement.clientWidth + 0.5}; }"""
+
+
+@pytest.mark.parametrize("device", sorted(VIEWPORTS))
+def test_the_pipeline_diagram_text_is_readable_at_any_size(browser, site_url, device: str) -> None:
+    """Issue 19 item 7c: the p = 8, m = 32 schedule (over 1,200 px wide) was scaled into the column, its text
+    3.8-4.4 px on a laptop and 2 px on a phone. It keeps its natural 11 px and scrolls sideways in its box."""
+    context = browser.new_context(viewport=VIEWPORTS[device])
+    page = context.new_page()
+    page.goto(f"{site_url}/parallelism/pipeline/?pipeline-bubble.pp=8&pipeline-bubble.num_microbatches=32")
+    root = page.locator('[data-calc="pipeline-bubble"]').first
+    wait_settled(page, root)
+    drawn = root.evaluate(PIPELINE_TEXT)
+    context.close()
+    texts = drawn["texts"]
+    assert "Stage 8" in [t for t, _ in texts]  # the link's schedule is drawn
+    assert [x for x in texts if x[1] < MIN_LABEL_PX] == []
+    assert drawn["inside"]  # the page does not scroll sideways: the box does

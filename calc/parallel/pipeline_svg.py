@@ -16,7 +16,7 @@ import html
 from calc.parallel.pipeline_elision import DrawnPass, ElidedSchedule, Elision, drawn_passes
 from calc.parallel.pipeline_schedules import Schedule
 
-__all__ = ["CUT_WIDTH", "MAX_LABELLED_PASSES", "schedule_svg", "schedule_text"]
+__all__ = ["CUT_WIDTH", "FONT_PX", "MAX_LABELLED_PASSES", "schedule_svg", "schedule_text"]
 
 MAX_LABELLED_PASSES = 256
 """Most passes whose micro-batch number is written in its box (one ``<text>`` each); above it boxes only."""
@@ -24,6 +24,14 @@ MAX_LABELLED_PASSES = 256
 CUT_WIDTH = 40
 """Pixels between the two sides of a cut in an elided schedule's drawing:
 room for the ellipsis, however many time units the cut stands for."""
+
+FONT_PX = 11
+"""The drawing's text size in px at its natural size, the least the site lets any figure's text be (issue 19): the
+page shows the drawing at that size, in a box that scrolls sideways when it is wider than the column, never scaled
+down."""
+
+_CHAR_PX = 6.5
+"""About how wide a character of the axis line is at ``FONT_PX``, for the drawing's width."""
 
 _FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
 _CHUNK_OPACITY = (0.28, 0.55, 0.75, 0.9)
@@ -158,7 +166,7 @@ def _render(s: Schedule, rows: list[list[DrawnPass]], cuts: tuple[Elision, ...],
     legend = "F = forward, B = backward" + (", W = weight gradients" if s.weight_units else "")
     elided = f", {cuts[0].microbatches:,} micro-batches elided at each ⋯" if cuts else ""
     axis_text = f"time → ({makespan} units{elided}; {legend})"
-    width = label_w + max(s.makespan * unit + len(cuts) * CUT_WIDTH, 6 * len(axis_text)) + 4
+    width = label_w + max(s.makespan * unit + len(cuts) * CUT_WIDTH, _CHAR_PX * len(axis_text)) + 4
     height = top + s.p * (row_h + gap) + axis_h + (12 if cuts else 0)
     parts = [
         (
@@ -168,7 +176,7 @@ def _render(s: Schedule, rows: list[list[DrawnPass]], cuts: tuple[Elision, ...],
         f'<title id="{pid}-title">{html.escape(title)}</title>',
         f'<desc id="{pid}-desc">{html.escape(_desc(s, m, passes, makespan, cuts))}</desc>',
         (
-            f"<style>.pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
+            f"<style>.pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:{FONT_PX}px}}"
             f"{_STYLE}{_CUT_STYLE if cuts else ''}</style>"
         ),
     ]

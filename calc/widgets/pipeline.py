@@ -22,6 +22,9 @@ __all__ = ["CALCULATOR", "MAX_DRAWN_PASSES", "MAX_DRAWN_STAGES", "MAX_ELIDED_PAS
 _FIELD_NAMES = {"p": "pp", "m": "num_microbatches", "v": "virtual_stages"}
 """Engine argument names -> this calculator's field names, so an error points at the right box."""
 
+_SCROLL_NOTE_PX = 600
+"""A drawing wider than this (px; a laptop's column is about 700) may scroll in its box: the caption says so."""
+
 _SCHEDULES = {
     "gpipe": ("GPipe", "(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
     "1f1b": ("1F1B", "(p−1)(F+B)", "Narayanan et al. 2021 Sec. 2.2.1"),
@@ -155,8 +158,11 @@ def _figure(p: int, m: int, schedule: str, chunks: int, units: dict[str, int]) -
         notes.append(f"⋯ marks {gone:,} steady micro-batches elided; the axis counts every time unit")
     drawing = elided if elided is not None else sched
     lines = "".join(f"<li>{escape(text)}</li>" for text in schedule_text(drawing))
+    svg = schedule_svg(drawing, id_prefix=tag)
+    if float(svg.split(' width="', 1)[1].split('"', 1)[0]) > _SCROLL_NOTE_PX:  # the <svg>'s own width
+        notes.append("scroll the drawing sideways to see all of it")
     return (
-        f'<figure class="lc-figure" data-output="schedule">{schedule_svg(drawing, id_prefix=tag)}'
+        f'<figure class="lc-figure lc-figure--scroll" data-output="schedule">{svg}'
         f"<figcaption>Stages as rows, time left to right; {kinds}"
         f"{'; ' + '; '.join(notes) if notes else ''}; shaded gaps are the bubble.</figcaption></figure>"
         f'<details class="lc-details" data-output="schedule_text"><summary>The schedule as text</summary>'
