@@ -6,6 +6,8 @@ Every wait is on an explicit signal (``data-state``, ``data-seq``/``data-answere
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import Watch, visit, wait_settled
@@ -39,10 +41,58 @@ def test_the_sticky_verdict_jumps_to_the_answer_below_the_header(browser, site_u
     jump = root.locator("[data-jump]")
     verdict = root.locator('[data-results] [data-output="verdict"]')
     assert jump.is_visible()
-    assert jump.inner_text() == " ".join(verdict.inner_text().split()) + " ↓"
+    assert jump.inner_text() == verdict.get_attribute("data-short") + " ↓"  # its numbers first (see below)
     root.evaluate(JUMP)
     place = root.evaluate(PLACE)
     context.close()
     assert place["verdict"] >= place["header"], place  # the verdict's first line is not under the header
     assert place["verdict"] < PHONE["height"] / 2, place  # and it is at the top of the screen
     assert watch.errors == [], watch.errors
+
+
+# The sticky verdict's text, and whether the phone draws all of it (a cut line ends in "…" where it overflows).
+BYTES = r"[\d.]+ [kMGT]?B"
+STICKY = """root => { const jump = root.querySelector('[data-jump]');
+  return {text: jump.textContent, cut: jump.scrollWidth > jump.clientWidth, shown: !!jump.getClientRects().length}; }"""
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "inputs", "says"),
+    [
+        ("plan/", "plan", {}, r"Best: (?P<step>[\d.]+ s), MFU (?P<mfu>[\d.]+%) ↓"),
+        ("", "will-it-fit", {"zero_stage": "3", "dp": "64"}, rf"Fits: (?P<used>{BYTES}) of (?P<memory>{BYTES}) ↓"),
+        ("", "will-it-fit", {}, rf"Does not fit: (?P<used>{BYTES}) of (?P<memory>{BYTES}) ↓"),
+        ("memory/activations/", "training-memory", {}, rf"(Does not fit|Fits): {BYTES} of {BYTES} ↓"),
+    ],
+)
+def test_the_sticky_verdict_leads_with_its_numbers(browser, site_url, path, name, inputs, says) -> None:
+    """Issue 19, item 6: on a phone the sticky line was the whole verdict, cut before its numbers ("Llama 3 70B:
+    best of 14,040 layouts s…"). It leads with them, drawn whole: "Best: 6.86 s, MFU 54.0%", "Fits: 17.5 GB of
+    85.5 GB", each the engine's number the answer below shows."""
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    visit(page, site_url, path)
+    root = page.locator(f'[data-calc="{name}"]').first
+    wait_settled(page, root)
+    for field, value in inputs.items():
+        control = root.locator(f'[name="{field}"]')
+        if control.evaluate("el => el.tagName") == "SELECT":
+            control.select_option(value)
+        else:
+            control.fill(value)
+            control.press("Tab")
+        wait_settled(page, root)
+    root.locator("select, input").first.scroll_into_view_if_needed()
+    got = root.evaluate(STICKY)
+    results = root.locator("[data-results]")
+    verdict = results.locator('[data-output="verdict"]').inner_text()
+    step = results.locator('[data-output="step_time"]').inner_text() if name == "plan" else ""
+    mfu = results.locator('[data-output="mfu-1"]').inner_text() if name == "plan" else ""
+    context.close()
+    assert got["shown"] and not got["cut"], got
+    match = re.fullmatch(says, got["text"])
+    assert match, got["text"]
+    if name == "plan":
+        assert (match["step"], match["mfu"]) == (step, mfu)
+    elif "used" in match.groupdict():
+        assert match["used"] in verdict and match["memory"] in verdict, (got["text"], verdict)

@@ -17,11 +17,12 @@ __all__ = [
     "GPU_MEMORY_MAX",
     "GPU_MEMORY_MIN",
     "Quantity",
-    "UNITS",
     "SITE_UNIT",
+    "UNITS",
     "UNIT_FIELD_OPTIONS",
     "byte_formatter",
     "checked",
+    "fit_short",
     "formulas",
     "gpu_memory",
     "gpu_named",
@@ -259,12 +260,34 @@ def why_list(items: Sequence[tuple[str, str]], summary: str = "Why and sources")
     return f'<details class="lc-why"><summary>{escape(summary)}</summary><ul>{lines}</ul></details>'
 
 
-def verdict(ok: bool, text: str, name: str = "verdict") -> str:
-    """A one-line verdict, styled as good or bad, with ``data-output=name`` and ``data-ok``."""
+def verdict(ok: bool, text: str, name: str = "verdict", short: str = "") -> str:
+    """A one-line verdict, styled as good or bad, with ``data-output=name`` and ``data-ok``.
+
+    ``short``, when given, is its numbers first in a few words (``data-short``): the phone's sticky one-line
+    verdict (calc.mjs) shows it instead of the whole line, which a phone cuts before its numbers.
+
+    Examples:
+        >>> verdict(True, "Fits: 1 of 2.", short="Fits: 1 of 2")  # doctest: +NORMALIZE_WHITESPACE
+        '<p class="lc-verdict lc-verdict--yes" data-output="verdict" data-ok="yes"
+        data-short="Fits: 1 of 2">Fits: 1 of 2.</p>'
+    """
     state = "yes" if ok else "no"
+    brief = f' data-short="{escape(short)}"' if short else ""
     return (
-        f'<p class="lc-verdict lc-verdict--{state}" data-output="{escape(name)}" data-ok="{state}">{escape(text)}</p>'
+        f'<p class="lc-verdict lc-verdict--{state}" data-output="{escape(name)}" data-ok="{state}"{brief}>'
+        f"{escape(text)}</p>"
     )
+
+
+def fit_short(used: int, memory: int, fmt: Callable[[int], str]) -> str:
+    """A memory verdict's numbers first, for the sticky one-line verdict: ``Fits: 17.5 GB of 85.5 GB``.
+
+    Examples:
+        >>> fmt = byte_formatter("GB")
+        >>> fit_short(17_500_000_000, 80 * 10**9, fmt), fit_short(96 * 10**9, 80 * 10**9, fmt)
+        ('Fits: 17.5 GB of 80.0 GB', 'Does not fit: 96.0 GB of 80.0 GB')
+    """
+    return f"{'Fits' if used <= memory else 'Does not fit'}: {fmt(used)} of {fmt(memory)}"
 
 
 def gpu_named(label: str, memory: int, fmt: Callable[[int], str]) -> str:

@@ -41,7 +41,17 @@ from calc.widgets._fields import (
     seq_len_field,
     unit_field,
 )
-from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
+from calc.widgets._html import (
+    byte_formatter,
+    fit_short,
+    formulas,
+    gpu_memory,
+    gpu_named,
+    memory_chart,
+    out,
+    table,
+    verdict,
+)
 from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, headroom, kv
 
@@ -148,7 +158,11 @@ def _compute(v: dict[str, str]) -> str:
         f"({out('trainable_share', f'{share:.3%}', value=share)})"
     )
     return (
-        verdict(total <= memory, _verdict_line(head, total, memory, gpu_label, fmt))
+        verdict(
+            total <= memory,
+            _verdict_line(head, total, memory, gpu_label, fmt),
+            short=fit_short(total, memory, fmt),
+        )
         + model_chip(choice)
         + memory_chart([(label, n) for _, label, n, _ in parts], memory, gpu_label, v["unit"])
         + table(("Component", "Per GPU"), rows, raw_cells=True)

@@ -28,7 +28,17 @@ from calc.widgets._fields import (
     unit_field,
     zero_field,
 )
-from calc.widgets._html import byte_formatter, formulas, gpu_memory, gpu_named, memory_chart, out, table, verdict
+from calc.widgets._html import (
+    byte_formatter,
+    fit_short,
+    formulas,
+    gpu_memory,
+    gpu_named,
+    memory_chart,
+    out,
+    table,
+    verdict,
+)
 from calc.widgets._model import PRESET_HELP, preset_options
 from calc.widgets._parts import gpu_memory_line, headroom, kv, model_state_labels
 from calc.widgets._stack_fields import STACK_DEFAULT, convention_field, stack_fields, stack_knobs
@@ -229,7 +239,7 @@ def _compute(v: dict[str, str]) -> str:
     line = _verdict_line(used, memory, gpu_label, head, what, arch is not None, fmt)
     hint = _hint(arch, params, memory, v, seq, micro, fmt)
     return (
-        verdict(used <= memory, line)
+        verdict(used <= memory, line, short=fit_short(used, memory, fmt))
         + memory_chart(segments, memory, gpu_label, unit)
         + zero_chart(params, convention=conv, zero_stage=stage, dp=dp, capacity=memory, gpu_label=gpu_label, unit=unit)
         + table(("Component", "Bytes / param", "Per GPU"), rows, raw_cells=True)

@@ -10,7 +10,7 @@ from calc.units import format_bytes, parse_decimal, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, gpu_code, model_code, snippet
 from calc.widgets._fields import gpu_fields, one_of, select, seq_len_field, unit_field
-from calc.widgets._html import byte_formatter, formulas, gpu_memory, memory_chart, out, table, verdict
+from calc.widgets._html import byte_formatter, fit_short, formulas, gpu_memory, memory_chart, out, table, verdict
 from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._parts import NOT_COUNTED, gpu_memory_line, kv, notes
 
@@ -164,7 +164,11 @@ def _compute(v: dict[str, str]) -> str:
     ]
     most = out("max_sequences", f"{m.max_concurrent_sequences:,}", value=m.max_concurrent_sequences)
     return (
-        verdict(m.fits, _verdict_line(m, choice.label, v, seq_len, batch, tp, memory, gpu_label, fmt))
+        verdict(
+            m.fits,
+            _verdict_line(m, choice.label, v, seq_len, batch, tp, memory, gpu_label, fmt),
+            short=fit_short(m.total_per_gpu_bytes, memory, fmt),
+        )
         + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + table(("", "Whole model", "Per GPU"), _rows(m, arch, v, seq_len, batch, fmt), raw_cells=True)

@@ -154,12 +154,20 @@ def _verdict_line(label: str, r: dict[str, Any]) -> str:
     )
 
 
+def _verdict_short(best: dict[str, Any]) -> str:
+    """The best layout's numbers first, for the phone's sticky one-line verdict: ``Best: 6.86 s, MFU 54.0%``."""
+    return f"Best: {best['step_time_s']:.3g} s, MFU {best['mfu']:.1%}"
+
+
 _RECOMPUTATION = {
     "none": "no recomputation",
     "selective": "selective recomputation",
     "op": "per-op selective recomputation",
     "full": "full recomputation",
 }
+
+_RECOMPUTE_SHORT = {k: v.replace("recomputation", "recompute") for k, v in _RECOMPUTATION.items()}
+"""A ranking row's recomputation in two words: ``no recompute``, ``full recompute``."""
 
 
 def _flip(layouts: list[dict[str, Any]], i: int) -> str:
@@ -179,7 +187,10 @@ def _ranking(layouts: list[dict[str, Any]]) -> str:
         (
             str(i),
             escape(f"dp {x['dp']} · tp {x['tp']} · pp {x['pp']} · cp {x['cp']} · ep {x['ep']}"),
-            escape(f"ZeRO-{x['zero_stage']}, {x['recompute']}, mb {x['micro_batch']}, v {x['interleave']}"),
+            escape(
+                f"ZeRO-{x['zero_stage']} · {_RECOMPUTE_SHORT[x['recompute']]} · micro-batch {x['micro_batch']}"
+                f" · interleave {x['interleave']}"
+            ),
             out(f"memory-{i}", f"{x['memory_bytes'] / 1e9:.1f} GB", value=x["memory_bytes"], unit="B"),
             out(f"step-{i}", f"{x['step_time_s']:.3g} s", value=x["step_time_s"], unit="s"),
             out(f"mfu-{i}", f"{x['mfu']:.1%}", value=x["mfu"]),
@@ -187,7 +198,8 @@ def _ranking(layouts: list[dict[str, Any]]) -> str:
         )
         for i, x in enumerate(layouts, 1)
     ]
-    return table(("#", "Degrees", "State", "Peak memory", "Step", "MFU", ""), rows, raw_cells=True)
+    head = table(("#", "Degrees", "State", "Peak", "Step", "MFU", ""), rows, raw_cells=True)
+    return head.replace("<th>Peak</th>", '<th><abbr title="Peak memory per GPU">Peak</abbr></th>', 1)
 
 
 def _where_time_goes(best: dict[str, Any]) -> str:
@@ -286,7 +298,7 @@ def _compute(v: dict[str, str]) -> str:
     best = r["layouts"][0]
     step = out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
     return (
-        verdict(True, _verdict_line(choice.label, r))
+        verdict(True, _verdict_line(choice.label, r), short=_verdict_short(best))
         + model_chip(choice)
         + _diagnosis(best, v)
         + kv("Best step time", step)

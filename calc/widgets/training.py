@@ -28,6 +28,7 @@ from calc.widgets._fields import (
 from calc.widgets._html import (
     byte_formatter,
     checked,
+    fit_short,
     formulas,
     gpu_memory,
     gpu_named,
@@ -333,7 +334,11 @@ def _compute(v: dict[str, str]) -> str:
     in_flight = m.in_flight / layout.interleave
     kept, totals = _tables(p, fmt, labels)
     return (
-        verdict(p.nvidia_smi_bytes <= memory, _verdict_line(p, layout, choice.label, memory, gpu_label, fmt))
+        verdict(
+            p.nvidia_smi_bytes <= memory,
+            _verdict_line(p, layout, choice.label, memory, gpu_label, fmt),
+            short=fit_short(p.nvidia_smi_bytes, memory, fmt),
+        )
         + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + kept

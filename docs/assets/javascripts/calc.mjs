@@ -573,7 +573,10 @@ function answerLine(root, form, results, alert, status) {
       else if (results.dataset.stale) text = status.textContent;
       else {
         const verdict = results.querySelector("[data-output=verdict], .lc-verdict") || results.querySelector(".lc-kv");
-        text = verdict ? verdict.textContent.replace(/\s+/g, " ").trim() : "";
+        // The verdict's numbers first when the engine gives them (data-short: "Best: 6.86 s, MFU 54.0%", "Fits: 17.5
+        // GB of 85.5 GB"): a phone cuts the whole line before its numbers.
+        const brief = verdict && verdict.dataset.short;
+        text = brief || (verdict ? verdict.textContent.replace(/\s+/g, " ").trim() : "");
         ok = (verdict && verdict.dataset.ok) || "";
       }
       const label = text ? `${text} ↓` : "";
