@@ -284,20 +284,8 @@ def activations_by_sequence(
         }
     ]
     cap_label = f"GPU memory: {capacity[1]}" if capacity else None
-    shape = _marker_shape(reader[2] if reader else None, bool(stops), cap_label)
-    described = ""
-    if reader is not None:
-        seq, n, label = reader
-        point = {"seq": seq, "amount": _amount(n, unit), "label": label, "marker": label}
-        layers.append(_reader_layer(point, x, y, shape))
-        described = f", with the reader's inputs ({label}) marked"
-    if stops:
-        layers.append(_ring_layer(rows, stops, {"x": x, "y": y, "color": color}, shape))
-        described += ", each line's longest fitting length ringed"
-    hidden = _hidden_series(rows, "seq")
-    layers += _redrawn_layer(rows, hidden, {"x": x, "y": y, "color": color})
-    if hidden:
-        described += f", {' and '.join(hidden)} dashed over the line that covers it"
+    marks, described = _curve_marks(rows, reader, stops, {"x": x, "y": y, "color": color}, unit, cap_label)
+    layers += marks
     spec = _layered(
         title,
         f"Lines of activation memory against sequence length for each {legend.lower()} case, log axes{described}.",
@@ -305,3 +293,31 @@ def activations_by_sequence(
         [*layers, *_capacity_layers(capacity, unit, y, labelled=not (stops or reader))],
     )
     return {**spec, "config": _STACKED}
+
+
+def _curve_marks(
+    rows: list[dict[str, object]],
+    reader: tuple[int, int, str] | None,
+    stops: Mapping[str, int] | None,
+    enc: dict[str, object],
+    unit: str,
+    cap_label: str | None,
+) -> tuple[list[dict[str, object]], str]:
+    """The activations curve's marks over its lines (the reader's diamond, the rings, the redrawn hidden lines)
+    and the words that describe them."""
+    shape = _marker_shape(reader[2] if reader else None, bool(stops), cap_label)
+    layers: list[dict[str, object]] = []
+    described = ""
+    if reader is not None:
+        seq, n, label = reader
+        point = {"seq": seq, "amount": _amount(n, unit), "label": label, "marker": label}
+        layers.append(_reader_layer(point, enc["x"], enc["y"], shape))
+        described = f", with the reader's inputs ({label}) marked"
+    if stops:
+        layers.append(_ring_layer(rows, stops, enc, shape))
+        described += ", each line's longest fitting length ringed"
+    hidden = _hidden_series(rows, "seq")
+    layers += _redrawn_layer(rows, hidden, enc)
+    if hidden:
+        described += f", {' and '.join(hidden)} dashed over the line that covers it"
+    return layers, described
