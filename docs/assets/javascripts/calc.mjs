@@ -509,6 +509,14 @@ function configChoice(byName) {
 
 const SUMMARY_PARTS = 5;
 
+/** An engine message in the form's words: one that opens with the field's internal name ("params must be a
+ *  positive count", "gpus admit no layout") opens with the label the form shows instead ("Parameters must be…").
+ *  A message that states the value ("tp = 16 is more than…") is left as it is: it quotes what was typed. */
+function readerWords(message, name, label) {
+  if (!name || !label || !message.startsWith(`${name} `) || message.startsWith(`${name} =`)) return message;
+  return label + message.slice(name.length);
+}
+
 /** The label text of a control, or its name. */
 function labelOf(root, control) {
   const label = control.id ? root.querySelector(`label[for="${CSS.escape(control.id)}"]`) : null;
@@ -620,6 +628,7 @@ function mount(root) {
   let fromUrl = false;
   let failure = null; // {lead, permanent} while live calculation is unavailable
   let invalid = null; // the control marked aria-invalid
+  let lastGood = false; // the results hold a live answer (for earlier inputs once an error came)
 
   const owned = () => root.isConnected && location.pathname === path;
   const setState = (state) => {
@@ -652,6 +661,12 @@ function mount(root) {
   copyNote.setAttribute("data-copy-note", "");
   copyNote.setAttribute("role", "status");
   copyButton.after(copyNote);
+  // Over the last good result while the inputs cannot be computed: what the dimmed numbers under it are.
+  const staleNote = document.createElement("p");
+  staleNote.className = "lc-calc__stale-note";
+  staleNote.setAttribute("data-stale-note", "");
+  staleNote.hidden = true;
+  results.before(staleNote);
 
   // Upload: a file input under each textarea (a config.json) fills it as if pasted; read here, sent nowhere.
   for (const area of form.querySelectorAll("textarea[name]")) {
@@ -691,25 +706,46 @@ function mount(root) {
     });
   }
 
+  const noteId = (control) => `${control.id || `${root.id}-${control.name}`}-error`;
+
   function clearInvalid() {
     if (!invalid) return;
+    const id = noteId(invalid);
+    document.getElementById(id)?.remove();
     invalid.removeAttribute("aria-invalid");
     invalid.removeAttribute("aria-errormessage");
-    const rest = (invalid.getAttribute("aria-describedby") || "").split(/\s+/).filter((t) => t && t !== alert.id);
+    const rest = (invalid.getAttribute("aria-describedby") || "").split(/\s+/).filter((t) => t && t !== id);
     if (rest.length) invalid.setAttribute("aria-describedby", rest.join(" "));
     else invalid.removeAttribute("aria-describedby");
     invalid = null;
   }
 
-  function markInvalid(control) {
-    if (invalid === control) return;
-    clearInvalid();
+  /** Mark the field the engine blamed, with its message under it (the card's alert announces it once). */
+  function markInvalid(control, text) {
+    if (invalid !== control) clearInvalid();
     invalid = control;
     unfold(control);
+    const id = noteId(control);
+    let note = document.getElementById(id);
+    if (!note) {
+      note = document.createElement("p");
+      note.id = id;
+      note.className = "lc-field__error";
+      note.setAttribute("data-field-error", "");
+      (control.closest(".lc-field") || control).append(note);
+    }
+    if (note.textContent !== text) note.textContent = text;
     control.setAttribute("aria-invalid", "true");
-    control.setAttribute("aria-errormessage", alert.id);
+    control.setAttribute("aria-errormessage", id);
     const tokens = (control.getAttribute("aria-describedby") || "").split(/\s+/).filter(Boolean);
-    if (!tokens.includes(alert.id)) control.setAttribute("aria-describedby", [...tokens, alert.id].join(" "));
+    if (!tokens.includes(id)) control.setAttribute("aria-describedby", [...tokens, id].join(" "));
+  }
+
+  /** The results are current again, or gone: no "last good result" note, nothing hidden from assistive tech. */
+  function unmarkLastGood() {
+    staleNote.hidden = true;
+    results.removeAttribute("aria-hidden");
+    results.inert = false;
   }
 
   // A state from the URL (a shared link) replaces the defaults before anything is computed.
@@ -874,6 +910,8 @@ function mount(root) {
       setAlert("");
     }
     if (results.innerHTML !== prerendered) results.innerHTML = prerendered;
+    lastGood = false;
+    unmarkLastGood();
     results.hidden = false;
     line.pend("");
     let what;
@@ -925,6 +963,8 @@ function mount(root) {
       else results.innerHTML = reply.html;
       siteLinks(results);
       fillFields();
+      lastGood = true;
+      unmarkLastGood();
       results.hidden = false;
       setAlert("");
       delete results.dataset.stale;
@@ -934,13 +974,19 @@ function mount(root) {
     }
     const error = reply.error || {};
     const control = error.field ? byName.get(error.field) : undefined;
-    const label = control && control.id ? root.querySelector(`label[for="${CSS.escape(control.id)}"]`) : null;
-    const message = clip(error.message || "the engine could not compute these numbers");
-    if (control) markInvalid(control);
+    const label = control ? labelOf(root, control) : "";
+    const message = clip(readerWords(error.message || "the engine could not compute these numbers", error.field, label));
+    if (control) markInvalid(control, message);
     else clearInvalid();
-    setAlert(label ? `${label.textContent}: ${message}` : message);
-    results.hidden = true; // never leave a result on screen that no longer matches the inputs
+    setAlert(control && !message.startsWith(label) ? `${label}: ${message}` : message);
+    // Never a result that looks current for other inputs: the last live one stays, dimmed, under a note that says
+    // what it is, out of the accessibility tree and inert; with none yet (the build's numbers), nothing is shown.
     results.dataset.stale = "true";
+    results.hidden = !lastGood;
+    staleNote.textContent = `Last good result, for other inputs (dimmed below)${control ? ": fix the marked input to update it." : "."}`;
+    staleNote.hidden = !lastGood;
+    if (lastGood) results.setAttribute("aria-hidden", "true");
+    results.inert = lastGood;
     setStatus(control ? "Fix the highlighted input to see results." : "These inputs could not be computed; see the message above.");
   }
 
