@@ -164,7 +164,8 @@ def test_a_shared_link_never_shows_a_verdict_for_other_inputs(browser, site_url)
 
 def test_a_pasted_config_is_the_model_selects_choice(browser, site_url) -> None:
     """Issue 19: after a config.json was pasted the Model select still read "Llama 3 8B". It reads "From
-    config.json", with a chip summing the config up and a button that clears it back to the preset."""
+    config.json", with a chip summing the config up (the engine's type · parameters · layers · attention ·
+    vocabulary) and a button that clears it back to the preset."""
     config = (
         '{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,'
         ' "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}'
@@ -181,7 +182,8 @@ def test_a_pasted_config_is_the_model_selects_choice(browser, site_url) -> None:
     assert select.evaluate("el => el.selectedOptions[0].textContent") == "From config.json"
     chip = root.locator("[data-config-chip]")
     assert chip.is_visible()
-    assert "llama · 16 layers · GQA 32/8 heads · vocabulary 128,256" in chip.inner_text()
+    # the engine's line once it answered (item 8a): the parameter count as the Parameters box writes it
+    assert "llama · 1.5B parameters · 16 layers · GQA, 32 heads / 8 KV · vocabulary 128,256" in chip.inner_text()
     assert "preset=" not in page.url or f"preset={before}" in page.url  # the link keeps the preset it replaced
     chip.get_by_role("button").click()
     wait_settled(page, root)

@@ -431,7 +431,8 @@ function unitSwitch() {
   showProseUnits(select.value);
 }
 
-/** A pasted config.json in a few words: type · layers · GQA · vocabulary (read here, for the chip only). */
+/** A pasted config.json in a few words until the engine answers: type · layers · attention · vocabulary, worded
+ *  as the engine's line (calc.widgets._model.model_chip), which replaces it with the parameter count added. */
 function configSummary(text) {
   let config;
   try {
@@ -447,7 +448,8 @@ function configSummary(text) {
   if (count(t.num_hidden_layers)) parts.push(`${count(t.num_hidden_layers)} layers`);
   const heads = count(t.num_attention_heads);
   const kv = count(t.num_key_value_heads);
-  if (heads && kv && t.num_key_value_heads < t.num_attention_heads) parts.push(`GQA ${heads}/${kv} heads`);
+  if (heads && kv && t.num_key_value_heads < t.num_attention_heads)
+    parts.push(`${t.num_key_value_heads === 1 ? "MQA" : "GQA"}, ${heads} heads / ${kv} KV`);
   else if (heads) parts.push(`${heads} heads`);
   if (count(t.vocab_size)) parts.push(`vocabulary ${count(t.vocab_size)}`);
   return parts.join(" · ") || "no model keys found";
@@ -456,12 +458,16 @@ function configSummary(text) {
 /**
  * One source of truth for the model: while a config.json is pasted, the Model select reads "From config.json"
  * with a chip that sums the config up and a button that clears it; choosing a preset clears the config.
- * Returns `sync()`, to call before the inputs are read.
+ * Returns `sync()`, to call before the inputs are read; its `answered(results)`, called with a live answer, makes
+ * the chip read the engine's line (`data-output=model_chip`: type · parameters · layers · attention · vocabulary)
+ * for as long as the config it answered is the one pasted.
  */
 function configChoice(byName) {
   const select = byName.get("preset");
   const area = byName.get("config");
-  if (!select || !area || select.tagName !== "SELECT" || area.tagName !== "TEXTAREA") return () => {};
+  if (!select || !area || select.tagName !== "SELECT" || area.tagName !== "TEXTAREA") {
+    return Object.assign(() => {}, { answered() {} });
+  }
   const option = new Option("From config.json", FROM_CONFIG);
   const chip = document.createElement("div");
   chip.className = "lc-config-chip";
@@ -485,7 +491,8 @@ function configChoice(byName) {
     area.dispatchEvent(new Event("input", { bubbles: true }));
     select.focus();
   });
-  return function sync() {
+  let engine = { config: "", text: "" }; // the engine's line and the config it read
+  function sync() {
     const pasted = area.value.trim() !== "";
     if (pasted && select.value !== FROM_CONFIG) {
       select.dataset.lcPreset = select.value;
@@ -496,9 +503,16 @@ function configChoice(byName) {
     }
     if (!pasted && option.parentNode) option.remove();
     chip.hidden = !pasted;
-    const summary = pasted ? `From config.json: ${configSummary(area.value)}` : "";
+    const read = engine.text && engine.config === area.value.trim() ? engine.text : "";
+    const summary = pasted ? read || `From config.json: ${configSummary(area.value)}` : "";
     if (text.textContent !== summary) text.textContent = summary;
+  }
+  sync.answered = (results) => {
+    const line = results.querySelector("[data-output=model_chip]");
+    engine = { config: area.value.trim(), text: line ? line.textContent.trim() : "" };
+    sync();
   };
+  return sync;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -963,6 +977,7 @@ function mount(root) {
       else results.innerHTML = reply.html;
       siteLinks(results);
       fillFields();
+      syncConfig.answered(results); // the select's chip reads the engine's line, parameters included
       lastGood = true;
       unmarkLastGood();
       results.hidden = false;
