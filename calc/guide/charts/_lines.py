@@ -36,7 +36,8 @@ def _log_axes(x_field: str, x_title: str, y_title: str) -> tuple[dict[str, objec
 def _reader_layer(point: dict[str, object], x: dict, y: dict, shape: dict[str, object]) -> dict[str, object]:
     """The reader's point as a diamond, named in the marker legend under the plot (``shape``), not by a label
     beside it: there it sat on the lines or ran into the legend on a phone."""
-    mark = {"type": "point", "filled": True, "size": 120}
+    # Unfilled, as the rings: a filled point's legend strokes no symbol, and the rule's dash is only a stroke.
+    mark = {"type": "point", "filled": False, "size": 140, "strokeWidth": 2.5}
     return {"data": {"values": [point]}, "mark": mark, "encoding": {"x": x, "y": y, "shape": shape}}
 
 
