@@ -38,7 +38,6 @@ from calc.widgets._html import (
     verdict,
     why_list,
 )
-from calc.widgets._memory_fixes import memory_fixes
 from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, model_state_labels, notes, plural
 from calc.widgets._stack_fields import convention_field, stack_fields, stack_knobs
@@ -317,6 +316,16 @@ def _lines(p: PeakMemory, layout: Layout, memory: int, in_flight: float, fmt) ->
     )
 
 
+def _fixes(arch, v: dict[str, str], p: PeakMemory, memory: int, fmt) -> str:
+    """A "Does not fit"'s diagnosis; its search module loads only when a layout does not fit (issue 20: a
+    calculator imports only what its answer needs, ``tests/test_import_alone.py``)."""
+    if p.nvidia_smi_bytes <= memory:
+        return ""
+    from calc.widgets._memory_fixes import memory_fixes
+
+    return memory_fixes(arch, v, p, memory, fmt, lambda w: _peak(arch, _layout(w), w)[0].nvidia_smi_bytes, _carried(v))
+
+
 def _compute(v: dict[str, str]) -> str:
     choice = read_model(v)
     arch = choice.arch
@@ -340,7 +349,7 @@ def _compute(v: dict[str, str]) -> str:
             _verdict_line(p, layout, choice.label, memory, gpu_label, fmt),
             short=fit_short(p.nvidia_smi_bytes, memory, fmt),
         )
-        + memory_fixes(arch, v, p, memory, fmt, lambda w: _peak(arch, _layout(w), w)[0].nvidia_smi_bytes, _carried(v))
+        + _fixes(arch, v, p, memory, fmt)
         + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + kept
