@@ -38,6 +38,7 @@ from calc.widgets._html import (
     verdict,
     why_list,
 )
+from calc.widgets._memory_fixes import memory_fixes
 from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, model_state_labels, notes, plural
 from calc.widgets._stack_fields import convention_field, stack_fields, stack_knobs
@@ -316,16 +317,6 @@ def _lines(p: PeakMemory, layout: Layout, memory: int, in_flight: float, fmt) ->
     )
 
 
-def _fixes(arch, v: dict[str, str], p: PeakMemory, memory: int, fmt) -> str:
-    """A "Does not fit"'s diagnosis; its search module loads only when a layout does not fit (issue 20: a
-    calculator imports only what its answer needs, ``tests/test_import_alone.py``)."""
-    if p.nvidia_smi_bytes <= memory:
-        return ""
-    from calc.widgets._memory_fixes import memory_fixes
-
-    return memory_fixes(arch, v, p, memory, fmt, lambda w: _peak(arch, _layout(w), w)[0].nvidia_smi_bytes, _carried(v))
-
-
 def _compute(v: dict[str, str]) -> str:
     choice = read_model(v)
     arch = choice.arch
@@ -349,7 +340,7 @@ def _compute(v: dict[str, str]) -> str:
             _verdict_line(p, layout, choice.label, memory, gpu_label, fmt),
             short=fit_short(p.nvidia_smi_bytes, memory, fmt),
         )
-        + _fixes(arch, v, p, memory, fmt)
+        + memory_fixes(arch, v, p, memory, fmt, lambda w: _peak(arch, _layout(w), w)[0].nvidia_smi_bytes, _carried(v))
         + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + kept
