@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from html import escape
+from urllib.parse import quote
+
 from calc.guide.charts import zero_chart
 from calc.memory.layout import Layout
 from calc.memory.model_state import (
@@ -16,7 +19,6 @@ from calc.models.presets import preset
 from calc.units import format_count, parse_count, parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, gpu_code, model_code, snippet
-from calc.widgets._diagnosis import TRAINING_MEMORY, handoff, handoff_href
 from calc.widgets._fields import (
     degree,
     gpu_fields,
@@ -256,6 +258,12 @@ def _params_from_model(params: int) -> str:
     return line.replace("<span data-value=", '<span data-fill="params" data-value=', 1)
 
 
+_HANDOFF_PAGE = "memory/activations/"
+_HANDOFF_ID = "training-memory"
+"""Where the hand-off goes: the activation page's training-memory calculator (``#rival-model-state``), which has
+recomputation, tp, sequence parallelism and cp."""
+
+
 def _handoff(v: dict[str, str], hint: str, stage: int, dp: int, seq: int, micro: int) -> str:
     """When nothing fits with a model, a link to the training-memory calculator carrying the reader's inputs."""
     if v["preset"] == _NO_MODEL or not hint.startswith("Nothing fits"):
@@ -264,9 +272,12 @@ def _handoff(v: dict[str, str], hint: str, stage: int, dp: int, seq: int, micro:
     inputs |= {"recompute": _recompute(v), "flash_attention": 1, "dropout": 0, "convention": v["convention"]}
     inputs |= {k: value for k, value in _stack(v).items() if k != "recompute"}
     inputs |= {"gpu": v["gpu"], "unit": v["unit"]} | ({"gpu_memory": v["gpu_memory"]} if v["gpu"] == "custom" else {})
-    page, calc, anchor = TRAINING_MEMORY
-    text = "Try recomputation, tp and cp in the training-memory calculator, with these inputs"
-    return f" {handoff(handoff_href(page, calc, inputs, anchor), text)}."
+    query = "&".join(f"{_HANDOFF_ID}.{k}={quote(str(value))}" for k, value in inputs.items())
+    href = f"{_HANDOFF_PAGE}?{query}#rival-model-state"
+    return (
+        f' <a class="lc-calc__handoff" data-site-href="{escape(href)}">Try recomputation, tp and cp in the '
+        "training-memory calculator, with these inputs</a>."
+    )
 
 
 def _python(v: dict[str, str]) -> str:

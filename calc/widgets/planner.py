@@ -16,7 +16,6 @@ from calc.parallel.interconnects import INTERCONNECTS
 from calc.units import parse_positive_int
 from calc.widgets import Calculator, Field
 from calc.widgets._code import Code, call, model_code, snippet
-from calc.widgets._diagnosis import diagnosis, handoff, handoff_href
 from calc.widgets._fields import (
     one_of,
     recompute_field,
@@ -258,10 +257,6 @@ _MICROBATCHES_PER_STAGE = 4
 Sec. 2.2.1, recommend m >> p)."""
 
 
-_DRAW = "Draw this pipeline"
-"""The bubble diagnosis's hand-off to the pipeline-bubble calculator (parallelism/pipeline/#shrink)."""
-
-
 def _diagnosis(best: dict[str, Any], v: dict[str, str]) -> str:
     """A low-MFU answer names its bottleneck and the cheapest changes that fix it (issue 19), or nothing."""
     part = {p["part"]: p["seconds"] for p in best["time"]}
@@ -281,17 +276,21 @@ def _diagnosis(best: dict[str, Any], v: dict[str, str]) -> str:
             f"A global batch of {wider:,} ({enough} micro-batches a pipeline){fewer} "
             "would shrink it."
         )
-        inputs = {"pp": pp, "num_microbatches": max(per_pipeline, 1)}
-        return diagnosis(
-            text, [handoff(handoff_href("parallelism/pipeline/", "pipeline-bubble", inputs, "shrink"), _DRAW)]
-        )
+        href = _bubble_href(pp, max(per_pipeline, 1))
+        link = f'<a class="lc-calc__handoff" data-site-href="{href}">Draw this pipeline</a>'
+        return f'<p class="lc-diagnosis">{out("diagnosis", text)} {link}.</p>'
     if best["mfu"] < _LOW_MFU:
         worst = max((p for p in best["time"] if p["part"] != "compute"), key=lambda p: p["seconds"], default=None)
         if worst is not None and worst["seconds"] > 0:
             most = f"{worst['part']} ({duration(worst['seconds'])})"
             text = f"MFU {best['mfu']:.1%}: after compute, the step goes most to {most}."
-            return diagnosis(text)
+            return f'<p class="lc-diagnosis">{out("diagnosis", text)}</p>'
     return ""
+
+
+def _bubble_href(pp: int, m: int) -> str:
+    """The pipeline-bubble calculator (parallelism/pipeline/#shrink) with these stages and micro-batches."""
+    return f"parallelism/pipeline/?pipeline-bubble.pp={pp}&amp;pipeline-bubble.num_microbatches={m}#shrink"
 
 
 def _compute(v: dict[str, str]) -> str:

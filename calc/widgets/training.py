@@ -38,7 +38,6 @@ from calc.widgets._html import (
     verdict,
     why_list,
 )
-from calc.widgets._memory_fixes import memory_fixes
 from calc.widgets._model import model_chip, model_fields, read_model
 from calc.widgets._parts import MODEL_STATE_LABELS, NOT_COUNTED, gpu_memory_line, kv, model_state_labels, notes, plural
 from calc.widgets._stack_fields import convention_field, stack_fields, stack_knobs
@@ -340,7 +339,6 @@ def _compute(v: dict[str, str]) -> str:
             _verdict_line(p, layout, choice.label, memory, gpu_label, fmt),
             short=fit_short(p.nvidia_smi_bytes, memory, fmt),
         )
-        + memory_fixes(arch, v, p, memory, fmt, lambda w: _peak(arch, _layout(w), w)[0].nvidia_smi_bytes, _carried(v))
         + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + kept
@@ -352,11 +350,6 @@ def _compute(v: dict[str, str]) -> str:
         + notes(escape(n) for n in _notes(p, layout, arch, low, fmt))
         + notes(_linked(p, layout, arch, fmt))
     )
-
-
-def _carried(v: dict[str, str]) -> dict[str, str]:
-    """The inputs a hand-off carries: those the reader set to other than this calculator's defaults."""
-    return {k: value for k, value in v.items() if value != CALCULATOR.defaults.get(k)}
 
 
 def _python(v: dict[str, str]) -> str:
