@@ -241,6 +241,7 @@ if sys.platform == "emscripten":  # the engine suite under Pyodide: no example d
         "test_phone.py",
         "test_pyodide.py",
         "test_wheel_site.py",
+        "test_import_alone.py",  # a fresh interpreter per calculator: subprocesses
     ]
     settings.register_profile("pyodide", parent=settings.get_profile("lc"), database=None, max_examples=10)
     settings.load_profile("pyodide")
