@@ -403,7 +403,7 @@ HOSTILE = [
     ("will-it-fit.gpu=bogus", "will-it-fit.gpu", "gpu"),
     ("will-it-fit.zero_stage=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E", "will-it-fit.zero_stage", "zero_stage"),
     ("will-it-fit.unit=javascript:alert(1)", "will-it-fit.unit", "unit"),
-    ("will-it-fit.dp=1e400", "dp", None),
+    ("will-it-fit.dp=1e400", "Data-parallel degree", None),
     (f"will-it-fit.dp={LONG}", "will-it-fit.dp", "dp"),
 ]
 
