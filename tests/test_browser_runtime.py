@@ -386,7 +386,8 @@ def test_state_stays_on_the_page_that_owns_it(session, site_url) -> None:
 
 LONG = "9" * 10240
 HOSTILE = [
-    # (query, parameter a notice or the alert must name, field that must keep its default or None)
+    # (query, what must be named: a link notice names the parameter, an alert the field's label;
+    #  field that must keep its default or None)
     ("will-it-fit.bogus=1", "will-it-fit.bogus", None),
     ("will-it-fit.params=13B&will-it-fit.params=70B", "will-it-fit.params", "params"),
     ("will-it-fit.__proto__=x", "will-it-fit.__proto__", None),
