@@ -11,7 +11,7 @@ sys.path.insert(0, str(ROOT / "hooks"))
 from prose_numbers.stacks import NUMBERS  # the hooks folder is on sys.path, not a package
 
 LOSS = [("stk-loss-fused-b", "6"), ("stk-loss-stock-b", "12"), ("stk-loss-compiled-b", "4")]
-LOSS += [("stk-loss-chunked-saved-b", "6")]
+LOSS += [("stk-loss-chunked-b", "14"), ("stk-loss-chunked-hidden-b", "4")]  # one chunk: 2 B logits + 12 B stock
 
 
 @pytest.mark.parametrize(("name", "value"), LOSS)

@@ -18,7 +18,7 @@ from calc.memory.activations import IMPLEMENTATIONS
 from calc.memory.layout_rules import _LAYOUT_NAMES, _bool, check_parallelism
 from calc.memory.model_state import SHARD_MODES, resolve_convention
 from calc.memory.pipeline_split import _FIRST_ALIAS, _LAST_ALIAS, check_stage_fields, split_layers
-from calc.memory.stacks import DEFAULT_LOSS_CHUNK_TOKENS, LOSS_KINDS, stack_defaults
+from calc.memory.stacks import LOSS_KINDS, stack_defaults
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 
@@ -96,7 +96,8 @@ class Layout:
             (``calc.memory.stacks`` lists each default and its source).
         loss: How the cross-entropy is computed, one of [`LOSS_KINDS`][calc.memory.layout.LOSS_KINDS]:
             ``"fused"`` (Megatron's), ``"stock"`` (``F.cross_entropy`` on fp32 logits), ``"chunked"``, ``"compiled"``.
-        loss_chunk_tokens: Tokens per chunk of the ``"chunked"`` loss.
+        loss_chunk_tokens: Tokens per chunk of the ``"chunked"`` loss; ``None``: the micro-batch's tokens in
+            torchtitan's 8 chunks ([`chunk_tokens_for`][calc.memory.stacks.chunk_tokens_for]).
         reshard_after_forward: FSDP / ZeRO-3 frees each unit's gathered weights after its forward (``True``) or
             keeps the stage unsharded until the backward (``False``, torchtitan under pipeline parallelism,
             which also accumulates unsharded fp32 gradients over the micro-batches).
@@ -231,8 +232,8 @@ class Layout:
             raise CalcError("loss", f"must be one of {', '.join(LOSS_KINDS)}", self.loss, code="unknown-name")
         if self.reshard_after_forward is not None:
             _bool(self.reshard_after_forward, "reshard_after_forward")
-        chunk = self.loss_chunk_tokens or DEFAULT_LOSS_CHUNK_TOKENS
-        put(self, "loss_chunk_tokens", parse_positive_int(chunk, "loss_chunk_tokens"))
+        if self.loss_chunk_tokens is not None:
+            put(self, "loss_chunk_tokens", parse_positive_int(self.loss_chunk_tokens, "loss_chunk_tokens"))
 
     def _check_stage_fields(self) -> None:
         """Validate the uneven-stage fields on their own (the layer total is checked with the model)."""

@@ -213,7 +213,9 @@ def _loss_item(arch: Architecture, layout: Layout) -> Overhead:
             "gradient computed in place and cast back); Hugging Face upcasts the logits to fp32 "
             "(counted in the logits term) and returns a logits-sized gradient",
         )
-    _, transient, formula = loss_bytes(layout.loss_kind, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens)
+    _, transient, formula = loss_bytes(
+        layout.loss_kind, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens, hidden=arch.hidden_size
+    )
     return Overhead(
         "loss_logits",
         f"Loss and logits peak ({layout.loss_kind} cross-entropy's backward)",
@@ -223,7 +225,7 @@ def _loss_item(arch: Architecture, layout: Layout) -> Overhead:
         ESTIMATED,
         formula,
         "calc.memory.stacks: torch.nn.functional.cross_entropy = log_softmax + nll_loss on fp32-upcast logits "
-        "(torchtitan/components/loss.py, transformers' ForCausalLMLoss); LitGPT chunked_cross_entropy; "
+        "(torchtitan/components/loss.py, transformers' ForCausalLMLoss); torchtitan ChunkedLossWrapper; "
         "torch.compile fuses the three",
     )
 

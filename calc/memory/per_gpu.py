@@ -233,7 +233,9 @@ def _stage_memory(
     logits = acts.final_norm_input + acts.output_input + acts.logits
     if layout.loss_kind != "fused" and acts.logits:
         tokens = -(-layout.seq_len // layout.cp) * layout.micro_batch
-        saved = loss_bytes(layout.loss_kind, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens)[0]
+        saved = loss_bytes(
+            layout.loss_kind, tokens, arch.vocab_size, layout.tp, layout.loss_chunk_tokens, hidden=arch.hidden_size
+        )[0]
         logits += saved - acts.logits
     if layout.implementation != "megatron":
         activations, logits = _hf_extras(arch, layout, acts.layers, acts.in_flight, k)

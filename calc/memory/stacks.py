@@ -21,9 +21,13 @@ The loss peak per logit (``T`` tokens per context-parallel rank times the vocabu
   softmax) and computes the gradient in place, cast back to the compute dtype (2 B): 6 B;
 * ``"stock"``: ``log_softmax`` on fp32-upcast logits saves its fp32 output (4 B); the backward holds the fp32
   gradients of ``nll_loss`` and of ``log_softmax`` with it (4 + 4 B): 12 B at the backward's start;
-* ``"chunked"``: the same per chunk of ``loss_chunk_tokens`` tokens (LitGPT's ``chunked_cross_entropy``): the
-  bf16 logits (2 B) and every chunk's saved fp32 ``log_softmax`` output (4 B) stay, the two fp32 gradients only
-  for one chunk at a time;
+* ``"chunked"``: torchtitan's ``ChunkedLossWrapper`` (``torchtitan/components/loss.py`` at ``b5bcd76``, the loss of
+  its ``llama3_8b`` config): the output layer and the stock loss run on one chunk of ``loss_chunk_tokens`` tokens
+  at a time (by default the tokens split in ``num_chunks = 8``), each chunk's backward right after its forward, so
+  no logits stay; what stays is the fp32 ``GradAccumulator`` of the final hidden states' gradient (4 B per token
+  per hidden unit) until the decoder's backward starts. The peak is one chunk's bf16 logits (2 B) with the stock
+  loss's 12 B per logit. LitGPT's ``chunked_cross_entropy`` keeps every chunk's logits until the backward and is
+  not this kind (``"stock"`` is nearer it);
 * ``"compiled"``: ``torch.compile`` fuses the upcast, ``log_softmax`` and ``nll_loss``: the bf16 logits are saved
   (2 B) with two fp32 values per token (the row maximum and the log of the sum of exponentials, 8 B a token), and
   the fused backward writes the bf16 gradient (2 B) beside one fp32 value per token (4 B a token): 4 B per logit.
@@ -44,7 +48,7 @@ from __future__ import annotations
 
 from calc.errors import CalcError
 
-__all__ = ["LOSS_KINDS", "STACKS", "layer_gaps", "loss_bytes", "stack_defaults"]
+__all__ = ["DEFAULT_LOSS_CHUNKS", "LOSS_KINDS", "STACKS", "chunk_tokens_for", "layer_gaps", "loss_bytes", "stack_defaults"]
 
 STACKS: tuple[str, ...] = ("megatron", "torchtitan")
 """The training stacks a [`Layout`][calc.memory.layout.Layout] can name (``stack``)."""
@@ -52,9 +56,20 @@ STACKS: tuple[str, ...] = ("megatron", "torchtitan")
 LOSS_KINDS: tuple[str, ...] = ("fused", "stock", "chunked", "compiled")
 """How the cross-entropy loss is computed (``Layout.loss``); see ``calc.memory.stacks``."""
 
-DEFAULT_LOSS_CHUNK_TOKENS = 1024
-"""Tokens per chunk of the ``"chunked"`` loss when ``loss_chunk_tokens`` is not given (LitGPT's
-``chunked_cross_entropy(chunk_size=128)`` chunks sequences; 1,024 tokens is one such chunk of a batch)."""
+DEFAULT_LOSS_CHUNKS = 8
+"""Chunks of the ``"chunked"`` loss when ``loss_chunk_tokens`` is not given: torchtitan's
+``ChunkedLossWrapper.Config.num_chunks`` (``torchtitan/components/loss.py`` at ``b5bcd76``)."""
+
+
+def chunk_tokens_for(tokens: int, chunk_tokens: int | None) -> int:
+    """Tokens in one chunk of the ``"chunked"`` loss: ``chunk_tokens`` when given, else ``tokens`` split in
+    [`DEFAULT_LOSS_CHUNKS`][calc.memory.stacks.DEFAULT_LOSS_CHUNKS] (rounded up), never more than ``tokens``.
+
+    Examples:
+        >>> chunk_tokens_for(65536, None), chunk_tokens_for(8192, 512), chunk_tokens_for(100, 4096)
+        (8192, 512, 100)
+    """
+    return min(tokens, chunk_tokens or -(-tokens // DEFAULT_LOSS_CHUNKS))
 
 
 def stack_defaults(stack: str, *, pp: int, compile: bool = False) -> dict[str, object]:
@@ -81,26 +96,30 @@ def stack_defaults(stack: str, *, pp: int, compile: bool = False) -> dict[str, o
     }
 
 
-def loss_bytes(loss: str, tokens: int, vocab: int, tp: int, chunk_tokens: int) -> tuple[int, int, str]:
+def loss_bytes(
+    loss: str, tokens: int, vocab: int, tp: int, chunk_tokens: int | None, *, hidden: int = 0
+) -> tuple[int, int, str]:
     """(saved bytes, backward transient bytes, formula) of the loss on the last stage, per GPU.
 
     ``tokens`` is the micro-batch's tokens on one context-parallel rank; the vocabulary is split over ``tp``
-    (Megatron-LM's vocabulary-parallel output layer).
+    (Megatron-LM's vocabulary-parallel output layer); ``hidden`` is the model's hidden size (the ``"chunked"``
+    loss's gradient accumulator is ``tokens × hidden``).
 
     Examples:
-        >>> loss_bytes("fused", 10, 100, 1, 1024)[:2], loss_bytes("stock", 10, 100, 1, 1024)[:2]
+        >>> loss_bytes("fused", 10, 100, 1, None)[:2], loss_bytes("stock", 10, 100, 1, None)[:2]
         ((4000, 2000), (4000, 8000))
-        >>> loss_bytes("chunked", 10, 100, 1, 5)[:2], loss_bytes("compiled", 10, 100, 1, 1024)[:2]
-        ((6000, 4000), (2080, 2040))
+        >>> loss_bytes("chunked", 10, 100, 1, 5, hidden=8)[:2], loss_bytes("compiled", 10, 100, 1, None)[:2]
+        ((320, 7000), (2080, 2040))
     """
     logits = -(-tokens * vocab // tp)
     if loss == "fused":
         return 4 * logits, 2 * logits, "4 B fp32 logits saved + 2 B gradient in the compute dtype, per logit"
     if loss == "stock":
         return 4 * logits, 8 * logits, "4 B fp32 log_softmax output saved + 2 × 4 B fp32 gradients, per logit"
-    if loss == "chunked":
-        chunk = -(-min(chunk_tokens, tokens) * vocab // tp)
-        return 6 * logits, 8 * chunk, "2 B logits + 4 B fp32 log_softmax outputs saved; 2 × 4 B per logit of a chunk"
+    if loss == "chunked":  # torchtitan ChunkedLossWrapper: forward and backward one chunk at a time
+        chunk = -(-chunk_tokens_for(tokens, chunk_tokens) * vocab // tp)
+        formula = "4 B fp32 hidden-state gradient per token per hidden unit kept; one chunk's 2 B logits + 12 B loss"
+        return 4 * tokens * hidden, 14 * chunk, formula
     if loss == "compiled":  # measured: validation/compile.json (torch 2.13 inductor CPU)
         formula = "2 B logits + 2 × 4 B per token (max, log-sum-exp) saved; 2 B gradient + 4 B per token"
         return 2 * logits + 8 * tokens, 2 * logits + 4 * tokens, formula

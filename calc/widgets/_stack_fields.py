@@ -52,7 +52,7 @@ LOSS_OPTIONS: tuple[tuple[str, str], ...] = (
     (STACK_DEFAULT, "The stack's default"),
     ("fused", "Fused vocab-parallel"),
     ("stock", "Stock F.cross_entropy"),
-    ("chunked", "Chunked (torchtitan, LitGPT)"),
+    ("chunked", "Chunked (torchtitan)"),
     ("compiled", "Compiled (torch.compile)"),
 )
 """How the cross-entropy is computed (``Layout.loss``; the bytes per logit are ``calc.memory.stacks``')."""

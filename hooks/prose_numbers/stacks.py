@@ -17,7 +17,7 @@ from calc.memory.activations import layer_activations
 from calc.memory.layout import Layout, loss_bytes
 from calc.memory.overhead_items import ALLOCATOR_RESERVE
 from calc.memory.overheads import peak_memory
-from calc.memory.stacks import DEFAULT_LOSS_CHUNK_TOKENS
+from calc.memory.stacks import DEFAULT_LOSS_CHUNKS
 from calc.models.presets import preset
 from calc.timing.steptime import step_time
 
@@ -144,11 +144,12 @@ def _per_logit(kind: str) -> str:
 
 for _kind in ("fused", "stock", "compiled"):
     NUMBERS[f"stk-loss-{_kind}-b"] = lambda k=_kind: _per_logit(k)
-NUMBERS["stk-loss-chunked-saved-b"] = lambda: f"{loss_bytes('chunked', 1, _VOCAB, 1, 1)[0] // _VOCAB}"
-NUMBERS["stk-loss-chunk"] = lambda: f"{DEFAULT_LOSS_CHUNK_TOKENS:,}"
+NUMBERS["stk-loss-chunked-b"] = lambda: f"{loss_bytes('chunked', 1, _VOCAB, 1, 1)[1] // _VOCAB}"
+NUMBERS["stk-loss-chunked-hidden-b"] = lambda: f"{loss_bytes('chunked', 1, _VOCAB, 1, 1, hidden=1)[0]}"
+NUMBERS["stk-loss-chunks"] = lambda: f"{DEFAULT_LOSS_CHUNKS}"
 for _kind in ("fused", "stock", "chunked", "compiled"):
     NUMBERS[f"stk-loss-l8b-{_kind}"] = lambda k=_kind: format_bytes(
-        sum(loss_bytes(k, _TOKENS, _VOCAB, 1, DEFAULT_LOSS_CHUNK_TOKENS)[:2])
+        sum(loss_bytes(k, _TOKENS, _VOCAB, 1, None, hidden=preset("llama3-8b").hidden_size)[:2])
     )
 NUMBERS["stk-loss-logits"] = lambda: f"{_TOKENS * _VOCAB:,}"
 
