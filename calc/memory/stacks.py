@@ -48,7 +48,15 @@ from __future__ import annotations
 
 from calc.errors import CalcError
 
-__all__ = ["DEFAULT_LOSS_CHUNKS", "LOSS_KINDS", "STACKS", "chunk_tokens_for", "layer_gaps", "loss_bytes", "stack_defaults"]
+__all__ = [
+    "DEFAULT_LOSS_CHUNKS",
+    "LOSS_KINDS",
+    "STACKS",
+    "chunk_tokens_for",
+    "layer_gaps",
+    "loss_bytes",
+    "stack_defaults",
+]
 
 STACKS: tuple[str, ...] = ("megatron", "torchtitan")
 """The training stacks a [`Layout`][calc.memory.layout.Layout] can name (``stack``)."""
