@@ -112,6 +112,32 @@ SEEN_LOG = """root => {
 }"""
 
 
+CALC_MJS = "**/assets/javascripts/calc.mjs*"
+COVER = "a => getComputedStyle(a, '::before').content"
+"""The cover's notice at the top of a calculator's answer before calc.mjs mounts ("none" where there is none)."""
+
+
+def _open_before_mount(page, url: str):
+    """Open ``url`` with calc.mjs's request held (nothing mounts) and wait until the page is parsed and styled;
+    returns the function that lets calc.mjs load."""
+    held = []
+
+    def hold(route) -> None:
+        held.append(route)  # the module is not answered: nothing mounts
+
+    page.route(CALC_MJS, hold)
+    with page.expect_request(CALC_MJS):
+        page.goto(url, wait_until="commit")
+    page.wait_for_function("() => document.readyState !== 'loading'")  # parsed, its stylesheets applied
+
+    def release() -> None:
+        for route in held:
+            route.continue_()
+        page.unroute(CALC_MJS)
+
+    return release
+
+
 def test_a_shared_link_never_shows_a_verdict_for_other_inputs(browser, site_url) -> None:
     """Issue 19: a link's inputs (70B, ZeRO-3, dp 64) stood beside the build's verdict for the defaults ("7B …
     dp=1") for seconds. With the worker's replies held, the answer reads "Computing 70B · ZeRO-3 · dp 64…" at its
@@ -123,24 +149,13 @@ def test_a_shared_link_never_shows_a_verdict_for_other_inputs(browser, site_url)
     watch = Watch(context, site_url)
     page = context.new_page()
     watch.attach(page)
-    held = []
-
-    def hold(route) -> None:
-        held.append(route)  # the module is not answered: nothing mounts
-
-    page.route("**/assets/javascripts/calc.mjs*", hold)
-    with page.expect_request("**/assets/javascripts/calc.mjs*"):
-        page.goto(f"{site_url}/?will-it-fit.params=70B&will-it-fit.zero_stage=3&will-it-fit.dp=64", wait_until="commit")
-    page.wait_for_function("() => document.readyState !== 'loading'")  # parsed, its stylesheets applied
+    release = _open_before_mount(page, f"{site_url}/?will-it-fit.params=70B&will-it-fit.zero_stage=3&will-it-fit.dp=64")
     root = page.locator('[data-calc="will-it-fit"]').first
     assert root.get_attribute("data-mounted") is None
     assert root.locator('[data-output="verdict"]').is_hidden()  # the build's "Does not fit: 7B … dp=1"
     assert root.locator("[data-chart]").first.is_hidden()
-    before = root.locator(".lc-calc__answer").evaluate("a => getComputedStyle(a, '::before').content")
-    assert before == '"Computing the numbers from the link…"', before
-    for route in held:
-        route.continue_()
-    page.unroute("**/assets/javascripts/calc.mjs*")
+    assert root.locator(".lc-calc__answer").evaluate(COVER) == '"Computing the numbers from the link…"'
+    release()
     page.wait_for_function("() => !!document.querySelector('[data-calc=\"will-it-fit\"][data-mounted]')")
     root.evaluate(SEEN_LOG)
     pending = root.locator("[data-pending]")
@@ -160,6 +175,34 @@ def test_a_shared_link_never_shows_a_verdict_for_other_inputs(browser, site_url)
     assert all("70B" in v and "ZeRO-3" in v for v in shown), shown  # only ever the link's verdict
     assert seen[-1]["pending"] is None
     assert watch.errors == [], watch.errors
+
+
+@pytest.mark.parametrize(
+    ("path", "linked", "other"),
+    [("memory/", "will-it-fit-2", "will-it-fit"), ("memory/activations/", "training-memory", "activations")],
+)
+def test_a_shared_link_covers_only_the_calculator_it_sets(browser, site_url, path, linked, other) -> None:
+    """Issue 19: on a page with several calculators, a link carrying one calculator's inputs hid every
+    calculator's answer until calc.mjs mounted. Only the linked one is covered; the others, whose pre-rendered
+    answers are for the inputs they show, stay visible."""
+    context = browser.new_context()
+    page = context.new_page()
+    release = _open_before_mount(page, f"{site_url}/{path}?{linked}.seq_len=2048")
+    covered, shown = (page.locator(f'[data-calc-id="{calc_id}"]') for calc_id in (linked, other))
+    got = {
+        name: (
+            root.get_attribute("data-mounted"),
+            root.locator("[data-results]").is_visible(),
+            root.locator(".lc-calc__answer").evaluate(COVER),
+        )
+        for name, root in (("linked", covered), ("other", shown))
+    }
+    release()
+    context.close()
+    assert got == {
+        "linked": (None, False, '"Computing the numbers from the link…"'),
+        "other": (None, True, "none"),
+    }, got
 
 
 def test_a_pasted_config_is_the_model_selects_choice(browser, site_url) -> None:

@@ -50,10 +50,12 @@
 
 // A shared link's numbers before calc.mjs mounts (issue 19). The build pre-renders each calculator's answer for its
 // defaults; a link (?<calculator id>.<field>=…) asks for other inputs, and for the seconds until calc.mjs mounts the
-// page would show the defaults' verdict under the link's address. This runs in <head>, before the body is parsed,
-// and marks the document (data-lc-link, the calculator ids the link names); calc.css then hides the answer of every
-// calculator not yet mounted and says "Computing the numbers from the link…" at its top, from the first paint.
-// Once mounted, calc.mjs shows what it computes (or the pre-rendered answer, when the link changes nothing).
+// page would show the defaults' verdict under the link's address. This runs in <head>, before the body is parsed:
+// as the parser inserts each calculator the link names (data-calc-id), it marks it data-link-cover, in the
+// observer's microtask at the end of the parser's task, so before any paint; calc.css then hides that calculator's
+// answer until it is mounted and says "Computing the numbers from the link…" at its top. The other calculators of
+// the page keep their pre-rendered answers: they are for the inputs they show. Once mounted, calc.mjs shows what it
+// computes (or the pre-rendered answer, when the link changes nothing).
 (() => {
   "use strict";
   const ids = new Set();
@@ -61,5 +63,23 @@
     const found = /^([a-z][a-z0-9-]*)\.[A-Za-z_]/.exec(key);
     if (found) ids.add(found[1]);
   }
-  if (ids.size) document.documentElement.dataset.lcLink = [...ids].join(" ");
+  if (!ids.size) return;
+  const cover = (el) => {
+    if (ids.has(el.dataset.calcId)) el.dataset.linkCover = "";
+  };
+  const look = (records) => {
+    for (const record of records) {
+      for (const node of record.addedNodes) {
+        if (node.nodeType !== Node.ELEMENT_NODE) continue;
+        if (node.matches(".lc-calc[data-calc-id]")) cover(node);
+        for (const el of node.querySelectorAll(".lc-calc[data-calc-id]")) cover(el);
+      }
+    }
+  };
+  const observer = new MutationObserver(look);
+  observer.observe(document.documentElement, { childList: true, subtree: true });
+  document.addEventListener("DOMContentLoaded", () => {
+    look(observer.takeRecords());
+    observer.disconnect(); // the page is parsed; calc.mjs mounts its calculators from here
+  });
 })();
