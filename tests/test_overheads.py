@@ -375,12 +375,48 @@ def test_moe_routing_is_nothing_for_a_dense_model() -> None:
         (dict(stack="torchtitan", pp=2), dict(reshards_after_forward=False)),  # torchtitan: not resharded under PP
         (dict(stack="torchtitan", pp=1), dict(reshards_after_forward=True)),
         (dict(stack="torchtitan", recompute="full", loss="chunked"), dict(recompute="full", loss_kind="chunked")),
+        # DeepSpeed around transformers: ZeRO off (DeepSpeedZeroConfig.stage = 0), ForCausalLMLoss's stock loss
+        (dict(stack="deepspeed"), dict(recompute="none", loss_kind="stock", zero_stage=0, shard="even", dropout=False)),
+        (dict(stack="deepspeed", pp=2), dict(reshards_after_forward=True, flash_attention=True)),
+        (dict(stack="deepspeed", zero_stage=2, recompute="full"), dict(zero_stage=2, recompute="full")),
     ],
 )
 def test_stack_defaults_and_knobs(kw, expected):
     layout = Layout(**kw)
     for name, value in expected.items():
         assert getattr(layout, name) == value, name
+
+
+@pytest.mark.parametrize(
+    ("stage", "phase"),
+    [
+        (0, None),  # ZeRO off: no bucket
+        (1, "backward"),  # stage_1_and_2.py setup_buckets: from the first gradient to the end of the backward
+        (2, "backward"),
+        (3, "always"),  # stage3.py: allocated at start, kept
+    ],
+)
+def test_deepspeed_gradient_bucket_is_a_named_line(stage, phase):
+    arch = preset("llama3-8b")
+    kw = dict(dp=8, zero_stage=stage, seq_len=4096, flash_attention=True, dropout=False, loss="stock")
+    ds = peak_memory(arch, Layout(stack="deepspeed", **kw))
+    items = {o.name: o for o in ds.overheads}
+    if phase is None:
+        assert "deepspeed_bucket" not in items
+        return
+    bucket = items["deepspeed_bucket"]
+    assert (bucket.bytes, bucket.phase) == (500_000_000 * 2, phase)  # reduce_bucket_size 5e8 elements in bf16
+    other = peak_memory(arch, Layout(**kw))  # Megatron's stack with the same knobs has no bucket
+    assert "deepspeed_bucket" not in {o.name for o in other.overheads}
+    assert ds.allocated_bytes - other.allocated_bytes == bucket.bytes  # the bucket joins the peak either way
+
+
+def test_deepspeed_reserve_is_megatrons_fraction():
+    arch = preset("llama3-8b")
+    ds = peak_memory(arch, Layout(stack="deepspeed", dp=8, zero_stage=1, seq_len=4096))
+    reserve = {o.name: o for o in ds.overheads}["allocator_reserve"]
+    assert reserve.formula.startswith("allocated × 1/20") and "deepspeed" in reserve.formula
+    assert ds.reserved_bytes - ds.allocated_bytes == reserve.bytes
 
 
 def test_stack_defaults_that_follow_other_fields_follow_replace():

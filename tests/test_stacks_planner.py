@@ -23,6 +23,13 @@ def test_torchtitan_searches_its_own_states():
     assert r["assumptions"][-1].startswith("stack torchtitan: ZeRO 0, 3, recomputation none, op, full, loss stock")
 
 
+def test_deepspeed_searches_every_zero_stage_and_whole_layer_checkpoints():
+    r = plan("llama3-8b", **RUN, stack="deepspeed", top=40)
+    assert {x["zero_stage"] for x in r["layouts"]} <= {0, 1, 2, 3}
+    assert {x["recompute"] for x in r["layouts"]} <= {"none", "full"}
+    assert r["assumptions"][-1].startswith("stack deepspeed: ZeRO 0, 1, 2, 3, recomputation none, full, loss stock")
+
+
 def test_op_can_be_pinned_on_either_stack():
     assert _best(recompute="op")["recompute"] == "op"
     assert _best(stack="torchtitan", recompute="op")["recompute"] == "op"
@@ -47,7 +54,7 @@ def test_fields_reach_the_layout():
     assert "as given" in kept["assumptions"][-1]
 
 
-@pytest.mark.parametrize(("kw", "field"), [({"stack": "deepspeed"}, "stack"), ({"loss": "magic"}, "loss"),
+@pytest.mark.parametrize(("kw", "field"), [({"stack": "colossalai"}, "stack"), ({"loss": "magic"}, "loss"),
                                            ({"recompute": "some"}, "recompute")])  # fmt: skip
 def test_bad_stack_knobs_name_their_field(kw, field):
     with pytest.raises(CalcError) as err:

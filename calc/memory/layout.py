@@ -49,7 +49,7 @@ from calc.memory.layout_rules import check_parallelism
 from calc.memory.layout_spec import Layout, check_layout
 from calc.memory.per_gpu import LayoutMemory, layout_memory, layout_stages, stage_memory
 from calc.memory.pipeline_split import split_layers
-from calc.memory.stacks import LOSS_KINDS, STACKS, loss_bytes, stack_defaults
+from calc.memory.stacks import LOSS_KINDS, STACKS, chunk_tokens_for, loss_bytes, stack_defaults
 from calc.memory.stage_plan import StagePlan, stage_layers, stage_plan
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "StagePlan",
     "check_layout",
     "check_parallelism",
+    "chunk_tokens_for",
     "layout_memory",
     "layout_stages",
     "loss_bytes",

@@ -97,7 +97,7 @@ class Layout:
         loss: How the cross-entropy is computed, one of [`LOSS_KINDS`][calc.memory.layout.LOSS_KINDS]:
             ``"fused"`` (Megatron's), ``"stock"`` (``F.cross_entropy`` on fp32 logits), ``"chunked"``, ``"compiled"``.
         loss_chunk_tokens: Tokens per chunk of the ``"chunked"`` loss; ``None``: the micro-batch's tokens in
-            torchtitan's 8 chunks ([`chunk_tokens_for`][calc.memory.stacks.chunk_tokens_for]).
+            torchtitan's 8 chunks ([`chunk_tokens_for`][calc.memory.layout.chunk_tokens_for]).
         reshard_after_forward: FSDP / ZeRO-3 frees each unit's gathered weights after its forward (``True``) or
             keeps the stage unsharded until the backward (``False``, torchtitan under pipeline parallelism,
             which also accumulates unsharded fp32 gradients over the micro-batches).

@@ -12,7 +12,7 @@ from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.memory.layout import Layout, LayoutMemory
 from calc.memory.model_state import CONVENTIONS
 from calc.memory.per_gpu import _layer_kinds
-from calc.memory.stacks import loss_bytes
+from calc.memory.stacks import DEEPSPEED_REDUCE_BUCKET, loss_bytes
 from calc.memory.stage_plan import _stage_params, stage_plan
 from calc.models.architecture import Architecture
 
@@ -61,6 +61,7 @@ what users report, not measured here.
 ALLOCATOR_RESERVE: dict[str, dict[bool, tuple[int, int]]] = {
     "megatron": ALLOCATOR_FRAGMENTATION,
     "torchtitan": {False: (27, 200), True: (27, 200)},
+    "deepspeed": ALLOCATOR_FRAGMENTATION,
 }
 """The caching allocator's reserve per stack (``Layout.stack``), as a fraction of the allocated peak, without and
 with ``expandable_segments`` (ESTIMATED from published runs):
@@ -69,13 +70,16 @@ with ``expandable_segments`` (ESTIMATED from published runs):
   logs put reserved 1-11% above allocated, issue 17's comparison of 30 published peaks);
 * ``"torchtitan"``: 27/200 = 13.5% with or without expandable segments (FSDP2's all-gather and reduce-scatter
   buffers of every size on their own streams: about 13-14% in the same comparison's torchtitan rows, which run
-  with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` as ``run_train.sh`` sets it).
+  with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` as ``run_train.sh`` sets it);
+* ``"deepspeed"``: Megatron's 1/20, for want of a published figure: DeepSpeed allocates its large buffers (the
+  gradient bucket, the flat partitions) once, so they do not fragment as FSDP2's per-unit collectives do.
 """
 
 ALLOCATOR_RESERVE_SOURCES: dict[str, str] = {
     "megatron": "PyTorch CUDA semantics, Memory management and PYTORCH_CUDA_ALLOC_CONF (expandable_segments)",
     "torchtitan": "FSDP2 stacks' reserved/allocated of about 1.13-1.14 in published torchtitan runs (issue 17); "
     "PyTorch CUDA semantics, Memory management",
+    "deepspeed": "Megatron's figure, not measured for DeepSpeed; PyTorch CUDA semantics, Memory management",
 }
 """Where each stack's allocator reserve comes from."""
 
@@ -192,6 +196,9 @@ def _backward_items(arch: Architecture, layout: Layout, memory: LayoutMemory) ->
         )
     if memory.logits:
         items.append(_loss_item(arch, layout))
+    bucket = _deepspeed_bucket(layout)
+    if bucket and bucket.phase == "backward":
+        items.append(bucket)
     return items
 
 
@@ -258,6 +265,36 @@ def _unsharded_items(layout: Layout, memory: LayoutMemory, conv: object) -> list
             "(set_requires_gradient_sync / set_reshard_after_backward); MixedPrecisionPolicy(reduce_dtype=float32)",
         ),
     ]
+
+
+def _deepspeed_bucket(layout: Layout) -> Overhead | None:
+    """DeepSpeed's contiguous gradient bucket under ZeRO-1/2/3 (``Layout.stack == "deepspeed"``), else ``None``.
+
+    ``reduce_bucket_size`` elements ([`DEEPSPEED_REDUCE_BUCKET`][calc.memory.stacks.DEEPSPEED_REDUCE_BUCKET]) in
+    the 16-bit dtype, allocated whole: in the backward pass under ZeRO-1/2, for the whole run under ZeRO-3.
+
+    Examples:
+        >>> _deepspeed_bucket(Layout(stack="deepspeed", zero_stage=2)).bytes
+        1000000000
+        >>> _deepspeed_bucket(Layout(stack="deepspeed")) is None  # ZeRO off: DeepSpeed's default
+        True
+    """
+    stage = layout.effective_zero_stage
+    if layout.stack != "deepspeed" or stage == 0:
+        return None
+    width = CONVENTIONS[layout.convention].weights or 2
+    return Overhead(
+        "deepspeed_bucket",
+        "DeepSpeed contiguous gradient bucket (reduce_bucket_size)",
+        DEEPSPEED_REDUCE_BUCKET * width,
+        "allocated",
+        "always" if stage == 3 else "backward",
+        ESTIMATED,
+        f"{DEEPSPEED_REDUCE_BUCKET:,} elements × {width} B, whatever the model's size"
+        + (" (kept from the start)" if stage == 3 else " (from the first gradient to the end of the backward)"),
+        "DeepSpeed deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8, contiguous_gradients True), "
+        "stage_1_and_2.py setup_buckets / stage3.py (one IPG buffer; a second only with overlap_comm below stage 3)",
+    )
 
 
 def _gemm_params(arch: Architecture, layout: Layout, memory: LayoutMemory) -> int:

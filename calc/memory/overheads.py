@@ -57,6 +57,7 @@ from calc.memory.overhead_items import (
     MOE_ROUTINGS,
     Overhead,
     _backward_items,
+    _deepspeed_bucket,
     _low_precision_item,
     _step_items,
 )
@@ -303,6 +304,8 @@ def _peak(
         )
     step = _step_items(layout, m, optimizer)
     always = [_low_precision_item(arch, layout, m, low_precision)] if low_precision and m.layers else []
+    bucket = _deepspeed_bucket(layout)
+    always += [bucket] if bucket and bucket.phase == "always" else []
     allocated = (
         m.model_state
         + sum(o.bytes for o in always)

@@ -1,7 +1,7 @@
 """Training stacks: the defaults each framework runs with, and the loss's peak under each implementation.
 
 A [`Layout`][calc.memory.layout.Layout]'s ``stack`` sets the defaults of the knobs below; each knob can also be
-set alone, and a knob given explicitly wins. Two stacks:
+set alone, and a knob given explicitly wins. Three stacks:
 
 * ``"megatron"`` (Megatron-LM / Megatron-Core, the default and the engine's accounting before stacks existed):
   no recomputation unless asked, dropout on, unfused attention unless ``flash_attention``, plain data
@@ -13,6 +13,15 @@ set alone, and a knob given explicitly wins. Two stacks:
   ``F.cross_entropy(pred.float(), labels)`` of ``torchtitan/components/loss.py`` (``loss="stock"``, or
   ``"compiled"`` under ``compile``), and ``reshard_after_forward`` off under pipeline parallelism
   (torchtitan's ``fsdp_reshard_after_forward = "default"``: resharded, except with PP).
+* ``"deepspeed"`` (DeepSpeed's ZeRO engine around a Hugging Face ``transformers`` model, ``deepspeedai/DeepSpeed``
+  at ``edaa722``): ZeRO as configured, whose default is off (``DeepSpeedZeroConfig.stage = 0`` in
+  ``deepspeed/runtime/zero/config.py``); no recomputation (DeepSpeed's ``activation_checkpointing`` and
+  ``transformers``' ``gradient_checkpointing`` are off by default); SDPA attention (``transformers``' default
+  ``attn_implementation``), no dropout (Llama-family configs set ``attention_dropout = 0.0``); the flat parameter
+  partition split evenly (``shard="even"``); the stock loss (``transformers``' ``ForCausalLMLoss`` upcasts the
+  logits with ``logits.float()``); ZeRO-3 releases each module's gathered parameters after use. ZeRO-1/2/3 also
+  allocate a contiguous gradient bucket of ``reduce_bucket_size`` elements
+  ([`DEEPSPEED_REDUCE_BUCKET`][calc.memory.stacks.DEEPSPEED_REDUCE_BUCKET]), a named overhead line.
 
 The loss peak per logit (``T`` tokens per context-parallel rank times the vocabulary, per tensor-parallel rank),
 [`loss_bytes`][calc.memory.layout.loss_bytes]:
@@ -49,6 +58,7 @@ from __future__ import annotations
 from calc.errors import CalcError
 
 __all__ = [
+    "DEEPSPEED_REDUCE_BUCKET",
     "DEFAULT_LOSS_CHUNKS",
     "LOSS_KINDS",
     "STACKS",
@@ -58,11 +68,18 @@ __all__ = [
     "stack_defaults",
 ]
 
-STACKS: tuple[str, ...] = ("megatron", "torchtitan")
+STACKS: tuple[str, ...] = ("megatron", "torchtitan", "deepspeed")
 """The training stacks a [`Layout`][calc.memory.layout.Layout] can name (``stack``)."""
 
 LOSS_KINDS: tuple[str, ...] = ("fused", "stock", "chunked", "compiled")
 """How the cross-entropy loss is computed (``Layout.loss``); see ``calc.memory.stacks``."""
+
+DEEPSPEED_REDUCE_BUCKET = 500_000_000
+"""Elements of DeepSpeed's contiguous gradient bucket (``reduce_bucket_size``, default ``5e8`` in
+``deepspeed/runtime/zero/config.py`` at ``edaa722``), allocated whole, whatever the model's size, when
+``contiguous_gradients`` (default ``True``) is on: ZeRO-1/2 (``stage_1_and_2.py``, ``setup_buckets``: one buffer in
+the 16-bit dtype from the first gradient until the backward ends, a second one only with ``overlap_comm``, off by
+default below stage 3) and ZeRO-3 (``stage3.py``: one buffer, kept for the whole run)."""
 
 DEFAULT_LOSS_CHUNKS = 8
 """Chunks of the ``"chunked"`` loss when ``loss_chunk_tokens`` is not given: torchtitan's
@@ -71,7 +88,7 @@ DEFAULT_LOSS_CHUNKS = 8
 
 def chunk_tokens_for(tokens: int, chunk_tokens: int | None) -> int:
     """Tokens in one chunk of the ``"chunked"`` loss: ``chunk_tokens`` when given, else ``tokens`` split in
-    [`DEFAULT_LOSS_CHUNKS`][calc.memory.stacks.DEFAULT_LOSS_CHUNKS] (rounded up), never more than ``tokens``.
+    ``DEFAULT_LOSS_CHUNKS`` (rounded up), never more than ``tokens``.
 
     Examples:
         >>> chunk_tokens_for(65536, None), chunk_tokens_for(8192, 512), chunk_tokens_for(100, 4096)
@@ -87,12 +104,22 @@ def stack_defaults(stack: str, *, pp: int, compile: bool = False) -> dict[str, o
         CalcError: For an unknown stack (code ``unknown-name``).
 
     Examples:
-        >>> stack_defaults("megatron", pp=1)["recompute"], stack_defaults("torchtitan", pp=1)["recompute"]
-        ('none', 'op')
+        >>> [stack_defaults(s, pp=1)["recompute"] for s in STACKS], stack_defaults("deepspeed", pp=1)["loss"]
+        (['none', 'op', 'none'], 'stock')
     """
     if stack not in STACKS:
         raise CalcError("stack", f"must be one of {', '.join(STACKS)}", stack, code="unknown-name")
     titan = stack == "torchtitan"  # each knob: torchtitan's default if titan else Megatron-LM's
+    if stack == "deepspeed":
+        return {
+            "recompute": "none",
+            "flash_attention": True,
+            "dropout": False,
+            "zero_stage": 0,
+            "shard": "even",
+            "loss": "stock",
+            "reshard_after_forward": True,
+        }
     return {
         "recompute": "op" if titan else "none",
         "flash_attention": titan,

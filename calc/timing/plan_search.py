@@ -43,11 +43,14 @@ _RECOMPUTE = ("none", "selective", "full")
 _STACK_SEARCH: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "megatron": ((0, 1, 2, 3), _RECOMPUTE),
     "torchtitan": ((0, 3), ("none", "op", "full")),
+    "deepspeed": ((0, 1, 2, 3), ("none", "full")),
 }
 """ZeRO stages and recomputation modes searched per training stack, cheapest first. torchtitan's data parallelism
 is DDP (``data_parallel_replicate_degree``, ZeRO 0) or FSDP2 (``data_parallel_shard_degree``, ZeRO 3), and its
 ``activation_checkpoint.mode`` is ``none``, ``selective`` with ``selective_ac_option = "op"`` or ``full``
-(``torchtitan/config/job_config.py``); a stack not listed here raises when its layout is built."""
+(``torchtitan/config/job_config.py``). DeepSpeed offers every ZeRO stage and checkpoints whole layers
+(``deepspeed.checkpointing`` or ``transformers``' ``gradient_checkpointing``); a stack not listed here raises
+when its layout is built."""
 
 MAX_MICRO_BATCH = 64
 """Largest micro-batch searched (any divisor of the per-replica batch up to it, and only while it can fit)."""

@@ -20,8 +20,9 @@ timed in full is pruned for a stated reason, counted in ``rejected_by_reason``.
    that are not: ``"megatron"`` (the default) as above; ``"torchtitan"`` ZeRO 0 (DDP,
    ``data_parallel_replicate_degree``) or 3 (FSDP2, ``data_parallel_shard_degree``) and recomputation none,
    ``op`` (its per-op selective checkpointing) or full, with its loss and ``reshard_after_forward``
-   (``calc.memory.stacks``); ``loss``, ``loss_chunk_tokens``, ``reshard_after_forward`` and ``compile`` given
-   explicitly win, and ``recompute`` may pin any mode a [`Layout`][calc.memory.layout.Layout] takes.
+   (``calc.memory.stacks``); ``"deepspeed"`` ZeRO 0 to 3 and recomputation none or full; ``loss``,
+   ``loss_chunk_tokens``, ``reshard_after_forward`` and ``compile`` given explicitly win, and ``recompute`` may
+   pin any mode a [`Layout`][calc.memory.layout.Layout] takes.
 2. Each set of degrees (with its micro-batch and interleaving) gets a lower bound on its step time: its busiest
    stage's compute and bubble at the fastest state, no communication, times the straggler allowance. Sets are
    visited best bound first; once the bound passes the ``top``-th best kept time, the rest cannot enter and

@@ -33,6 +33,7 @@ __all__ = [
 STACK_OPTIONS: tuple[tuple[str, str], ...] = (
     ("megatron", "Megatron-LM / Megatron-Core"),
     ("torchtitan", "torchtitan (PyTorch FSDP2)"),
+    ("deepspeed", "DeepSpeed ZeRO (transformers)"),
 )
 """The training stacks (``Layout.stack``, ``calc.memory.stacks``)."""
 
@@ -45,7 +46,7 @@ RECOMPUTE_OPTIONS_STACK: tuple[tuple[str, str], ...] = (
 )
 """The recomputation modes with, first, the stack's own (``Layout(recompute=None)``)."""
 
-RECOMPUTE_STACK_HELP = "by default the stack's (Megatron none, torchtitan per-op selective)"
+RECOMPUTE_STACK_HELP = "by default the stack's (Megatron and DeepSpeed none, torchtitan per-op selective)"
 """What "the stack's default" recomputes, under the select (an option's label stays short enough to read)."""
 
 LOSS_OPTIONS: tuple[tuple[str, str], ...] = (
@@ -58,7 +59,8 @@ LOSS_OPTIONS: tuple[tuple[str, str], ...] = (
 """How the cross-entropy is computed (``Layout.loss``; the bytes per logit are ``calc.memory.stacks``')."""
 
 LOSS_HELP = (
-    "by default the stack's (Megatron fused, torchtitan stock compiled with torch.compile); fused is Megatron's "
+    "by default the stack's (Megatron fused, torchtitan stock compiled with torch.compile, DeepSpeed stock as "
+    "transformers computes it); fused is Megatron's "
     "vocab-parallel loss, stock is F.cross_entropy on fp32 logits"
 )
 """The loss options in full, under the select."""

@@ -345,7 +345,7 @@ CALCULATOR = Calculator(
         micro_batch_field(group=_ACTIVATIONS, advanced=True),
         *stack_fields(
             STACK_DEFAULT,
-            stack_help="torchtitan: per-op recomputation, stock loss, FSDP2",
+            stack_help="torchtitan: per-op recomputation, stock loss, FSDP2; DeepSpeed: stock loss, gradient bucket",
             group=_ACTIVATIONS,
             advanced=True,
         ),

@@ -17,7 +17,7 @@ from calc.memory.activations import layer_activations
 from calc.memory.layout import Layout, loss_bytes
 from calc.memory.overhead_items import ALLOCATOR_RESERVE
 from calc.memory.overheads import peak_memory
-from calc.memory.stacks import DEFAULT_LOSS_CHUNKS
+from calc.memory.stacks import DEEPSPEED_REDUCE_BUCKET, DEFAULT_LOSS_CHUNKS
 from calc.models.presets import preset
 from calc.timing.steptime import step_time
 
@@ -175,7 +175,28 @@ NUMBERS["stk-pp-resharded"] = lambda: format_bytes(_pp_peaks()[1].reserved_bytes
 NUMBERS["stk-pp-layers"] = lambda: f"{max(_TITAN_405B.stage_layer_counts(preset('llama3.1-405b').num_layers))}"
 
 # The allocator reserve per stack.
-for _stack in ("megatron", "torchtitan"):
+for _stack in ("megatron", "torchtitan", "deepspeed"):
     NUMBERS[f"stk-reserve-{_stack}"] = lambda s=_stack: _pct(
         ALLOCATOR_RESERVE[s][False][0] / ALLOCATOR_RESERVE[s][False][1], 1
     )
+
+# DeepSpeed's contiguous gradient bucket (calc.memory.stacks.DEEPSPEED_REDUCE_BUCKET), on Llama 3 8B at ZeRO-2.
+
+
+_DS_DP, _DS_SEQ = 8, 4096
+"""The DeepSpeed example: Llama 3 8B, ZeRO-2 over ``_DS_DP`` GPUs, ``_DS_SEQ`` tokens a micro-batch."""
+
+
+@cache
+def _ds_bucket() -> tuple[int, int]:
+    """(the bucket's bytes, the allocated peak it sits in) in the DeepSpeed example."""
+    peak = peak_memory(preset("llama3-8b"), Layout(stack="deepspeed", zero_stage=2, dp=_DS_DP, seq_len=_DS_SEQ))
+    bucket = next(o.bytes for o in peak.overheads if o.name == "deepspeed_bucket")
+    return bucket, peak.allocated_bytes
+
+
+NUMBERS["stk-ds-bucket-elements"] = lambda: f"{DEEPSPEED_REDUCE_BUCKET:,}"
+NUMBERS["stk-ds-bucket"] = lambda: format_bytes(_ds_bucket()[0])
+NUMBERS["stk-ds-dp"] = lambda: f"{_DS_DP}"
+NUMBERS["stk-ds-seq"] = lambda: f"{_DS_SEQ:,}"
+NUMBERS["stk-ds-bucket-share"] = lambda: _pct(_ds_bucket()[0] / _ds_bucket()[1], 1)
