@@ -70,6 +70,10 @@ _held = Placeholders("LCCALCPLACEHOLDER", "calculator, figure or number")
 _SITE_HREF = re.compile(
     r'<a (?P<attrs>[^>]*)data-site-href="(?P<target>[^"#?]*)(?P<query>\?[^"#]*)?(?P<anchor>#[^"]*)?"'
 )
+# A site file's absolute address in a calculator's results (the copy blocks' "pip install" of the wheel): the
+# pre-render gets it from site_url here (site-base.js rebases it where the site is served), calc.mjs after each
+# live render.
+_SITE_ADDRESS = re.compile(r'<span data-site-address="(?P<path>[^"]*)">[^<]*</span>')
 
 
 def _npm_package(name: str) -> Path:
@@ -213,7 +217,23 @@ def wheel_url(config) -> str:
 
 
 def on_page_content(content: str, page, config, files) -> str:
-    return _site_hrefs(_held.fill(page.file.src_uri, content), page, files)
+    return _site_addresses(_site_hrefs(_held.fill(page.file.src_uri, content), page, files), page, config, files)
+
+
+def _site_addresses(content: str, page, config, files) -> str:
+    """Write each ``<span data-site-address="assets/…">``'s text as that file's absolute address from ``site_url``;
+    a file not in the site, or no ``site_url``, fails the build."""
+
+    def rewrite(m: re.Match) -> str:
+        path = html.unescape(m["path"])
+        if files.get_file_from_path(path) is None:
+            raise PluginError(f"{page.file.src_uri}: a calculator gives the address of {path!r}, not in the site")
+        if not config.get("site_url"):
+            raise PluginError("a calculator's copy block needs site_url: pip installs from an absolute address")
+        url = urljoin(config["site_url"], path)
+        return f'<span data-site-address="{m["path"]}">{html.escape(url)}</span>'
+
+    return _SITE_ADDRESS.sub(rewrite, content)
 
 
 def _site_hrefs(content: str, page, files) -> str:

@@ -163,7 +163,8 @@ def test_copy_as_command_reproduces_the_live_numbers(browser, site_url) -> None:
     page.wait_for_function(
         "root => root.querySelector('[data-copy-code-note]').textContent !== ''", arg=root.element_handle()
     )
-    copied = page.evaluate("() => navigator.clipboard.readText()")
+    install, copied = page.evaluate("() => navigator.clipboard.readText()").split("\n")
+    assert install.startswith(f"# Install the engine once: pip install {site_url}/assets/"), install
     assert copied == "trainmem will-it-fit params=70B zero_stage=3 dp=64"
     argv = shlex.split(copied)
     proc = subprocess.run(
@@ -182,7 +183,7 @@ def test_copy_as_command_reproduces_the_live_numbers(browser, site_url) -> None:
         arg=root.element_handle(),
     )
     code = page.evaluate("() => navigator.clipboard.readText()")
-    assert code.startswith("import calc"), code  # the public engine, not the site's plumbing
+    assert code.startswith(f"{install}\nimport calc"), code  # the public engine, not the site's plumbing
     printed: dict[str, object] = {}
 
     def collect(*args: object) -> None:  # the snippet prints one "name = value" line per shown number

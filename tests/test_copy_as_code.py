@@ -26,7 +26,7 @@ import pytest
 from _helpers import walk_json
 from calc.cli._fragment import json_key, read_fragment
 from calc.widgets import calculators, render
-from calc.widgets._code import PROG, command_line, python_call
+from calc.widgets._code import INSTALL_COMMENT, PROG, WHEEL, command_line, python_call
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,9 +74,12 @@ PYTHON_CASES = CASES + [
 
 
 def _snippet(fragment: str, kind: str) -> str:
+    """The snippet of a copy block, after its first line: the ``pip install`` of the site's wheel."""
     found = re.search(rf'data-code="{kind}"><code>(.*?)</code>', fragment, re.DOTALL)
     assert found, f"no {kind} snippet in the results"
-    return html.unescape(found[1])
+    install, _, code = html.unescape(re.sub(r"<[^>]+>", "", found[1])).partition("\n")
+    assert install == INSTALL_COMMENT + WHEEL, install
+    return code
 
 
 def _page_numbers(fragment: str) -> dict[str, int | float]:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import brotli
 import pytest
 
-from conftest import READY_TIMEOUT_MS, Watch, serve
+from conftest import READY_TIMEOUT_MS, Watch, serve, wait_settled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,6 +81,49 @@ def test_the_wheel_is_installed_from_where_the_site_is_served(browser, built_sit
         assert page.evaluate("window.__sameDocument === true")  # swapped in place: document$ rebased it
         assert page.evaluate(installs) == [f"pip install {want}"]
         assert page.evaluate(links) == [want]
+        context.close()
+        assert watch.errors == [], f"console errors: {watch.errors}"
+
+
+FIRST_LINES = """() => [...document.querySelectorAll('[data-code-block] [data-code] code')]
+  .map(code => code.textContent.split('\\n')[0])"""
+"""The first line of every copy block on the page (what the copy buttons put on the clipboard first)."""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("prefix", ["/team/llm/", "/"], ids=["under-a-path", "on-another-port"])
+def test_what_you_copy_says_where_to_install_the_wheel(browser, built_site: Path, prefix: str) -> None:
+    """Issue 19 "Copy and run": "Copy as command" and "Copy as Python" put on the clipboard a first line that
+    installs the engine, ``pip install`` with the wheel's absolute address where the site is served (not the
+    build's site_url), in the build's pre-rendered blocks and after a live render."""
+    (wheel,) = (p.name for p in (built_site / "assets").glob("*.whl"))
+    with serve(built_site, prefix=prefix) as base:
+        want = f"# Install the engine once: pip install {base}/assets/{wheel}"
+        context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+        watch = Watch(context, f"{base}/")
+        page = context.new_page()
+        watch.attach(page)
+        page.goto(f"{base}/")  # the load event: DOMContentLoaded's rebasing has run
+        first_lines = page.evaluate(FIRST_LINES)
+        assert first_lines and set(first_lines) == {want}, first_lines  # every pre-rendered block, both kinds
+
+        page.wait_for_selector("[data-calc=will-it-fit][data-state=ready]", timeout=READY_TIMEOUT_MS)
+        root = page.locator("[data-calc=will-it-fit]").first
+        root.locator('[name="params"]').fill("70B")
+        wait_settled(page, root)
+        root.locator("[data-code-block] > summary").click()
+        for kind, note, then in (
+            ("command", "Command", "trainmem will-it-fit params=70B"),
+            ("python", "Python", "import calc"),
+        ):
+            page.evaluate("() => navigator.clipboard.writeText('')")
+            root.locator(f'[data-copy-code="{kind}"]').click()
+            page.wait_for_function(
+                "([root, note]) => root.querySelector('[data-copy-code-note]').textContent.startsWith(note)",
+                arg=[root.element_handle(), note],
+            )
+            copied = page.evaluate("() => navigator.clipboard.readText()").split("\n")
+            assert copied[:2] == [want, then], (kind, copied[:3])
         context.close()
         assert watch.errors == [], f"console errors: {watch.errors}"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import os
 import re
 import shutil
@@ -121,3 +122,23 @@ def test_the_built_site_serves_the_wheel_and_says_how_to_install_it(built_site: 
     assert line and line[1].endswith(f"/assets/{NAME}"), "the CLI page installs the site's wheel"
     assert f'href="{line[1]}"' in page  # and links it
     assert "[[wheel]]" not in page
+
+
+def test_the_copy_blocks_install_this_wheel() -> None:
+    """Every calculator's copy blocks open with the ``pip install`` of the wheel the site carries (issue 19)."""
+    from calc.widgets._code import WHEEL
+
+    assert f"assets/{NAME}" == WHEEL
+
+
+def test_the_built_copy_blocks_say_the_wheels_address(built_site: Path) -> None:
+    """The build writes the wheel's absolute address (from site_url) into every pre-rendered copy block, on every
+    page with a calculator; served elsewhere, site-base.js rebases it (tests/test_serving.py)."""
+    blocks = {}
+    for page in built_site.rglob("index.html"):
+        for code in re.findall(r'<pre class="lc-code__text" data-code="\w+"><code>(.*?)</code>', page.read_text()):
+            blocks.setdefault(html.unescape(re.sub(r"<[^>]+>", "", code)).split("\n")[0], []).append(page)
+    assert len(blocks) == 1, sorted(blocks)
+    (line,) = blocks
+    assert re.fullmatch(rf"# Install the engine once: pip install https?://\S+/assets/{re.escape(NAME)}", line), line
+    assert sum(map(len, blocks.values())) > 10  # every calculator's two blocks

@@ -5,7 +5,8 @@ screen: only the values that differ from the defaults are written (a missing inp
 in field order. The Python is each calculator's own ``python`` function: the public engine call
 (``import calc`` then ``calc.model_state_bytes(...)``, ``calc.peak_memory(...)``, ``calc.plan(...)``) with the
 reader's inputs, printing ``name = value`` for the page's ``data-output`` numbers, runnable as pasted after
-``pip install``. [`snippet`][calc.widgets._code.snippet] and [`call`][calc.widgets._code.call] write it;
+``pip install`` of this site's wheel, the line each copied block opens with ([`WHEEL`][calc.widgets._code.WHEEL]).
+[`snippet`][calc.widgets._code.snippet] and [`call`][calc.widgets._code.call] write it;
 ``tests/test_copy_as_code.py`` runs every snippet and compares what it prints with the page's ``data-value``s.
 """
 
@@ -19,10 +20,13 @@ from fractions import Fraction
 from html import escape
 from typing import Protocol
 
+from calc import __version__
 from calc.widgets._html import checked
 
 __all__ = [
+    "INSTALL_COMMENT",
     "PROG",
+    "WHEEL",
     "call",
     "code_block",
     "command_line",
@@ -37,6 +41,18 @@ __all__ = [
 PROG = "trainmem"
 """The console command the copied line starts with (the same as [`calc.cli.PROG`][calc.cli.PROG]; ``python -m calc``
 takes the same arguments). Kept here so that a render in the browser need not import the command line."""
+
+
+WHEEL = f"assets/llm_train_memory-{__version__}-py3-none-any.whl"
+"""The engine's wheel in the site, from the site root: PEP 427's file name for the distribution
+``llm-train-memory`` at this version, which ``hooks/site_wheel.py`` builds into the site
+(``tests/test_widgets_leftovers.py`` checks that the two agree). Every copy block opens with its ``pip install``
+line, the address in a ``<span data-site-address>``: the build writes it absolute from ``site_url``
+(``hooks/lc_build.py``), ``site-base.js`` rebases that to where the site is served, and ``calc.mjs`` sets it
+after each live render, so what is copied installs from the site the reader is on (issue 19)."""
+
+INSTALL_COMMENT = "# Install the engine once: pip install "
+"""The copy blocks' first line, before the wheel's address: a comment in both a shell and Python."""
 
 
 class _Calculator(Protocol):
@@ -252,15 +268,19 @@ def _literal(text: str) -> str:
 
 
 _INSTALL = (
-    '<p class="lc-code__note">Both run after <code>pip install</code> of '
-    '<a data-site-href="reference/cli/#install">this site\'s wheel</a>.</p>'
+    '<p class="lc-code__note">Both open with the <code>pip install</code> of '
+    '<a data-site-href="reference/cli/#install">this site\'s wheel</a> they run on.</p>'
 )
 """What the snippets need first: the engine, installed from the wheel this site ships (the build and calc.mjs
 address the link from the page it is on)."""
 
+_INSTALL_LINE = f'{escape(INSTALL_COMMENT)}<span data-site-address="{WHEEL}">{WHEEL}</span>&#10;'
+"""Each block's first line: [`INSTALL_COMMENT`][calc.widgets._code.INSTALL_COMMENT] and the wheel's address."""
+
 
 def code_block(calc: _Calculator, values: dict[str, str]) -> str:
-    """The folded "Reproduce these numbers" block under the results: both snippets, each with a copy button.
+    """The folded "Reproduce these numbers" block under the results: both snippets, each with a copy button and
+    each opening with the line that installs the engine ([`WHEEL`][calc.widgets._code.WHEEL]).
 
     The text to copy is the ``<code>`` of ``[data-code=python]`` / ``[data-code=command]``; the buttons carry
     ``data-copy-code`` naming which (the browser copies it; with JavaScript off the code is still there to select).
@@ -271,6 +291,8 @@ def code_block(calc: _Calculator, values: dict[str, str]) -> str:
         >>> html_ = code_block(calculators()["will-it-fit"], calculators()["will-it-fit"].defaults)
         >>> 'data-code="command"' in html_ and "trainmem will-it-fit</code>" in html_
         True
+        >>> html_.count(f'<code># Install the engine once: pip install <span data-site-address="{WHEEL}">')
+        2
     """
     snippets = (
         ("command", "Copy as command", command_line(calc, values)),
@@ -281,7 +303,8 @@ def code_block(calc: _Calculator, values: dict[str, str]) -> str:
         for kind, label, _ in snippets
     )
     blocks = "".join(
-        f'<pre class="lc-code__text" data-code="{kind}"><code>{escape(text).replace(chr(10), "&#10;")}</code></pre>'
+        f'<pre class="lc-code__text" data-code="{kind}"><code>{_INSTALL_LINE}{escape(text).replace(chr(10), "&#10;")}'
+        "</code></pre>"
         for kind, _, text in snippets
     )
     files = [file_name(name) for name, _, paste in _changed(calc, values) if paste]

@@ -19,11 +19,18 @@
 const WORKER_URL = new URL("./calc-worker.mjs", import.meta.url);
 // Links in results to a site page, <a data-site-href="accuracy/#not-modelled">, are addressed from the site
 // root: the build gives the pre-render its page-relative href; after a live render, href is set here from
-// where this file is served (<site>/assets/javascripts/calc.mjs, as site-base.js finds the site).
+// where this file is served (<site>/assets/javascripts/calc.mjs, as site-base.js finds the site). So is the
+// text of a site file's absolute address, <span data-site-address="assets/….whl">: the copy blocks' first
+// line, the "pip install" of the engine's wheel (issue 19; the build writes the pre-render's, site-base.js
+// rebases it).
 const SITE_ROOT = new URL("../../", import.meta.url);
 function siteLinks(container) {
   for (const a of container.querySelectorAll("a[data-site-href]")) {
     a.setAttribute("href", new URL(a.dataset.siteHref, SITE_ROOT).href);
+  }
+  for (const span of container.querySelectorAll("[data-site-address]")) {
+    const address = new URL(span.dataset.siteAddress, SITE_ROOT).href;
+    if (span.textContent !== address) span.textContent = address;
   }
 }
 const started = performance.now();

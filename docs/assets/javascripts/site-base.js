@@ -25,8 +25,9 @@
     return doc;
   };
 
-  // The engine's wheel (hooks/lc_build.py's [[wheel]]: the CLI page's link and its "pip install" line) is addressed
-  // from site_url, an absolute address pip needs; here it follows the page to where the site is served (issue 19).
+  // The engine's wheel (hooks/lc_build.py's [[wheel]]: the CLI page's link and its "pip install" line; the first
+  // line of every calculator's pre-rendered copy block) is addressed from site_url, an absolute address pip needs;
+  // here it follows the page to where the site is served (issue 19). calc.mjs readdresses a live render's.
   const wheel = /\bassets\/[^\s/"'<>]+\.whl\b/;
   const rewheel = () => {
     for (const a of document.querySelectorAll(".md-typeset a[href]")) {
