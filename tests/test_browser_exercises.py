@@ -83,7 +83,7 @@ def test_a_right_answer_is_accepted_and_a_wrong_one_gets_the_hint(session, site_
     # Bad input: a clear message, never a traceback.
     assert _answer(page, exercise, "lots") == "invalid"
     message = root.locator("[data-feedback]").text_content()
-    assert message.startswith("answer must be") and "Traceback" not in message
+    assert message.startswith("Your answer must be a whole number") and "Traceback" not in message  # the box's label
 
 
 def test_new_numbers_change_the_case_and_the_address_and_a_link_restores_it(session, site_url) -> None:

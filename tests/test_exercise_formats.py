@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from calc.errors import CalcError
-from calc.guide.exercises import ANSWER_UNITS, check, draw, exercises, parse_answer
+from calc.guide.exercises import ANSWER_UNITS, check, draw, exercises, live, parse_answer
 from calc.units import BYTE_UNITS
 
 DAY = 86400
@@ -95,10 +95,10 @@ REFUSED = [
     ("3 ms", "B", "GB", "GB"),
     ("12 GB", "s", "ms", "ms"),
     ("37.5 GB", "ratio", "%", "%"),
-    ("-1", "B", "GB", "number"),
+    ("-1", "B", "GB", "must not be negative"),
     ("1 2", "count", "FLOP", "count"),
     ("1.5 B B", "count", "tokens", "count"),
-    ("1e999", "count", "FLOP", "number"),
+    ("1e999", "count", "FLOP", "count"),
 ]
 
 
@@ -109,6 +109,35 @@ def test_a_refused_answer_says_what_to_type_in_the_asked_unit(text: str, unit: s
     assert err.value.field == "answer"
     assert named in str(err.value)
     assert "the unit the question names" not in str(err.value)
+
+
+TIMES = "a time in ns, µs, ms, s, min, h or d (3.9 ms, 5 min, 12 d)"
+SAID = [
+    # issue 19: "12 weeks" met "answer must be a time with a unit (…) or a bare number in days", lower case and
+    # wrong (weeks is a time with a unit): the reader is told which units are read, in the box's own words
+    ("training-days", "12 weeks", f"Your answer must be {TIMES} or a bare number in days (got '12 weeks')"),
+    ("training-days", "12 fortnights", f"Your answer must be {TIMES} or a bare number in days (got '12 fortnights')"),
+    ("training-days", "", f"Your answer must be {TIMES} or a bare number in days: type a number"),
+    ("training-days", "-3 d", "Your answer must not be negative (got '-3 d')"),  # was "answer be a number (got '-3')"
+    ("training-days", "1e999 d", f"Your answer must be {TIMES} or a bare number in days (got '1e999 d')"),
+    ("zero3-gpus", "lots", "Your answer must be a whole number (16, 16 GPUs) (got 'lots')"),
+    ("bubble-1f1b", "-37.5 %", "Your answer must not be negative (got '-37.5 %')"),
+]
+
+
+@pytest.mark.parametrize(("exercise", "typed", "said"), SAID)
+def test_a_refused_answer_is_told_in_the_readers_words(exercise: str, typed: str, said: str) -> None:
+    """What the page shows for an answer it cannot read: led by the box's label, "Your answer", never the field's
+    internal name in lower case; the engine's error keeps the field's name for code that matches on it."""
+    reply = live({"op": "check", "exercise": exercise, "seed": "0", "answer": typed})
+    assert reply["ok"] is False and reply["error"]["field"] == "answer"
+    assert reply["error"]["said"] == said
+    assert reply["error"]["message"] == "answer" + said.removeprefix("Your answer")
+
+
+def test_another_refusal_is_told_with_a_capital() -> None:
+    reply = live({"op": "case", "exercise": "bubble-1f1b", "seed": "x"})
+    assert reply["error"]["said"] == "Seed must be a whole number from 0 to 1000000000 (got 'x')"
 
 
 def _bare(value: Fraction, unit: str, display: str) -> str:

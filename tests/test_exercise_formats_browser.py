@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from calc.guide.exercises import draw
+from calc.guide.exercises import draw, live
 from conftest import READY_TIMEOUT_MS, SETTLED_JS
 
 pytestmark = pytest.mark.browser
@@ -47,3 +47,10 @@ def test_the_box_takes_letters_at_16_px_and_every_invited_format(session, site_u
     assert verdict == "wrong" and "0.375 %" in message
     verdict, message = _verdict(page, "zero3-gpus", "12")
     assert verdict == "wrong" and "12 GPUs" in message and "exactly of" not in message
+    # issue 19: an answer it cannot read is told in the box's words, "Your answer must be …", and names the units
+    verdict, message = _verdict(page, "training-days", "12 weeks")
+    assert (verdict, message) == (
+        "invalid",
+        live({"op": "check", "exercise": "training-days", "answer": "12 weeks"})["error"]["said"],
+    )
+    assert message.startswith("Your answer must be a time in ns, µs, ms, s, min, h or d"), message

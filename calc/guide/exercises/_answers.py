@@ -21,7 +21,7 @@ ANSWER_UNITS: dict[str, str] = {
     "B": "bytes with a unit (1.1 TB, 1120 GB, 1.04 TiB) or a bare number in the unit the question names",
     "gpus": "a whole number (16, 16 GPUs)",
     "ratio": "a percentage (37.5 %) or a bare number in % (37.5)",
-    "s": "a time with a unit (3.9 ms, 0.2 s, 5 min, 3 h, 12 d) or a bare number in the unit the question names",
+    "s": "a time in ns, µs, ms, s, min, h or d (3.9 ms, 5 min, 12 d) or a bare number in the unit the question names",
     "count": "a count (4.2e22, 42e21, 1.5B, 70 billion)",
 }
 """The kinds of answer an exercise asks for, and what the reader may type for each.
@@ -218,6 +218,11 @@ def parse_answer(text: object, unit: str, display_unit: str) -> Fraction:
         ... except CalcError as err:
         ...     print(err)
         answer must be bytes with a unit (1.1 TB, 1120 GB, 1.04 TiB) or a bare number in GB (got '12 parsecs')
+        >>> try:
+        ...     parse_answer("12 weeks", "s", "days")
+        ... except CalcError as err:
+        ...     print(err.rule)
+        must be a time in ns, µs, ms, s, min, h or d (3.9 ms, 5 min, 12 d) or a bare number in days
     """
     if unit not in ANSWER_UNITS:
         raise CalcError("unit", f"must be one of {', '.join(ANSWER_UNITS)}", unit, code="unknown-name")
@@ -226,12 +231,15 @@ def parse_answer(text: object, unit: str, display_unit: str) -> Fraction:
         raise CalcError("answer", f"must be at most {MAX_TEXT_CHARS} characters", raw)
     expect = ANSWER_UNITS[unit].replace("the unit the question names", display_unit or "the question's unit")
     if not raw.strip():
-        raise CalcError("answer", f"must be {expect}: type a number", raw)
+        raise CalcError("answer", f"must be {expect}: type a number")
     match = _ANSWER.match(raw.replace("\u202f", " ").replace("\u00a0", " "))
     wrong = CalcError("answer", f"must be {expect}", raw.strip())
     if not match:
         raise wrong
-    number = parse_decimal(match["num"].replace(",", "").replace("_", ""), "answer", "be a number", minimum=0)
+    try:
+        number = parse_decimal(match["num"].replace(",", "").replace("_", ""), "answer", wrong.rule, minimum=0)
+    except CalcError:  # the whole answer quoted, not the number alone
+        raise CalcError("answer", "must not be negative", raw.strip()) if match["num"][0] == "-" else wrong from None
     scale = _SCALES[unit](match["unit"] or "", display_unit)
     if scale is None:
         raise wrong

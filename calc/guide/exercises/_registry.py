@@ -356,6 +356,9 @@ def check(exercise: str, seed: object, answer: object) -> dict[str, object]:
 def live(request: Mapping[str, object]) -> dict[str, object]:
     """The browser's entry point: ``{op: "case"|"check", exercise, seed, answer}`` to plain data, never raising.
 
+    A refusal comes back as ``{"ok": False, "error": {field, code, message, said}}``: ``message`` names the field as
+    the engine does (``answer must be …``), ``said`` is the same in the reader's words for the page (``said``).
+
     Examples:
         >>> live({"op": "case", "exercise": "bubble-1f1b", "seed": "0"})["case"]["answer"]
         '37.5 %'
@@ -373,4 +376,20 @@ def live(request: Mapping[str, object]) -> dict[str, object]:
             }
         raise CalcError("op", "must be case or check", op, code="unknown-name")
     except CalcError as err:
-        return {"ok": False, "error": {"field": err.field, "code": err.code, "message": str(err)}}
+        return {"ok": False, "error": {"field": err.field, "code": err.code, "message": str(err), "said": said(err)}}
+
+
+def said(err: CalcError) -> str:
+    """An error as the page says it: led by the answer box's label, "Your answer", rather than the field's name
+    (issue 19: "answer must be …" opened the reader's message in lower case); any other field with a capital.
+
+    Examples:
+        >>> said(CalcError("answer", "must not be negative", "-3 d"))
+        "Your answer must not be negative (got '-3 d')"
+        >>> said(CalcError("seed", "must be a whole number", "x"))
+        "Seed must be a whole number (got 'x')"
+    """
+    message = str(err)
+    if err.field == "answer" and message.startswith("answer "):
+        return "Your answer" + message.removeprefix("answer")
+    return message[:1].upper() + message[1:]

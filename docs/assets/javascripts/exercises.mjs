@@ -84,7 +84,7 @@ function mount(root) {
       say("");
     } else {
       root.dataset.verdict = "invalid";
-      say(got.reply.error.message);
+      say(got.reply.error.said ?? got.reply.error.message); // the reader's words (a worker's internal error has only a message)
     }
     root.dataset.answered = String(got.mine);
   };
@@ -120,7 +120,7 @@ function mount(root) {
     } else {
       root.dataset.verdict = "invalid";
       input.setAttribute("aria-invalid", "true");
-      say(got.reply.error.message);
+      say(got.reply.error.said ?? got.reply.error.message);
     }
     root.dataset.answered = String(got.mine);
   });
