@@ -316,6 +316,20 @@ def _lines(p: PeakMemory, layout: Layout, memory: int, in_flight: float, fmt) ->
     )
 
 
+def _fixes(arch, v: dict[str, str], layout: Layout, p: PeakMemory, memory: int, fmt) -> str:
+    """A "Does not fit"'s diagnosis (issue 19); its module loads only when a layout does not fit (issue 20: a
+    calculator imports only what its answer needs, ``tests/test_import_alone.py``)."""
+    if p.nvidia_smi_bytes <= memory:
+        return ""
+    from calc.widgets._memory_fixes import memory_fixes
+
+    def peak(w: dict[str, str]) -> tuple[Layout, PeakMemory]:
+        there = _layout(w)
+        return there, _peak(arch, there, w)[0]
+
+    return memory_fixes(arch, v, CALCULATOR.defaults, layout, p, memory, fmt, peak)
+
+
 def _compute(v: dict[str, str]) -> str:
     choice = read_model(v)
     arch = choice.arch
@@ -339,6 +353,7 @@ def _compute(v: dict[str, str]) -> str:
             _verdict_line(p, layout, choice.label, memory, gpu_label, fmt),
             short=fit_short(p.nvidia_smi_bytes, memory, fmt),
         )
+        + _fixes(arch, v, layout, p, memory, fmt)
         + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + kept
