@@ -258,3 +258,17 @@ def test_the_diagnosis_loads_only_when_a_layout_does_not_fit() -> None:
     proc = run_captured([sys.executable, "-c", _LOADS], timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [False, True]
+
+
+def test_the_config_chip_reads_the_engines_parameter_count() -> None:
+    """Issue 19 item 8a (its test went with the revert of 4f26f66): once the engine answers, the Model select's chip
+    reads the engine's line, the parameter count formatted like the Parameters box among them."""
+    config = (
+        '{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,'
+        ' "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}'
+    )
+    fragment = str(render("training-memory", {"config": config})["html"])
+    chip = re.search(r'data-output="model_chip">([^<]*)<', fragment)[1]
+    assert chip == "From config.json: llama · 1.5B parameters · 16 layers · GQA, 32 heads / 8 KV · vocabulary 128,256"
+    script = (ROOT / "docs/assets/javascripts/calc.mjs").read_text(encoding="utf-8")
+    assert 'querySelector("[data-output=model_chip]")' in script  # calc.mjs copies it into the select's chip
