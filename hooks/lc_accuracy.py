@@ -293,7 +293,10 @@ def _published_rank() -> str:
             f"Unpinned, the planner ranks the published layout in its top {RANK_TOP} or within {RANK_WITHIN:.0%} of "
             f"its top pick on {ok} of {len(ranks)} modelled step-time rows ({share(ranks):.0%}; the target is "
             f"{RANK_TARGET:.0%}). The published layout is pinned by its degrees (and micro-batch and interleaving "
-            "where published); the planner picks its ZeRO stage and recomputation."
+            "where published); the planner picks its ZeRO stage and recomputation, among what the run's framework "
+            "had when it ran: Megatron-LM gained its distributed optimizer (ZeRO-1) only in June 2022, so the "
+            "Narayanan et al. and Korthikanti et al. rows are planned without ZeRO. Unconstrained, the planner "
+            "prefers ZeRO-1 to 3 with less tensor parallelism for most of them."
         ),
         "",
         "| Run | Published layout | Rank | Slower than the pick | Planner's pick | Why the engine prefers its pick |",

@@ -11,7 +11,10 @@ For every throughput row of ``runs.json`` that the engine models (no ``not_model
 - **unpinned**, ``top=3``: the planner's ranking.
 
 Both plans run on the row's training stack (``knobs.stack``: Megatron-LM or torchtitan, each searching what it
-implements, ``calc.timing.planner``) and its network's links.
+implements, ``calc.timing.planner``) and its network's links, and within what the source's framework could run
+when it ran (``framework``: a row whose framework had one ZeRO stage, such as Megatron-LM before its distributed
+optimizer, is searched at that stage only; the row says why). A practitioner then could not pick a layout that
+needs a later feature, so the ranking does not offer it either.
 
 **How the layout is matched.** The planner keeps one entry per set of degrees (its fastest micro-batch and
 interleaving), so the published layout's rank is 1 + the ranked entries strictly faster than its pinned step time;
@@ -65,6 +68,9 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     stack = row.get("knobs", {}).get("stack")
     if stack in STACKS:
         kw["stack"] = stack
+    stages = row.get("framework", {}).get("zero_stages", ())
+    if len(stages) == 1:
+        kw["zero_stage"] = stages[0]
     return kw
 
 
