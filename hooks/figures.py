@@ -22,6 +22,10 @@ def _schedule(name: str, schedule: str, v: int = 1) -> Callable[[], str]:
 
 
 _FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
+_FONT_PX = 11
+"""The diagrams' text size: drawn at their natural size (calc.css), never under 11 px on any screen (issue 19)."""
+_CHAR_PX = 7
+"""A generous width of one character at ``_FONT_PX``, for room beside a label."""
 _PARTS: dict[str, tuple[str, str]] = {
     "weights": ("weights", "#3b82f6"),
     "gradients": ("gradients", "#16a34a"),
@@ -43,7 +47,8 @@ def conventions_svg() -> str:
         >>> svg.count('class="cv-bar"') == len(CONVENTIONS), "mixed-adam-16" in svg, ">16 B<" in svg
         (True, True, True)
     """
-    unit, label_w, row_h, gap, top = 18, 132, 18, 6, 40
+    unit, row_h, gap, top = 13, 18, 6, 40  # unit: px per byte, so the widest bar fits a laptop's column
+    label_w = 12 + _CHAR_PX * max(len(c.name) for c in CONVENTIONS.values())  # the longest name fits left of the bars
     widest = max(c.bytes_per_param for c in CONVENTIONS.values())
     width = label_w + widest * unit + 44
     height = top + len(CONVENTIONS) * (row_h + gap) + 4
@@ -61,7 +66,7 @@ def conventions_svg() -> str:
         '<title id="cv-title">Bytes per parameter of model state, by convention</title>',
         f'<desc id="cv-desc">{html.escape(desc)}.</desc>',
         (
-            f"<style>.cv-figure text{{fill:currentColor;font-family:{_FONT};font-size:10px}}"
+            f"<style>.cv-figure text{{fill:currentColor;font-family:{_FONT};font-size:{_FONT_PX}px}}"
             ".cv-seg{stroke:currentColor;stroke-opacity:.5;stroke-width:.6}</style>"
         ),
     ]
@@ -69,7 +74,7 @@ def conventions_svg() -> str:
     for label, colour in _PARTS.values():  # the legend, one swatch per kind of tensor
         parts.append(f'<rect class="cv-seg" x="{x}" y="8" width="10" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{x + 13}" y="17">{html.escape(label)}</text>')
-        x += 16 + 6 * len(label)
+        x += 16 + _CHAR_PX * len(label)
     for i, c in enumerate(CONVENTIONS.values()):
         y = top + i * (row_h + gap)
         parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{html.escape(c.name)}</text>')

@@ -317,3 +317,42 @@ def test_the_pipeline_diagram_text_is_readable_at_any_size(browser, site_url, de
     assert "Stage 8" in [t for t, _ in texts]  # the link's schedule is drawn
     assert [x for x in texts if x[1] < MIN_LABEL_PX] == []
     assert drawn["inside"]  # the page does not scroll sideways: the box does
+
+
+# Every prose figure's text as drawn (the build's [[figure]] diagrams): the smallest drawn size per figure, whether
+# each figure's box stays inside the page and its drawing starts inside the box, and whether the page scrolls sideways.
+PROSE_FIGURES = """() => ({
+  figures: [...document.querySelectorAll('.md-typeset figure.lc-diagram')].map(figure => {
+    const svg = figure.querySelector('svg');
+    const natural = Number(svg.getAttribute('width')) || svg.viewBox.baseVal.width;
+    const scale = svg.getBoundingClientRect().width / natural;
+    const sizes = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+      .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+    const box = figure.getBoundingClientRect();
+    return [figure.id, Math.round(Math.min(...sizes) * 10) / 10,
+            box.left >= 0 && box.right <= document.documentElement.clientWidth + 0.5,
+            svg.getBoundingClientRect().left >= box.left - 0.5,  // what overflows can be scrolled to
+            figure.scrollWidth > figure.clientWidth];  // it scrolls
+  }),
+  page_scrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+})"""
+
+
+@pytest.mark.parametrize("device", sorted(VIEWPORTS))
+@pytest.mark.parametrize("path", ["parallelism/pipeline/", "memory/conventions/"])
+def test_the_prose_figures_are_readable_on_a_phone(browser, site_url, path: str, device: str) -> None:
+    """Issue 19: the guide's pre-rendered pipeline schedules were scaled into a phone's column, their 11 px text
+    drawn at 5-8 px (the conventions' bars at 4.8 px). At 390 px every prose figure's text is at least 11 px: the
+    figure keeps its natural size in a box that scrolls sideways, as the calculator's diagram does, and the page
+    does not scroll sideways. On a laptop all but the widest schedule fit the column whole."""
+    context = browser.new_context(viewport=VIEWPORTS[device])
+    page = context.new_page()
+    page.goto(f"{site_url}/{path}")
+    drawn = page.evaluate(PROSE_FIGURES)
+    context.close()
+    figures = drawn["figures"]
+    assert figures, "no prose figure on the page"
+    assert [f for f in figures if f[1] < MIN_LABEL_PX or not (f[2] and f[3])] == [], figures
+    assert not drawn["page_scrolls"]
+    if device == "laptop":  # only the widest schedule (interleaved, 57 time units) is wider than a laptop's column
+        assert [f[0] for f in figures if f[4]] in ([], ["figure-pp-interleaved"]), figures
