@@ -78,7 +78,8 @@ def test_sample_varies_what_the_hand_picked_cases_keep_fixed() -> None:
     sample = load()
     cases, models = sample["cases"], sample["models"]
     assert {c["seq_len"] * c["micro_batch"] for c in cases} - {256}
-    assert {c["micro_batch"] for c in cases} == {1, 2, 4} and {c["attn"] for c in cases} == {"eager", "sdpa"}
+    assert {c["micro_batch"] for c in cases} == {1, 2, 3, 4} and {c["attn"] for c in cases} == {"eager", "sdpa"}
+    assert {64, 2048} <= {c["seq_len"] for c in cases}  # issue 17 item 6: sequences 64 to 2,048
     assert len({m["vocab_size"] for m in models.values()}) >= 3
     drop = {(m["model_type"], bool(m.get("attn_pdrop", m.get("attention_dropout")))) for m in models.values()}
     assert {("gpt2", True), ("gpt2", False)} <= drop and len({t for t, _ in drop}) >= 4
