@@ -75,10 +75,11 @@ NAME_OF = """el => el.name || (el.dataset.copyLink !== undefined ? 'copy-link' :
   (el.matches('[data-results]') ? 'results' : el.tagName)"""
 # Tab order inside a calculator: enabled controls, links, the <summary> of each folded group ("More options",
 # "Reproduce these numbers"), and the results box when it scrolls sideways (Chromium makes an overflowing
-# scroller keyboard-focusable so it can be scrolled without a mouse). A control folded in a closed <details> keeps
-# its boxes (content-visibility: hidden) but is not focusable: checkVisibility() tells.
+# scroller keyboard-focusable so it can be scrolled without a mouse), as a table or diagram that scrolls
+# (a11y.js). A control folded in a closed <details> keeps its boxes (content-visibility: hidden) but is not
+# focusable: checkVisibility() tells.
 FOCUSABLE_IN = f"""root => [...root.querySelectorAll(
-    'input, select, textarea, button, a[href], summary, [data-results], table[tabindex="0"]')]
+    'input, select, textarea, button, a[href], summary, [data-results], :is(table, figure)[tabindex="0"]')]
   .filter(el => el.matches('[data-results]')
                 ? el.scrollWidth > el.clientWidth && !el.querySelector('a[href], [tabindex], summary')
                 : !el.disabled && el.tabIndex >= 0 && el.getClientRects().length && el.checkVisibility())

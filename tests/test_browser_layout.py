@@ -332,7 +332,8 @@ PROSE_FIGURES = """() => ({
     return [figure.id, Math.round(Math.min(...sizes) * 10) / 10,
             box.left >= 0 && box.right <= document.documentElement.clientWidth + 0.5,
             svg.getBoundingClientRect().left >= box.left - 0.5,  // what overflows can be scrolled to
-            figure.scrollWidth > figure.clientWidth];  // it scrolls
+            figure.scrollWidth > figure.clientWidth,  // it scrolls
+            figure.getAttribute('tabindex')];  // "0" when it scrolls: a keyboard reader scrolls it with the arrows
   }),
   page_scrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
 })"""
@@ -344,7 +345,8 @@ def test_the_prose_figures_are_readable_on_a_phone(browser, site_url, path: str,
     """Issue 19: the guide's pre-rendered pipeline schedules were scaled into a phone's column, their 11 px text
     drawn at 5-8 px (the conventions' bars at 4.8 px). At 390 px every prose figure's text is at least 11 px: the
     figure keeps its natural size in a box that scrolls sideways, as the calculator's diagram does, and the page
-    does not scroll sideways. On a laptop all but the widest schedule fit the column whole."""
+    does not scroll sideways; a box that scrolls is in the tab order (a11y.js). On a laptop all but the widest
+    schedule fit the column whole."""
     context = browser.new_context(viewport=VIEWPORTS[device])
     page = context.new_page()
     page.goto(f"{site_url}/{path}")
@@ -354,5 +356,6 @@ def test_the_prose_figures_are_readable_on_a_phone(browser, site_url, path: str,
     assert figures, "no prose figure on the page"
     assert [f for f in figures if f[1] < MIN_LABEL_PX or not (f[2] and f[3])] == [], figures
     assert not drawn["page_scrolls"]
+    assert [f for f in figures if f[4] and f[5] != "0"] == [], figures  # axe: scrollable-region-focusable
     if device == "laptop":  # only the widest schedule (interleaved, 57 time units) is wider than a laptop's column
         assert [f[0] for f in figures if f[4]] in ([], ["figure-pp-interleaved"]), figures

@@ -1,9 +1,12 @@
-// Wide tables and display math scroll sideways inside their own box (the page never does). A box that
+// Wide tables, display math and diagrams scroll sideways inside their own box (the page never does). A box that
 // actually scrolls gets tabindex=0, so a keyboard reader can focus it and scroll it with the arrow keys
 // (axe: scrollable-region-focusable); one that has never overflowed is left out of the tab order.
 (() => {
-  // Every table: prose tables, and the calculators' result tables, which scroll in their own box too.
-  const SCROLLERS = ".md-typeset table, .md-typeset .arithmatex > .katex-display, .md-typeset div.arithmatex";
+  // Every table: prose tables, and the calculators' result tables, which scroll in their own box too; and the
+  // diagrams kept at their natural size (the guide's [[figure]]s, the pipeline calculator's schedule).
+  const SCROLLERS =
+    ".md-typeset table, .md-typeset .arithmatex > .katex-display, .md-typeset div.arithmatex, " +
+    ".md-typeset .lc-diagram, .md-typeset .lc-figure--scroll";
   const sync = (el) => {
     // Once a box has scrolled it stays focusable: a check in the middle of a relayout (a palette switch, an
     // audit measuring the page) must not take a scrolling box out of the tab order.
