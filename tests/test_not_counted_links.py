@@ -19,7 +19,8 @@ from conftest import wait_settled
 
 TARGET = "accuracy/#not-modelled"
 INSTALL = "reference/cli/#install"
-"""The other site link a result may carry: the copy blocks' "runs after pip install of this site's wheel"."""
+"""The other site link a result may carry: the copy blocks' "runs after pip install of this site's wheel". A "Does
+not fit" diagnosis also links the calculator that has each fix (``page/?inputs#calculator``), resolved here too."""
 _PHRASE = re.compile(r"not (counted|modelled)", re.IGNORECASE)
 _PARAGRAPH = re.compile(r"<p[^>]*>.*?</p>", re.DOTALL)
 # A data-output value is a result the CLI and --json read as text; it carries no link (will-it-fit's suggestion
@@ -67,8 +68,9 @@ def test_built_pages_link_each_not_counted_line(built_site: Path, site_pages: di
     for path, page_html in site_pages.items():
         for results in _calculators(page_html):
             assert _unlinked(results) == [], f"{path}: a not-counted line without a link"
-            for m in _LINK.finditer(results):  # the not-modelled links, and the copy blocks' install link
-                assert m["site"] in (TARGET, INSTALL), m["site"]
+            for m in _LINK.finditer(results):  # the not-modelled links, the install link, the diagnosis' hand-offs
+                handoff = "?" in m["site"] and "#" in m["site"]  # another calculator's page with the inputs carried
+                assert m["site"] in (TARGET, INSTALL) or handoff, m["site"]
                 url = urlsplit(urljoin(f"http://site/{path}", m["href"]))
                 assert url.netloc == "site", f"{path}: {m['href']} leaves the site"
                 target = built_site / url.path.lstrip("/") / "index.html"
