@@ -514,3 +514,54 @@ def test_bf16_optimizer_states_convention():
     # Megatron's distributed optimizer shards master and both moments: 6 + 8/d bytes per parameter
     state = model_state_bytes(8 * 10**9, convention="mixed-bf16-states", zero_stage=1, dp=8)
     assert state.total == 8 * 10**9 * 6 + 8 * 10**9 * 8 // 8
+
+
+# ---------------------------------------------------------------- NCCL's NVLS and tree buffers (issue 17 Build 2)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "kw", "nvls", "tree"),
+    [
+        # one node of H100 SXM (NVSwitch): dp 8 all inside it, 16 NVLS channels x 2 x 1 MiB x 8 heads; no tree
+        ("h100-sxm", dict(dp=8), {"dp": 8}, ()),
+        ("h200", dict(dp=8, zero_stage=3), {"dp": 8}, ()),
+        ("a100-80", dict(dp=8), {}, ()),  # Ampere: no NVLink SHARP
+        ("h100-pcie", dict(dp=8), {}, ()),  # no NVSwitch
+        # tp 8 fills the node: dp, the embedding group cross nodes and all-reduce there without ZeRO
+        ("h100-sxm", dict(dp=16, tp=8, pp=4), {"tp": 8, "tp-pp": 8, "tp-dp": 8}, ("dp", "embedding")),
+        ("h100-sxm", dict(dp=16, tp=8, pp=4, zero_stage=1), {"tp": 8, "tp-pp": 8, "tp-dp": 8}, ("embedding",)),
+        # tp 2 leaves 4 data-parallel ranks per node
+        ("h100-sxm", dict(dp=64, tp=2), {"dp": 4, "tp": 2, "tp-dp": 8}, ("dp",)),
+    ],
+)
+def test_nvls_and_tree_buffers(gpu, kw, nvls, tree):
+    from calc.memory.nccl import nccl_communicator_bytes, nvls_bytes
+
+    peak = peak_memory(preset("llama3-70b"), Layout(seq_len=4096, **kw), gpu=gpu)
+    items = {o.name: o for o in peak.overheads}
+    if nvls:
+        assert items["nccl_nvls"].bytes == sum(nvls_bytes(k) for k in nvls.values())
+        assert items["nccl_nvls"].formula.endswith(", ".join(f"{n} {k}" for n, k in nvls.items()))
+        assert items["nccl_nvls"].counted_in == "nvidia-smi"
+    else:
+        assert "nccl_nvls" not in items
+    if tree:
+        assert items["nccl_tree"].bytes == len(tree) * nccl_communicator_bytes(2, channels=32 if "h" in gpu else 16)
+        assert items["nccl_tree"].formula.endswith(", ".join(tree))
+    else:
+        assert "nccl_tree" not in items
+
+
+def test_nvls_heads_are_capped_and_blackwell_has_more_channels():
+    from calc.memory.nccl import nvls_bytes
+
+    assert nvls_bytes(8) == 16 * 2 * 128 * 1024 * 8 * 8  # channels x 2 x NCCL_NVLS_CHUNKSIZE x NCCL_STEPS x heads
+    assert nvls_bytes(72, channels=32) == nvls_bytes(32, channels=32)  # NCCL_MAX_NVLS_ARITY
+    one_domain = peak_memory(preset("llama3-8b"), Layout(dp=4, seq_len=4096), gpu="gb200")
+    nvls = {o.name: o for o in one_domain.overheads}["nccl_nvls"]
+    assert nvls.formula.startswith("24 channels")  # NVLS_NCHANNELS_SM100_NVL: one NVLink domain
+
+
+def test_no_gpu_no_nvls_or_tree():
+    peak = peak_memory(preset("llama3-70b"), Layout(dp=16, tp=8, pp=4, seq_len=4096))
+    assert not {"nccl_nvls", "nccl_tree"} & {o.name for o in peak.overheads}

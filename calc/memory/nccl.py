@@ -15,9 +15,11 @@ __all__ = [
     "NCCL_BUFFSIZE",
     "NCCL_LL128_BUFFSIZE",
     "NCCL_LL_BUFFSIZE",
+    "NVLS_CHUNK_BYTES",
     "communicators",
     "nccl_channels",
     "nccl_communicator_bytes",
+    "nvls_bytes",
 ]
 
 NCCL_BUFFSIZE = 1 << 22
@@ -41,6 +43,14 @@ NCCL ``src/init.cc``: ``NCCL_LL128_ELEMS_PER_THREAD × NCCL_LL128_MAX_NTHREADS �
 sizeof(uint64_t)`` = 120 × 640 × 8 × 8 bytes.
 """
 
+NVLS_CHUNK_BYTES = 128 * 1024
+"""NVLink SHARP's step size: 128 KiB (``NCCL_NVLS_CHUNKSIZE``; NCCL ``src/transport/nvls.cc``
+``NCCL_PARAM(NvlsChunkSize, "NVLS_CHUNKSIZE", 128 * 1024)``), over ``NCCL_STEPS`` = 8 steps a buffer
+(``src/include/device.h``)."""
+
+_NCCL_STEPS = 8
+_NVLS_MAX_HEADS = 32
+_NVLS_GPUS = ("h100-sxm", "h200", "h800", "b200", "gb200", "b300", "gb300")  # NVSwitch parts with NVLink SHARP
 _DEFAULT_CHANNELS = 16
 _DEFAULT_P2P_CHANNELS = 2
 
@@ -137,8 +147,96 @@ def nccl_channels(gpu: GPU | str | None) -> int:
     return NCCL_HOPPER_CHANNELS if name.startswith(_HOPPER_PLUS) else _DEFAULT_CHANNELS
 
 
-def _nccl(layout: Layout, stage: int, channels: int, p2p_channels: int) -> list[Overhead]:
+def nvls_bytes(local_ranks: int, *, channels: int = 16) -> int:
+    """NVLink SHARP (NVLS) buffer bytes one communicator allocates on one GPU, outside PyTorch's allocator.
+
+    NCCL ``src/transport/nvls.cc`` (``ncclNvlsBufferSetup``): ``buffSize = NCCL_NVLS_CHUNKSIZE × NCCL_STEPS``,
+    ``nvlsPerRankSize = nChannels × 2 × buffSize``, ``nvlsTotalSize = nvlsPerRankSize × nHeads``, with one head per
+    GPU of the communicator in the NVLink domain (``local_ranks``, at most ``NCCL_MAX_NVLS_ARITY`` = 32,
+    ``src/include/device.h``) and ``nChannels`` 16 on Hopper
+    (``NVLS_NCHANNELS_SM90``), 24 on one Blackwell NVLink domain and 32 across several (``NVLS_NCHANNELS_SM100``).
+    NCCL sets it up for a communicator with at least two GPUs in an NVSwitch domain (``NCCL_NVLS_ENABLE``, on by
+    default where supported); ``NCCL_NVLS_ENABLE=0`` removes it.
+
+    Examples:
+        >>> nvls_bytes(8) / 2**20  # Hopper, eight GPUs of one node: 16 channels x 2 x 1 MiB x 8
+        256.0
+        >>> nvls_bytes(72, channels=24) == nvls_bytes(32, channels=24)  # an NVL72 domain: 32 heads at most
+        True
+    """
+    k = min(parse_positive_int(local_ranks, "local_ranks"), _NVLS_MAX_HEADS)
+    return parse_positive_int(channels, "channels") * 2 * NVLS_CHUNK_BYTES * _NCCL_STEPS * k
+
+
+_AXES = {"dp": ("dp",), "dp-cp": ("cp", "dp"), "tp": ("tp",), "cp": ("cp",), "pp": ("pp",)}
+_AXES |= {"tp-pp": ("tp", "pp"), "tp-dp": ("tp", "dp"), "ep-dp": ("cp", "dp")}
+
+
+def _local_ranks(layout: Layout, name: str, ranks: int, domain: int) -> int:
+    """Members of rank 0's ``name`` group inside its NVLink domain of ``domain`` GPUs, under Megatron-LM's rank
+    order (``tp`` fastest, then ``cp``, ``dp``, ``pp``: ``megatron/core/parallel_state.py``)."""
+    size = {"tp": layout.tp, "cp": layout.cp, "dp": layout.dp, "pp": layout.pp}
+    stride = {"tp": 1, "cp": layout.tp, "dp": layout.tp * layout.cp, "pp": layout.tp * layout.cp * layout.dp}
+    if name == "embedding":  # the first and the last stage
+        return 2 if (layout.pp - 1) * stride["pp"] < domain else 1
+    counts = [0]
+    for axis in _AXES.get(name, ()):
+        reach = range(min(size[axis], -(-domain // stride[axis])))
+        counts = [c + i * stride[axis] for c in counts for i in reach]
+    return max(1, min(ranks, sum(1 for c in counts if c < domain)))
+
+
+def _nccl_extras(layout: Layout, gpu: GPU | None, channels: int) -> list[Overhead]:
+    """The NVLS buffers of the communicators inside an NVSwitch domain, and the tree buffers of those that
+    all-reduce across domains (``nccl_nvls``, ``nccl_tree``)."""
+    if gpu is None:
+        return []
+    domain = max(gpu.gpus_per_node, gpu.scaleup_domain_gpus)  # one NCCL node: a server, or a whole NVL72 domain
+    groups = [(n, r, _local_ranks(layout, n, r, domain)) for n, r, _ in communicators(layout) if n not in ("pp", "ep")]
     items = []
+    nvls = [(n, k) for n, r, k in groups if k > 1] if gpu.name.startswith(_NVLS_GPUS) else []
+    if nvls:
+        blackwell = not gpu.name.startswith(("h100", "h200", "h800"))
+        spans = any(r > k for n, r, k in groups)
+        ch = (32 if spans else 24) if blackwell else 16
+        items.append(
+            Overhead(
+                "nccl_nvls",
+                "NCCL NVLink SHARP (NVLS) buffers",
+                sum(nvls_bytes(k, channels=ch) for _, k in nvls),
+                "nvidia-smi",
+                "always",
+                ESTIMATED,
+                f"{ch} channels × 2 × {NVLS_CHUNK_BYTES * _NCCL_STEPS // 2**20} MiB × GPUs in the domain, per group: "
+                + ", ".join(f"{n} {k}" for n, k in nvls),
+                "NCCL src/transport/nvls.cc (ncclNvlsBufferSetup, NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100 32 / "
+                "24 in one NVLink domain, NCCL_NVLS_CHUNKSIZE 128 KiB); NCCL_NVLS_ENABLE=0 removes it",
+            )
+        )
+    reduce_all = {"embedding"} | ({"dp", "dp-cp"} if layout.effective_zero_stage == 0 else set())
+    tree = [n for n, r, k in groups if r > k and n in reduce_all]
+    if tree:
+        per = nccl_communicator_bytes(2, channels=channels)
+        items.append(
+            Overhead(
+                "nccl_tree",
+                "NCCL tree buffers (all-reduce across nodes)",
+                len(tree) * per,
+                "nvidia-smi",
+                "always",
+                ESTIMATED,
+                f"{channels} channels × 2 tree peers (parent and child) × (NCCL_BUFFSIZE + NCCL_LL_BUFFSIZE + "
+                f"NCCL_LL128_BUFFSIZE), per group: {', '.join(tree)}",
+                "NCCL src/graph/trees.cc (double binary tree across nodes, a chain inside each: NCCL_MAX_TREE_ARITY "
+                "3) and src/init.cc buffer defaults; only all-reduce uses the tree: the gradient all-reduce without "
+                "ZeRO and the tied embedding's",
+            )
+        )
+    return items
+
+
+def _nccl(layout: Layout, stage: int, channels: int, p2p_channels: int, gpu: GPU | None = None) -> list[Overhead]:
+    items = _nccl_extras(layout, gpu, channels)
     for name, ranks, peers in communicators(layout, stage):
         if name == "ep":
             items.append(_alltoall(ranks, peers))

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calc.errors import CalcError
-from calc.hardware import GPU
+from calc.hardware import GPU, GPUS
 from calc.memory.fp8 import LOW_PRECISION_RECIPES, low_precision_weights
 from calc.memory.layout import Layout, LayoutMemory, layout_stages
 from calc.memory.moe_routing import stage_activation_ranges
@@ -192,7 +192,8 @@ def peak_memory(
             quantized weight copies of FP8 / MXFP8 / NVFP4 training; ``None`` for bf16 GEMMs.
         moe_routing: A key of [`MOE_ROUTINGS`][calc.memory.overheads.MOE_ROUTINGS]: ``"balanced"`` (the default, as
             the tensors assume) or a worst case, added as a named line for MoE models.
-        gpu: The GPU (a [`GPU`][calc.hardware.GPU] or preset name), for NCCL's channel count; ``None``: 16.
+        gpu: The GPU (a [`GPU`][calc.hardware.GPU] or preset name), for NCCL's channel count (``None``: 16) and
+            its NVLink SHARP and tree buffers (``None``: not counted).
 
     Returns:
         The [`PeakMemory`][calc.memory.overheads.PeakMemory].
@@ -253,15 +254,31 @@ def stage_peaks(
         raise CalcError("moe_routing", f"must be one of {', '.join(MOE_ROUTINGS)}", moe_routing, code="unknown-name")
     ch = parse_positive_int(nccl_channels(gpu) if channels is None else channels, "channels", maximum=1024)
     p2p = parse_positive_int(p2p_channels, "p2p_channels", maximum=1024)
+    g = gpu if isinstance(gpu, GPU) else GPUS.get(str(gpu)) if gpu is not None else None  # NVLS and tree buffers
     stages = layout_stages(arch, layout)
     excess = [0] * len(stages)
     if moe_routing != "balanced" and arch.is_moe:
         ranges = stage_activation_ranges(arch, layout, capacity_factor=MOE_ROUTINGS[moe_routing])
         excess = [r.worst - r.balanced for r in ranges]
     return tuple(
-        _peak(arch, layout, m, ch, p2p, expandable_segments, optimizer, low_precision, (moe_routing, excess[m.stage]))
+        _peak(
+            arch, layout, m, ch, p2p, expandable_segments, optimizer, low_precision, (moe_routing, excess[m.stage]), g
+        )
         for m in stages
     )
+
+
+_CONTEXT = Overhead(
+    "cuda_context",
+    "CUDA context and loaded kernels",
+    CUDA_CONTEXT_BYTES,
+    "nvidia-smi",
+    "always",
+    ESTIMATED,
+    "constant, 512 MiB",
+    "PyTorch torch.cuda.memory_allocated documentation ('some context needs to be created on GPU'); "
+    "pytorch/pytorch#34323 (781 MB for an empty program, eager loading)",
+)
 
 
 def _peak(
@@ -274,18 +291,9 @@ def _peak(
     optimizer: str,
     low_precision: str | None,
     routing: tuple[str, int] = ("balanced", 0),
+    gpu: GPU | None = None,
 ) -> PeakMemory:
-    context = Overhead(
-        "cuda_context",
-        "CUDA context and loaded kernels",
-        CUDA_CONTEXT_BYTES,
-        "nvidia-smi",
-        "always",
-        ESTIMATED,
-        "constant, 512 MiB",
-        "PyTorch torch.cuda.memory_allocated documentation ('some context needs to be created on GPU'); "
-        "pytorch/pytorch#34323 (781 MB for an empty program, eager loading)",
-    )
+    context = _CONTEXT
     backward = _backward_items(arch, layout, m)
     if routing[1]:
         backward.append(
@@ -325,7 +333,7 @@ def _peak(
         + (" (expandable_segments)" if expandable else ""),
         ALLOCATOR_RESERVE_SOURCES[layout.stack],
     )
-    nccl = _nccl(layout, m.stage, channels, p2p_channels)
+    nccl = _nccl(layout, m.stage, channels, p2p_channels, gpu)
     items = (context, *nccl, *always, *backward, *step, allocator)
     reserved = allocated + reserve
     outside = context.bytes + sum(o.bytes for o in nccl)

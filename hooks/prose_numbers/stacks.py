@@ -15,6 +15,7 @@ from functools import cache
 from calc import format_bytes
 from calc.memory.activations import layer_activations
 from calc.memory.layout import Layout, loss_bytes
+from calc.memory.nccl import nvls_bytes
 from calc.memory.overhead_items import ALLOCATOR_RESERVE
 from calc.memory.overheads import peak_memory
 from calc.memory.stacks import DEEPSPEED_REDUCE_BUCKET, DEFAULT_LOSS_CHUNKS
@@ -200,3 +201,18 @@ NUMBERS["stk-ds-bucket"] = lambda: format_bytes(_ds_bucket()[0])
 NUMBERS["stk-ds-dp"] = lambda: f"{_DS_DP}"
 NUMBERS["stk-ds-seq"] = lambda: f"{_DS_SEQ:,}"
 NUMBERS["stk-ds-bucket-share"] = lambda: _pct(_ds_bucket()[0] / _ds_bucket()[1], 1)
+
+# NCCL's NVLS and tree buffers (calc.memory.nccl), on the hidden-memory page's 3D example: Llama 3 70B at t 8, p 4,
+# d 8 on H100 SXM.
+
+
+@cache
+def _nccl_3d() -> dict[str, int]:
+    layout = Layout(tp=8, pp=4, dp=8, seq_len=4096)
+    peak = peak_memory(preset("llama3-70b"), layout, gpu="h100-sxm")
+    return {o.name: o.bytes for o in peak.overheads}
+
+
+NUMBERS["stk-nvls-tp8"] = lambda: format_bytes(nvls_bytes(8))
+NUMBERS["stk-3d-nvls"] = lambda: format_bytes(_nccl_3d()["nccl_nvls"])
+NUMBERS["stk-3d-tree"] = lambda: format_bytes(_nccl_3d()["nccl_tree"])
