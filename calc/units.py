@@ -24,6 +24,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "format_bytes",
     "format_count",
+    "format_seconds",
     "parse_count",
     "parse_decimal",
     "parse_positive_int",
@@ -338,3 +339,21 @@ def format_count(n: int, *, digits: int = 3) -> str:
                 text = text.rstrip("0").rstrip(".")
             return f"{text}{suffix}"
     return f"{n:,}"
+
+
+def format_seconds(seconds: float) -> str:
+    """Seconds in the unit that reads best, three significant figures, never in exponent notation.
+
+    Examples:
+        >>> format_seconds(0), format_seconds(2.5e-6), format_seconds(0.0421), format_seconds(3.14159)
+        ('0 s', '2.5 µs', '42.1 ms', '3.14 s')
+        >>> format_seconds(2118.4), format_seconds(11770.0)
+        ('2,118 s', '11,770 s')
+    """
+    if seconds == 0:
+        return "0 s"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:,.0f} s"

@@ -252,6 +252,18 @@ def test_plan_step_parts_never_in_exponent_notation() -> None:
     assert times and not [t for t in times if "e+" in t or "e-" in t]
 
 
+def test_plan_why_each_part_reads_as_prose() -> None:
+    """Issue 19's own case, 405B on 16,384 GPUs: the planner's "Why each part takes its time" read "1 micro-batches ×
+    2.12e+03 ms on the busiest stage"; a stage of one layer read "(1 layers)"."""
+    for inputs in ({"preset": "llama3.1-405b", "gpus": "16384"}, {"preset": "deepseek-v3"}):
+        fragment = html.unescape(re.sub(r"<[^>]+>", " ", str(render("plan", inputs)["html"])))
+        why = fragment[fragment.index("Why each part takes its time") :]
+        assert not re.search(r"\d[eE][+-]\d", why), why[:400]
+        assert not re.search(r"\b1 (micro-batches|layers)\b", why), why[:400]
+    why = html.unescape(str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"]))
+    assert "1 micro-batch × 2.12 s on the busiest stage (63 layers)" in why
+
+
 # Issue 19: no dead end; a preset fills Parameters ---------------------------------------------------------------
 
 _NOTHING_FITS = {"preset": "llama3.1-405b", "seq_len": "131072", "micro_batch": "8"}

@@ -59,6 +59,7 @@ from calc.timing.efficiency import (
 )
 from calc.timing.efficiency import attention_efficiency as attention_efficiency_for
 from calc.timing.overlap import PREFETCH_INTERFERENCE, TP_OVERLAP, dgrad_overlap_default, exposed_communication
+from calc.units import format_seconds
 
 __all__ = [
     "DP_BUCKET_PARAMS",
@@ -290,9 +291,10 @@ def _rows(
     m, p, v, schedule = sched
     eff, attn_eff, peak = rates
     why = (
-        f"{m} micro-batches × {c.t_mb * 1e3:.3g} ms on the busiest stage ({c.layers} layers): matmuls at {eff:.0%} "
-        f"of {peak / 1e12:.0f} TFLOP/s ({c.t_flops * 1e3:.3g} ms), attention core at {attn_eff:.0%} "
-        f"({c.t_attn * 1e3:.3g} ms), element-wise work at HBM speed ({c.t_mem * 1e3:.3g} ms)"
+        f"{m:,} micro-batch{'' if m == 1 else 'es'} × {format_seconds(c.t_mb)} on the busiest stage "
+        f"({c.layers:,} layer{'' if c.layers == 1 else 's'}): matmuls at {eff:.0%} of {peak / 1e12:.0f} TFLOP/s "
+        f"({format_seconds(c.t_flops)}), attention core at {attn_eff:.0%} ({format_seconds(c.t_attn)}), "
+        f"element-wise work at HBM speed ({format_seconds(c.t_mem)})"
     )
     rows: list[tuple[str, float, str]] = [("compute", compute, why)]
     if bubble:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from html import escape
 
+from calc.units import format_seconds
 from calc.widgets._html import out
 
 __all__ = [
@@ -128,16 +129,11 @@ def plural(n: int, word: str, many: str = "") -> str:
 
 
 def duration(seconds: float) -> str:
-    """Seconds in the unit that reads best, three significant figures, never in exponent notation.
+    """Seconds in the unit that reads best, three significant figures, never in exponent notation
+    ([`format_seconds`][calc.units.format_seconds]).
 
     Examples:
         >>> duration(0), duration(2.5e-6), duration(0.0421), duration(3.14159), duration(11770.0)
         ('0 s', '2.5 µs', '42.1 ms', '3.14 s', '11,770 s')
     """
-    if seconds == 0:
-        return "0 s"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.3g} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:,.0f} s"
+    return format_seconds(seconds)
