@@ -224,6 +224,11 @@ def test_plan_tp_past_the_node_on_a_model_it_divides() -> None:
         ("training-memory", {}, "1 micro-batch in flight", "1 micro-batches"),
         ("plan", {}, "no recomputation", "none recomputation"),
         ("will-it-fit", {"gpu": "custom", "gpu_memory": "96"}, "exceeds the 96.0 GB GPU by", "GPU (96.0 GB)"),
+        ("training-compute", {"num_gpus": "1"}, "1 GPU ×", "1 GPUs"),
+        ("serving-time", {"batch": "1"}, "1 sequence:", "1 sequences"),
+        ("serving-time", {"batch": "1"}, "prefill of the prompt of", "1 prompts"),
+        ("pipeline-bubble", {"pp": "1"}, "1 stage as a row,", "1 stages"),
+        ("training-compute", {"tokens": "1"}, "on 1 token:", "e-09 minutes"),  # now 518 ns
     ],
 )
 def test_machine_wording_reads_as_prose(name: str, inputs: dict, wanted: str, unwanted: str) -> None:

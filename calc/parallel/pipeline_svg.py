@@ -102,8 +102,9 @@ def _desc(s: Schedule, m: int, passes: int, makespan: int, cuts: tuple[Elision, 
     """The drawing's ``<desc>``: what the rows and boxes are, the bubble, and what each cut elides."""
     ideal, total = s.bubble("ideal"), s.bubble("total")
     weights = f", weight-gradient passes {s.weight_units}" if s.weight_units else ""
+    rows = "1 stage as a row" if s.p == 1 else f"{s.p} stages as rows"
     text = (
-        f"{s.p} stages as rows, time left to right; forward passes take {s.forward_units} unit"
+        f"{rows}, time left to right; forward passes take {s.forward_units} unit"
         f"{'s' if s.forward_units != 1 else ''}, backward passes {s.backward_units - s.weight_units}{weights}. "
     )
     if not cuts:

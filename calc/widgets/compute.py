@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from calc.errors import CalcError
@@ -14,7 +15,7 @@ from calc.widgets._code import Code, call, lit, model_code, snippet
 from calc.widgets._fields import one_of, select
 from calc.widgets._html import GPU_FIELD_OPTIONS, formulas, out, verdict
 from calc.widgets._model import CUSTOM, model_chip, model_fields, read_model
-from calc.widgets._parts import kv_notes
+from calc.widgets._parts import duration, kv_notes, plural
 
 __all__ = ["CALCULATOR"]
 
@@ -44,12 +45,23 @@ def _sci(value: float) -> str:
 
 
 def _sig3(value: float) -> str:
-    """Three significant figures, but never scientific notation and never fewer than the integer digits."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+    """Three significant figures, but never scientific notation and never fewer than the integer digits.
+
+    Examples:
+        >>> _sig3(11770.4), _sig3(3.14159), _sig3(5.9e-12)
+        ('11,770', '3.14', '0.00000000000590')
+    """
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value == 0 or value >= 1e-4:
+        return f"{value:.3g}"
+    return f"{value:.{2 - math.floor(math.log10(value))}f}"
 
 
 def _duration(seconds: float) -> str:
-    """Seconds as minutes, hours, days or years, three significant figures."""
+    """Seconds as seconds (under a minute), minutes, hours, days or years, three significant figures."""
+    if seconds < 60:
+        return duration(seconds)
     if seconds < 3600:
         return f"{seconds / 60:.3g} minutes"
     if seconds < 2 * SECONDS_PER_DAY:
@@ -100,7 +112,7 @@ def _rows(t, params, tokens, gpus, achieved, peak, factor, dtype, kind, tdp) -> 
         (
             "GPU-hours",
             out("gpu_hours", _sig3(t.gpu_hours), value=t.gpu_hours, unit="h"),
-            f"{gpus:,} GPUs × {_sig3(t.seconds / 3600)} hours",
+            f"{plural(gpus, 'GPU')} × {_sig3(t.seconds / 3600)} hours",
         ),
         (
             "Achieved per GPU",
@@ -138,8 +150,8 @@ def _lines(t, params, tokens, gpus, mfu, achieved, peak, factor) -> list[tuple[s
         (
             "Wall-clock time",
             (
-                f"{_sci(t.total_flops)} / ({gpus:,} GPUs × {achieved / 1e12:,.1f} TFLOP/s) = {_sig3(seconds)} s "
-                f"= {_sig3(t.days)} days"
+                f"{_sci(t.total_flops)} / ({plural(gpus, 'GPU')} × {achieved / 1e12:,.1f} TFLOP/s) "
+                f"= {_sig3(seconds)} s = {_sig3(t.days)} days"
             ),
         ),
         ("GPU-hours", f"{gpus:,} × {_sig3(t.seconds / 3600)} hours = {_sig3(t.gpu_hours)}"),
@@ -156,8 +168,8 @@ def _compute(v: dict[str, str]) -> str:
     named = f"{choice.label}, " if choice else ""
     active = "active " if choice and choice.arch.is_moe else ""
     line = (
-        f"{named}{format_count(params)} {active}parameters on {format_count(tokens)} tokens: "
-        f"{_sci(t.total_flops)} FLOPs, "
+        f"{named}{format_count(params)} {active}parameters on {format_count(tokens)} "
+        f"token{'' if tokens == 1 else 's'}: {_sci(t.total_flops)} FLOPs, "
         f"{_duration(t.seconds)} on {gpus:,} × {label} at {mfu * 100:.3g}% {kind}."
     )
     rows = _rows(t, params, tokens, gpus, achieved, peak, factor, dtype, kind, tdp)

@@ -17,7 +17,7 @@ from calc.widgets._code import Code, call, model_code, snippet
 from calc.widgets._fields import degree, one_of, select
 from calc.widgets._html import GPU_FIELD_OPTIONS, out, verdict
 from calc.widgets._model import model_chip, model_fields, read_model
-from calc.widgets._parts import NOT_COUNTED, duration, kv_notes, notes
+from calc.widgets._parts import NOT_COUNTED, duration, kv_notes, notes, plural
 
 __all__ = ["CALCULATOR"]
 
@@ -64,7 +64,8 @@ def _rows(m, p, d, knee: int, v: dict[str, str]) -> list[tuple[str, str, str]]:
         (
             "Time to first token",
             out("ttft", duration(p.time_s), value=p.time_s, unit="s"),
-            f"prefill of the {batch:,} prompts of {prompt:,} tokens in one pass ("
+            (f"prefill of the {batch:,} prompts" if batch > 1 else "prefill of the prompt")
+            + f" of {prompt:,} tokens in one pass ("
             + ("compute" if p.compute_s >= p.memory_s else "memory")
             + "-bound), queueing aside",
         ),
@@ -109,13 +110,14 @@ def _compute(v: dict[str, str]) -> str:
     _, tp, batch, prompt, output = _read(v)
     where = f"{tp} × {gpu(v['gpu']).label}" if tp > 1 else f"one {gpu(v['gpu']).label}"
     line = (
-        f"{choice.label} on {where}, {batch:,} sequences: first token after {duration(p.time_s)}, then one every "
-        f"{duration(d.time_s)} ({d.bound}-bound); {d.tokens_per_s:,.0f} tokens/s for the batch."
+        f"{choice.label} on {where}, {plural(batch, 'sequence')}: first token after {duration(p.time_s)}, "
+        f"then one every {duration(d.time_s)} ({d.bound}-bound); {d.tokens_per_s:,.0f} tokens/s for the batch."
     )
     warn = []
     if batch > m.max_concurrent_sequences:
         warn.append(
-            f"{batch:,} sequences do not fit: the KV cache holds {m.max_concurrent_sequences:,} of "
+            f"{plural(batch, 'sequence')} {'does' if batch == 1 else 'do'} not fit: the KV cache holds "
+            f"{m.max_concurrent_sequences:,} of "
             f"{prompt + output:,} tokens on {where}."
         )
     warn.append(
