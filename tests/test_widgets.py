@@ -228,7 +228,7 @@ def test_plan_tp_past_the_node_on_a_model_it_divides() -> None:
         ("serving-time", {"batch": "1"}, "1 sequence:", "1 sequences"),
         ("serving-time", {"batch": "1"}, "prefill of the prompt of", "1 prompts"),
         ("pipeline-bubble", {"pp": "1"}, "1 stage as a row,", "1 stages"),
-        ("training-compute", {"tokens": "1"}, "on 1 token:", "e-09 minutes"),  # now 518 ns
+        ("training-compute", {"tokens": "1"}, "on 1 token:", "e-09 minutes"),  # now 0.518 µs
     ],
 )
 def test_machine_wording_reads_as_prose(name: str, inputs: dict, wanted: str, unwanted: str) -> None:
@@ -255,6 +255,14 @@ def test_plan_step_parts_never_in_exponent_notation() -> None:
     fragment = str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"])
     times = re.findall(r'data-output="time-\d+">([^<]*)<', fragment)
     assert times and not [t for t in times if "e+" in t or "e-" in t]
+
+
+def test_plan_step_time_past_1000_s_is_never_in_exponent_notation() -> None:
+    """GPT-3 175B on 64 GPUs steps in about 1,350 s: the verdict, the ranking and the phone's line read "1.35e+03 s"."""
+    fragment = str(render("plan", {"preset": "gpt3-175b", "gpus": "64", "global_batch": "4096"})["html"])
+    text = html.unescape(re.sub(r"<[^>]+>", " ", fragment))
+    best = re.search(r'data-short="([^"]*)"', fragment)[1]
+    assert best.startswith("Best: 1,3") and not re.search(r"\d[eE][+-]\d", text + best), (best, text[:300])
 
 
 def test_plan_why_each_part_reads_as_prose() -> None:

@@ -149,14 +149,14 @@ def _verdict_line(label: str, r: dict[str, Any]) -> str:
     return (
         f"{label}: best of {r['searched']:,} layouts searched: dp={best['dp']} tp={best['tp']} pp={best['pp']} "
         f"cp={best['cp']} ep={best['ep']}, ZeRO-{best['zero_stage']}, {_RECOMPUTATION[best['recompute']]}, "
-        f"micro-batch {best['micro_batch']}, interleave {best['interleave']}: {best['step_time_s']:.3g} s per step, "
-        f"MFU {best['mfu']:.1%}."
+        f"micro-batch {best['micro_batch']}, interleave {best['interleave']}: "
+        f"{duration(best['step_time_s'])} per step, MFU {best['mfu']:.1%}."
     )
 
 
 def _verdict_short(best: dict[str, Any]) -> str:
     """The best layout's numbers first, for the phone's sticky one-line verdict: ``Best: 6.86 s, MFU 54.0%``."""
-    return f"Best: {best['step_time_s']:.3g} s, MFU {best['mfu']:.1%}"
+    return f"Best: {duration(best['step_time_s'])}, MFU {best['mfu']:.1%}"
 
 
 _RECOMPUTATION = {
@@ -192,7 +192,7 @@ def _ranking(layouts: list[dict[str, Any]]) -> str:
                 f" · interleave {x['interleave']}"
             ),
             out(f"memory-{i}", f"{x['memory_bytes'] / 1e9:.1f} GB", value=x["memory_bytes"], unit="B"),
-            out(f"step-{i}", f"{x['step_time_s']:.3g} s", value=x["step_time_s"], unit="s"),
+            out(f"step-{i}", duration(x["step_time_s"]), value=x["step_time_s"], unit="s"),
             out(f"mfu-{i}", f"{x['mfu']:.1%}", value=x["mfu"]),
             escape(_flip(layouts, i)),
         )
@@ -296,7 +296,7 @@ def _bubble_href(pp: int, m: int) -> str:
 def _compute(v: dict[str, str]) -> str:
     choice, r = plan_result(v)
     best = r["layouts"][0]
-    step = out("step_time", f"{best['step_time_s']:.3g} s", "strong", value=best["step_time_s"], unit="s")
+    step = out("step_time", duration(best["step_time_s"]), "strong", value=best["step_time_s"], unit="s")
     return (
         verdict(True, _verdict_line(choice.label, r), short=_verdict_short(best))
         + model_chip(choice)
