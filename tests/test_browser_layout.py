@@ -42,6 +42,11 @@ LABEL_SIZES = """() => [...document.querySelectorAll('[data-chart] .lc-chart__li
     return [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
       .map(t => [svg.closest('[data-chart]').dataset.chart, t.textContent.slice(0, 30),
                  Math.round(parseFloat(getComputedStyle(t).fontSize) * scale * 10) / 10]); })"""
+# Result tables wider than their box (they scroll sideways). On a laptop none may: the communication table's Time
+# column and its Total were scrolled out of a 1366 px window, its label column one word a line (rows 201 px tall).
+WIDE_TABLES = """root => [...root.querySelectorAll('[data-results] table.lc-table')]
+  .filter(t => t.getClientRects().length && !t.closest('details:not([open])') && t.scrollWidth > t.clientWidth + 0.5)
+  .map(t => [t.clientWidth, t.scrollWidth, t.querySelector('th')?.textContent])"""
 ALL_CHARTS_LIVE = """() => [...document.querySelectorAll('[data-chart]')].filter(f => f.getClientRects().length)
   .every(f => f.dataset.chartState === 'live' || f.dataset.chartState === 'error')"""
 # Buttons, links and controls of the calculators (not links inside running text, which WCAG 2.5.8 exempts).
@@ -74,7 +79,7 @@ def test_key_outputs_charts_and_targets_fit(browser, site_url, site_pages, devic
     watch = Watch(context, site_url)
     page = context.new_page()
     watch.attach(page)
-    off_screen, small_labels, small_targets = {}, {}, {}
+    off_screen, small_labels, small_targets, wide_tables = {}, {}, {}, {}
     for path in _pages_with_every_calculator(site_pages):
         visit(page, site_url, path)
         wait_calculators(page)
@@ -82,12 +87,15 @@ def test_key_outputs_charts_and_targets_fit(browser, site_url, site_pages, devic
         for root in page.locator("[data-calc]").all():
             if found := root.evaluate(OFF_SCREEN):
                 off_screen[(path, root.get_attribute("data-calc"))] = found[:5]
+            if device == "laptop" and (found := root.evaluate(WIDE_TABLES)):
+                wide_tables[(path, root.get_attribute("data-calc"))] = found
         if small := [x for x in page.evaluate(LABEL_SIZES) if x[2] < MIN_LABEL_PX]:
             small_labels[path] = small[:5]
         if small := page.evaluate(SMALL_TARGETS, MIN_TARGET_PX):
             small_targets[path] = small[:5]
     context.close()
     assert off_screen == {}, off_screen
+    assert wide_tables == {}, wide_tables
     assert small_labels == {}, small_labels
     assert small_targets == {}, small_targets
     assert watch.errors == [], watch.errors
