@@ -145,7 +145,8 @@ def test_the_cheapest_change_comes_first_and_names_itself() -> None:
     first = _opened(hrefs[0])
     assert (first["zero_stage"], first["dp"]) == ("1", "8")
     assert texts[0].startswith("ZeRO-1 (8 GPUs, ")  # the same dp: not said
-    assert any(t.startswith("tp 2 with sequence parallelism (16 GPUs, ") for t in texts), texts
+    # tp 2 is 86.9 GB on the calculator's H100 (its NCCL rings, NVLS and tree buffers): tp 4 is the smallest that fits
+    assert any(t.startswith("tp 4 with sequence parallelism (32 GPUs, ") for t in texts), texts
 
 
 def test_a_smaller_micro_batch_is_offered_on_the_same_gpus() -> None:

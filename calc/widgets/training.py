@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
+from calc.hardware import GPUS
 from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.memory.layout import Layout
@@ -188,8 +189,10 @@ def _formulas(p: PeakMemory, layout: Layout, fmt, in_flight: float) -> str:
 
 
 def _options(v: dict[str, str]) -> dict[str, object]:
-    """The options of [`peak_memory`][calc.memory.overheads.peak_memory] the fields set."""
+    """The options of [`peak_memory`][calc.memory.overheads.peak_memory] the fields set: the GPU preset decides
+    NCCL's channels and its NVLS and tree buffers (a custom GPU: 16 channels, neither)."""
     return dict(
+        gpu=v["gpu"] if v["gpu"] in GPUS else None,
         optimizer=one_of(v, "optimizer", _OPTIMIZERS),
         expandable_segments=checked(v["expandable_segments"]),
         low_precision=None if v["low_precision"] == "none" else v["low_precision"],

@@ -208,7 +208,7 @@ NUMBERS["stk-ds-bucket-share"] = lambda: _pct(_ds_bucket()[0] / _ds_bucket()[1],
 
 @cache
 def _nccl_3d() -> dict[str, int]:
-    layout = Layout(tp=8, pp=4, dp=8, seq_len=4096)
+    layout = Layout(tp=8, pp=4, dp=8, seq_len=4096, flash_attention=True, dropout=False)
     peak = peak_memory(preset("llama3-70b"), layout, gpu="h100-sxm")
     return {o.name: o.bytes for o in peak.overheads}
 
