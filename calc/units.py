@@ -349,11 +349,16 @@ def format_seconds(seconds: float) -> str:
         ('0 s', '2.5 µs', '42.1 ms', '3.14 s')
         >>> format_seconds(2118.4), format_seconds(11770.0)
         ('2,118 s', '11,770 s')
+
+        A value that rounds up to 1,000 of a unit is said in the next (never ``1e+03 ms``):
+
+        >>> format_seconds(0.9996), format_seconds(0.0009996)
+        ('1 s', '1 ms')
     """
     if seconds == 0:
         return "0 s"
-    if seconds < 1e-3:
+    if seconds < 0.9995e-3:
         return f"{seconds * 1e6:.3g} µs"
-    if seconds < 1:
+    if seconds < 0.9995:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:,.0f} s"

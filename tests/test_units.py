@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from calc import CalcError, format_bytes, format_count, parse_count, to_bytes
-from calc.units import parse_decimal
+from calc.units import format_seconds, parse_decimal
 
 
 @pytest.mark.parametrize(
@@ -152,3 +152,17 @@ def test_parse_decimal_rejects(text: object) -> None:
 )
 def test_calc_error_cuts_long_values(value: object, shown: str) -> None:
     assert CalcError("f", "must be short", value).message == f"f must be short (got {shown})"
+
+
+@given(st.floats(min_value=1e-9, max_value=1e9, allow_nan=False, allow_infinity=False))
+def test_format_seconds_is_never_in_exponent_notation(seconds: float) -> None:
+    """The planner's ranking read "1e+03 ms" for a step of 0.9995 s: a value that rounds up to the next unit."""
+    text = format_seconds(seconds)
+    assert "e+" not in text and "e-" not in text, (seconds, text)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.99951, "1 s"), (0.00099951, "1 ms"), (0.9994, "999 ms"), (99.96, "100 s")]
+)
+def test_format_seconds_rounds_up_into_the_next_unit(seconds: float, text: str) -> None:
+    assert format_seconds(seconds) == text
