@@ -229,6 +229,7 @@ def test_plan_tp_past_the_node_on_a_model_it_divides() -> None:
         ("serving-time", {"batch": "1"}, "prefill of the prompt of", "1 prompts"),
         ("pipeline-bubble", {"pp": "1"}, "1 stage as a row,", "1 stages"),
         ("training-compute", {"tokens": "1"}, "on 1 token:", "e-09 minutes"),  # now 0.518 µs
+        ("training-compute", {"tokens": "1"}, "parameters × 1 token =", "1 tokens"),
     ],
 )
 def test_machine_wording_reads_as_prose(name: str, inputs: dict, wanted: str, unwanted: str) -> None:

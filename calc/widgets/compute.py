@@ -145,7 +145,10 @@ def _rows(t, params, tokens, gpus, achieved, peak, factor, dtype, kind, tdp) -> 
 def _lines(t, params, tokens, gpus, mfu, achieved, peak, factor) -> list[tuple[str, str]]:
     seconds = t.total_flops / (gpus * achieved)
     return [
-        ("Total training FLOPs", f"{factor} × {params:,} parameters × {tokens:,} tokens = {_sci(t.total_flops)}"),
+        (
+            "Total training FLOPs",
+            f"{factor} × {params:,} parameters × {plural(tokens, 'token')} = {_sci(t.total_flops)}",
+        ),
         ("Achieved per GPU", f"{mfu * 100:.3g}% × {peak / 1e12:,.1f} TFLOP/s = {achieved / 1e12:,.1f} TFLOP/s"),
         (
             "Wall-clock time",
