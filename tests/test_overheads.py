@@ -527,9 +527,9 @@ def test_bf16_optimizer_states_convention():
         ("h200", dict(dp=8, zero_stage=3), {"dp": 8}, ()),
         ("a100-80", dict(dp=8), {}, ()),  # Ampere: no NVLink SHARP
         ("h100-pcie", dict(dp=8), {}, ()),  # no NVSwitch
-        # tp 8 fills the node: dp, the embedding group cross nodes and all-reduce there without ZeRO
-        ("h100-sxm", dict(dp=16, tp=8, pp=4), {"tp": 8, "tp-pp": 8, "tp-dp": 8}, ("dp", "embedding")),
-        ("h100-sxm", dict(dp=16, tp=8, pp=4, zero_stage=1), {"tp": 8, "tp-pp": 8, "tp-dp": 8}, ("embedding",)),
+        # tp 8 fills the node: dp crosses nodes and all-reduces there without ZeRO (ZeRO: rings and NVLS only)
+        ("h100-sxm", dict(dp=16, tp=8, pp=4), {"tp": 8, "tp-pp": 8, "tp-dp": 8}, ("dp",)),
+        ("h100-sxm", dict(dp=16, tp=8, pp=4, zero_stage=1), {"tp": 8, "tp-pp": 8, "tp-dp": 8}, ()),
         # tp 2 leaves 4 data-parallel ranks per node
         ("h100-sxm", dict(dp=64, tp=2), {"dp": 4, "tp": 2, "tp-dp": 8}, ("dp",)),
     ],

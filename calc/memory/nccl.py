@@ -186,15 +186,16 @@ def _local_ranks(layout: Layout, name: str, ranks: int, domain: int) -> int:
     return max(1, min(ranks, sum(1 for c in counts if c < domain)))
 
 
-def _nccl_extras(layout: Layout, gpu: GPU | None, channels: int) -> list[Overhead]:
+def _nccl_extras(layout: Layout, gpu: GPU | None, channels: int, stage: int) -> list[Overhead]:
     """The NVLS buffers of the communicators inside an NVSwitch domain, and the tree buffers of those that
     all-reduce across domains (``nccl_nvls``, ``nccl_tree``)."""
     if gpu is None:
         return []
     domain = max(gpu.gpus_per_node, gpu.scaleup_domain_gpus)  # one NCCL node: a server, or a whole NVL72 domain
-    groups = [(n, r, _local_ranks(layout, n, r, domain)) for n, r, _ in communicators(layout) if n not in ("pp", "ep")]
+    kept = [(n, r) for n, r, _ in communicators(layout, stage) if n not in ("pp", "ep")]
+    groups = [(n, r, _local_ranks(layout, n, r, domain)) for n, r in kept]
     items = []
-    nvls = [(n, k) for n, r, k in groups if k > 1] if gpu.name.startswith(_NVLS_GPUS) else []
+    nvls = [(n, min(k, _NVLS_MAX_HEADS)) for n, r, k in groups if k > 1] if gpu.name.startswith(_NVLS_GPUS) else []
     if nvls:
         blackwell = not gpu.name.startswith(("h100", "h200", "h800"))
         spans = any(r > k for n, r, k in groups)
@@ -207,13 +208,13 @@ def _nccl_extras(layout: Layout, gpu: GPU | None, channels: int) -> list[Overhea
                 "nvidia-smi",
                 "always",
                 ESTIMATED,
-                f"{ch} channels × 2 × {NVLS_CHUNK_BYTES * _NCCL_STEPS // 2**20} MiB × GPUs in the domain, per group: "
-                + ", ".join(f"{n} {k}" for n, k in nvls),
+                f"{ch} channels × 2 × {NVLS_CHUNK_BYTES * _NCCL_STEPS // 2**20} MiB × its GPUs in the node (at most "
+                f"{_NVLS_MAX_HEADS}), per group: " + ", ".join(f"{n} {k}" for n, k in nvls),
                 "NCCL src/transport/nvls.cc (ncclNvlsBufferSetup, NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100 32 / "
                 "24 in one NVLink domain, NCCL_NVLS_CHUNKSIZE 128 KiB); NCCL_NVLS_ENABLE=0 removes it",
             )
         )
-    reduce_all = {"embedding"} | ({"dp", "dp-cp"} if layout.effective_zero_stage == 0 else set())
+    reduce_all = {"dp", "dp-cp"} if layout.effective_zero_stage == 0 else set()
     tree = [n for n, r, k in groups if r > k and n in reduce_all]
     if tree:
         per = nccl_communicator_bytes(2, channels=channels)
@@ -228,15 +229,15 @@ def _nccl_extras(layout: Layout, gpu: GPU | None, channels: int) -> list[Overhea
                 f"{channels} channels × 2 tree peers (parent and child) × (NCCL_BUFFSIZE + NCCL_LL_BUFFSIZE + "
                 f"NCCL_LL128_BUFFSIZE), per group: {', '.join(tree)}",
                 "NCCL src/graph/trees.cc (double binary tree across nodes, a chain inside each: NCCL_MAX_TREE_ARITY "
-                "3) and src/init.cc buffer defaults; only all-reduce uses the tree: the gradient all-reduce without "
-                "ZeRO and the tied embedding's",
+                "3) and src/init.cc buffer defaults; only all-reduce uses the tree: here the gradient all-reduce "
+                "without ZeRO (ZeRO reduce-scatters and all-gathers: rings, NVLS)",
             )
         )
     return items
 
 
 def _nccl(layout: Layout, stage: int, channels: int, p2p_channels: int, gpu: GPU | None = None) -> list[Overhead]:
-    items = _nccl_extras(layout, gpu, channels)
+    items = _nccl_extras(layout, gpu, channels, stage)
     for name, ranks, peers in communicators(layout, stage):
         if name == "ep":
             items.append(_alltoall(ranks, peers))
