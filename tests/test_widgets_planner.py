@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+import sys
 from html import unescape
 
+import pytest
+
+from _helpers import run_captured
 from calc.widgets import calculators, render
 from calc.widgets.planner import plan_result
 
@@ -26,3 +30,33 @@ def test_the_planner_lists_its_rejected_layouts_by_reason_with_counts() -> None:
     assert shown == [(g["reason"], f"{g['count']:,}") for g in want]
     assert f'data-output="rejected-reason-{len(groups) + 1}"' not in fragment
     assert "Layouts set aside, by reason" in fragment
+
+
+@pytest.mark.parametrize(
+    ("inputs", "why"),
+    [
+        # Issue 19: "GPUs admit no layout for this model: does not fit even at ZeRO-3 ... (10) (got 8)".
+        ({"preset": "llama3.1-405b", "gpus": "8"}, "model states alone, sharded over all 8 GPUs (ZeRO-3), take"),
+        ({"preset": "llama3.1-405b", "gpus": "96"}, "none fits in memory; the nearest: stage"),
+        ({"preset": "llama3-70b", "gpus": "4", "tp": "4"}, "of this model with the pinned settings: its model"),
+        ({"preset": "llama3-8b", "gpus": "1"}, "its model states alone, on its one GPU, take"),
+    ],
+)
+def test_too_few_gpus_say_why_in_words_and_the_fewest_that_hold_a_layout(inputs: dict, why: str) -> None:
+    fields = {**calculators()["plan"].defaults, **inputs}
+    err = render("plan", fields)["error"]
+    msg = err["message"]
+    assert err["field"] == "gpus" and why in msg, msg
+    assert "(got " not in msg and not re.search(r"\(\d[\d,]*\)", msg), msg  # no unexplained count
+    fix = re.search(r"; set GPUs to ([\d,]+)( \(\d+ nodes of 8\))?, the fewest", msg)
+    assert fix, msg
+    fewest = int(fix[1].replace(",", ""))
+    assert "error" not in render("plan", {**fields, "gpus": str(fewest)})  # the suggestion really plans
+    below = fewest - 8 if fix[2] else fewest - 1  # and it is the fewest: a node (or a GPU) less does not
+    if below > int(inputs["gpus"]):
+        assert render("plan", {**fields, "gpus": str(below)})["error"]["field"] == "gpus"
+
+
+def test_the_command_line_says_the_fewest_gpus_too() -> None:
+    proc = run_captured([sys.executable, "-m", "calc", "plan", "llama3.1-405b", "gpus=8"], timeout=120)
+    assert proc.returncode != 0 and "set GPUs to 120 (15 nodes of 8), the fewest whole nodes" in proc.stderr

@@ -1,5 +1,6 @@
 """What the planner says beside its ranking: the layout it would pick with TP doubled past the node, priced, and
-the rejected and pruned layouts grouped by reason (for [`calc.timing.planner`][calc.timing.planner])."""
+the rejected and pruned layouts grouped by reason; and, when nothing fits, why in words and the GPU count that fixes
+it (for [`calc.timing.planner`][calc.timing.planner])."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from calc.errors import CalcError
 from calc.memory.layout import check_layout
+from calc.memory.model_state import CONVENTIONS
 from calc.timing.plan_search import _Candidate, _Ctx
 
 __all__: list[str] = []
@@ -63,3 +65,64 @@ def by_reason(x: _Ctx, rejected: list[dict[str, Any]]) -> list[dict[str, Any]]:
             key = reason.split(":")[0]
         groups[key] += 1
     return [{"reason": k, "count": v} for k, v in groups.most_common() if v]
+
+
+_MEMORY_PRUNED = "does not fit even at ZeRO-3 with full recomputation (this micro-batch and larger)"
+
+
+def state_bytes(x: _Ctx) -> int:
+    """The model's states (weights, gradients, optimizer) in bytes, all of them: ``params × bytes per parameter``
+    (Rajbhandari et al. 2020, Sec. 3.1); over ``n`` GPUs at ZeRO-3 each holds at least ``1/n`` of it."""
+    return x.arch.param_count * CONVENTIONS[x.convention].bytes_per_param
+
+
+def no_layout(x: _Ctx, rejected: list[dict[str, Any]], fewest: int | None, tried: int) -> CalcError:
+    """Why ``x.n`` GPUs hold no layout, in words, and the fix: the ``fewest`` GPUs above ``x.n`` on which the
+    planner finds one (``None``: none of the ``tried`` larger counts), as the error on the ``gpus`` field.
+
+    Examples:
+        >>> from calc.timing.planner import plan
+        >>> try:
+        ...     plan("llama3.1-405b", gpus=8, seq_len=8192, global_batch=1024)
+        ... except CalcError as err:
+        ...     print(*err.message.split("; "), sep=chr(10))  # doctest: +NORMALIZE_WHITESPACE
+        gpus = 8 holds no layout of this model: its model states alone, sharded over all 8 GPUs (ZeRO-3), take
+        811.7 GB per GPU, over the 81.2 GB a layout may use (95% of the H100 SXM 80 GB's memory)
+        set GPUs to 112 (14 nodes of 8), the fewest whole nodes that hold a layout of it
+    """
+    n, gpn = x.n, x.gpn
+    states = state_bytes(x) // n
+    usable = f"the {_gb1(x.capacity)} a layout may use ({1 - x.margin:.0%} of the {x.g.label}'s memory)"
+    what = "of this model with the pinned settings" if x.pinned else "of this model"
+    sharded = "on its one GPU" if n == 1 else f"sharded over all {n:,} GPUs (ZeRO-3)"
+    fits = [r["reason"] for r in rejected if r["reason"].startswith("does not fit")]
+    pins = {k: x.pins[k] for k in ("dp", "tp", "pp", "cp", "ep") if x.pins[k]}
+    if states > x.capacity:
+        why = f"its model states alone, {sharded}, take {_gb1(states)} per GPU, over {usable}"
+    elif fits:
+        sized = f"{len(rejected):,} layout{'s' if len(rejected) > 1 else ''}"
+        why = f"of the {sized} sized, none fits in memory; the nearest: {fits[0].removeprefix('does not fit: ')}"
+    elif x.pruned[_MEMORY_PRUNED]:
+        why = (
+            f"{sharded}, its model states take {_gb1(states)} per GPU, which leaves too little of {usable} for the "
+            "activations of one micro-batch even with full recomputation"
+        )
+    elif x.pruned or rejected or not pins:
+        reasons = [k for k, _ in x.pruned.most_common()] + [r["reason"] for r in rejected[:1]]
+        why = "no split of them works: " + ("; ".join(reasons) or "no degrees multiply to it")
+    else:
+        named = " × ".join(f"{k} {v}" for k, v in pins.items())
+        why = f"the pinned {named} leave no split of {n:,} GPUs"
+    if fewest is None:
+        fix = f"none of the next {tried:,} GPU counts tried holds one either"
+        fix += ": change a pinned setting" if x.pinned else ""
+    elif fewest >= gpn and fewest % gpn == 0:
+        nodes = f"{fewest // gpn:,} nodes of {gpn}"
+        fix = f"set GPUs to {fewest:,} ({nodes}), the fewest whole nodes that hold a layout of it"
+    else:
+        fix = f"set GPUs to {fewest:,}, the fewest that hold a layout of it"
+    return CalcError("gpus", f"= {n:,} holds no layout {what}: {why}; {fix}")
+
+
+def _gb1(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"

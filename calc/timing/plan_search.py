@@ -419,7 +419,8 @@ def rank(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Visit the bounded candidates best first and keep the ``top`` fastest that fit (flagging near ties);
     stop once a bound passes the ``top``-th kept time (the rest are counted as pruned); times within
-    ``flip_within`` could swap. Returns ``(kept, rejected, states evaluated)``."""
+    ``flip_within`` could swap. Returns ``(kept, rejected, states evaluated)``; ``kept`` is empty when nothing
+    fits."""
     kept: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     evaluated = 0
@@ -449,14 +450,7 @@ def rank(
         kept.sort(key=lambda r: r["step_time_s"])
         del kept[top:]
     if not kept:
-        reasons = Counter(r["reason"].split(":")[0] for r in rejected)
-        first = rejected[0]["reason"] if rejected else "no candidate"
-        what = "with the pinned degrees" if x.pinned else "for this model"
-        raise (
-            CalcError("gpus", f"admit no layout that fits {what} ({len(rejected)} rejected; the nearest {first})", x.n)
-            if reasons
-            else CalcError("gpus", f"admit no layout {what}", x.n)
-        )
+        return kept, rejected, evaluated  # the planner says why (calc.timing.plan_report.no_layout)
     for a, b in itertools.pairwise(kept):
         gap = b["step_time_s"] / a["step_time_s"] - 1
         within = "a tie with the next" if gap < 0.0005 else f"within {gap:.1%} of the next"

@@ -58,7 +58,7 @@ from calc.parallel.interconnects import SCALE_UP_FOR_GPU, interconnect
 from calc.parallel.network import Network
 from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
-from calc.timing.plan_report import by_reason, tp_across
+from calc.timing.plan_report import by_reason, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
 from calc.units import parse_positive_int
 
@@ -142,18 +142,50 @@ def plan(
         >>> {x["recompute"] for x in titan["layouts"]} <= {"none", "op", "full"}, titan["layouts"][0]["zero_stage"]
         (True, 3)
     """
-    x = _context(model, locals())
+    return _plan(dict(locals()), advise=True)
+
+
+_FEWEST_TRIES = 32
+"""How many larger GPU counts a plan with no layout tries for the fewest that hold one (whole nodes from the first
+count whose fully sharded model states fit)."""
+
+
+def _plan(a: dict[str, Any], *, advise: bool) -> dict[str, Any]:
+    """[`plan`][calc.timing.planner.plan] of its arguments ``a``; with ``advise``, an error for no layout names the
+    fewest GPUs that hold one (``_fewest_gpus``)."""
+    x = _context(a["model"], a)
     cands, searched = candidates(x)
-    if not cands:
-        what = "with the pinned degrees" if x.pinned else "for this model"
-        why = "; ".join(f"{k} ({v})" for k, v in x.pruned.most_common()) or "no degrees multiply to it"
-        raise CalcError("gpus", f"admit no layout {what}: {why}", x.n)
-    bound(x, cands)
-    kept, rejected, evaluated = rank(x, cands, top, FLIP_WITHIN)
-    if not allow_tp_across_nodes and not x.pins["tp"]:
+    kept: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
+    if cands:
+        bound(x, cands)
+        kept, rejected, evaluated = rank(x, cands, a["top"], FLIP_WITHIN)
+    if not kept:
+        raise no_layout(x, rejected, *(_fewest_gpus(a, x) if advise else (None, 0)))
+    if not a["allow_tp_across_nodes"] and not x.pins["tp"]:
         tp_across(x, kept, rejected)
     rejected.sort(key=lambda r: r.pop("bound_s", 0.0))
-    return _result(x, kept, rejected, (searched, len(cands), evaluated, top), implementation)
+    return _result(x, kept, rejected, (searched, len(cands), evaluated, a["top"]), a["implementation"])
+
+
+def _fewest_gpus(a: dict[str, Any], x: _Ctx) -> tuple[int | None, int]:
+    """The fewest GPUs above ``x.n`` on which the same plan finds a layout that fits, and how many counts were tried.
+
+    No count below ``params × bytes per parameter / usable memory`` can hold the model states even at ZeRO-3
+    (Rajbhandari et al. 2020, Sec. 5), so the search starts there (or at ``x.n + 1``): every count below the
+    node size, then whole nodes, ``_FEWEST_TRIES`` counts at most."""
+    first = max(x.n + 1, state_bytes(x) // max(x.capacity, 1))
+    below = list(range(first, x.gpn))
+    start = -(-max(first, x.gpn) // x.gpn)
+    counts = [*below, *(k * x.gpn for k in range(start, start + _FEWEST_TRIES))]
+    counts = [m for m in counts if m <= 1 << 20][:_FEWEST_TRIES]
+    for m in counts:
+        try:
+            _plan({**a, "gpus": m, "top": 1}, advise=False)
+        except CalcError:
+            continue
+        return m, len(counts)
+    return None, len(counts)
 
 
 def _stack_assumption(x: _Ctx) -> list[str]:
