@@ -230,6 +230,19 @@ def test_plan_tp_past_the_node_on_a_model_it_divides() -> None:
         ("pipeline-bubble", {"pp": "1"}, "1 stage as a row,", "1 stages"),
         ("training-compute", {"tokens": "1"}, "on 1 token:", "e-09 minutes"),  # now 0.518 µs
         ("training-compute", {"tokens": "1"}, "parameters × 1 token =", "1 tokens"),
+        # A custom GPU's capacity is said once ("69.6 GB of 80.0 GB on each GPU of the 80.0 GB GPU"); presets named
+        ("training-memory", {"gpu": "custom", "gpu_memory": "80"}, "of 80.0 GB on each GPU (", "GPU of the 80.0 GB"),
+        ("training-memory", {"gpu": "custom", "gpu_memory": "80", "pp": "2"}, "on pipeline stage 0 (", "GB GPU ("),
+        ("training-memory", {}, "of 85.5 GB on each GPU of the H100 SXM 80 GB (Llama", "on each GPU (Llama"),
+        pytest.param(
+            "finetune-memory",
+            {"gpu": "custom", "gpu_memory": "80"},
+            "of 80.0 GB on the GPU (",
+            "on the 80.0 GB GPU",
+            marks=pytest.mark.xfail(
+                strict=True, reason="finetune.py words its verdict itself: calc.widgets._html.on_the_gpu says it once"
+            ),
+        ),
     ],
 )
 def test_machine_wording_reads_as_prose(name: str, inputs: dict, wanted: str, unwanted: str) -> None:

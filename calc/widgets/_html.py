@@ -27,6 +27,7 @@ __all__ = [
     "gpu_memory",
     "gpu_named",
     "memory_chart",
+    "on_the_gpu",
     "out",
     "table",
     "verdict",
@@ -300,6 +301,23 @@ def gpu_named(label: str, memory: int, fmt: Callable[[int], str]) -> str:
         ('the 96.0 GB GPU', 'the B200 (180 GB)')
     """
     return f"the {label}" if label == f"{fmt(memory)} GPU" else f"the {label} ({fmt(memory)})"
+
+
+def on_the_gpu(label: str, memory: int, fmt: Callable[[int], str], where: str = "") -> str:
+    """Where a verdict that has just said the capacity (``of 80.0 GB``) puts its bytes: ``each GPU of the H100 SXM
+    80 GB``, ``the H100 SXM 80 GB``; a custom GPU, whose label is that capacity, is not said twice: ``each GPU``,
+    ``the GPU`` (issue 19: "69.6 GB of 80.0 GB on each GPU of the 80.0 GB GPU").
+
+    Examples:
+        >>> fmt = byte_formatter("GB")
+        >>> on_the_gpu("80.0 GB GPU", 80 * 10**9, fmt, "each GPU"), on_the_gpu("80.0 GB GPU", 80 * 10**9, fmt)
+        ('each GPU', 'the GPU')
+        >>> on_the_gpu("H100 SXM 80 GB", 85520809984, fmt, "each GPU"), on_the_gpu("B200", 180 * 10**9, fmt)
+        ('each GPU of the H100 SXM 80 GB', 'the B200')
+    """
+    if label == f"{fmt(memory)} GPU":  # a custom GPU (calc.widgets._html.gpu_memory)
+        return where or "the GPU"
+    return f"{where} of the {label}" if where else f"the {label}"
 
 
 def memory_chart(segments: Sequence[tuple[str, int]], capacity: int, gpu_label: str, unit: str) -> str:

@@ -34,6 +34,7 @@ from calc.widgets._html import (
     gpu_memory,
     gpu_named,
     memory_chart,
+    on_the_gpu,
     out,
     table,
     verdict,
@@ -215,7 +216,8 @@ def _verdict_line(p: PeakMemory, layout: Layout, label: str, memory: int, gpu_la
     head = f"{label} on {plural(layout.gpus, 'GPU')}, {degrees}, as nvidia-smi would show it"
     if shown <= memory:
         return (
-            f"Fits: {fmt(shown)} of {fmt(memory)} on {where} of the {gpu_label} ({head}), {fmt(memory - shown)} left."
+            f"Fits: {fmt(shown)} of {fmt(memory)} on {on_the_gpu(gpu_label, memory, fmt, where)} ({head}), "
+            f"{fmt(memory - shown)} left."
         )
     return (
         f"Does not fit: {fmt(shown)} on {where} ({head}) is over {gpu_named(gpu_label, memory, fmt)} by "
