@@ -136,17 +136,39 @@ def _verdict_line(head: str, total: int, memory: int, gpu_label: str, fmt) -> st
     )
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v)
-    method, recompute = v["method"], one_of(v, "recompute", _RECOMPUTE)
+def _engine(choice, v: dict[str, str], states: dict | None = None):
+    """The fine-tuned state, the rank and the parts of the GPU's memory for the values ``v``; ``states`` keeps
+    each state computed by method, rank and targets (QLoRA's NF4 blocks of a large MoE take tens of ms)."""
+    recompute = one_of(v, "recompute", _RECOMPUTE)
     rank = parse_positive_int(v["rank"], "rank", maximum=_MAX_RANK)
     seq = parse_positive_int(v["seq_len"], "seq_len", maximum=1 << 24)
     micro = parse_positive_int(v["micro_batch"], "micro_batch", maximum=1 << 16)
+    states = {} if states is None else states
+    key = (v["method"], rank, v["targets"])
+    state = states[key] if key in states else states.setdefault(key, _state(choice, v, rank))
+    layout = Layout(seq_len=seq, micro_batch=micro, recompute=recompute, **_ONE_GPU)
+    return state, rank, _parts(choice.arch, state, layout_memory(choice.arch, layout), seq, micro)
+
+
+def _fixes(choice, v: dict[str, str], states: dict, parts, memory: int, fmt) -> str:
+    """A "Does not fit"'s diagnosis (issue 19); its module loads only when the answer does not fit."""
+    if sum(n for _, _, n, _ in parts) <= memory:
+        return ""
+    from calc.widgets._fit_fixes import finetune_fixes
+
+    def total(w: dict[str, str]) -> int:
+        return sum(n for _, _, n, _ in _engine(choice, w, states)[2])
+
+    return finetune_fixes(v, CALCULATOR.defaults, parts, memory, fmt, total)
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v)
+    method = v["method"]
+    states: dict = {}
+    state, rank, parts = _engine(choice, v, states)
     fmt = byte_formatter(v["unit"])
     memory, gpu_label = gpu_memory(v)
-    state = _state(choice, v, rank)
-    layout = Layout(seq_len=seq, micro_batch=micro, recompute=recompute, **_ONE_GPU)
-    parts = _parts(choice.arch, state, layout_memory(choice.arch, layout), seq, micro)
     total = sum(n for _, _, n, _ in parts)
     head = f"{choice.label}, {_METHODS[method].split(' (')[0]}" + (f", r = {rank}" if method != "full" else "")
     rows = [(label, out(key, fmt(n))) for key, label, n, _ in parts]
@@ -163,6 +185,7 @@ def _compute(v: dict[str, str]) -> str:
             _verdict_line(head, total, memory, gpu_label, fmt),
             short=fit_short(total, memory, fmt),
         )
+        + _fixes(choice, v, states, parts, memory, fmt)
         + model_chip(choice)
         + memory_chart([(label, n) for _, label, n, _ in parts], memory, gpu_label, v["unit"])
         + table(("Component", "Per GPU"), rows, raw_cells=True)

@@ -140,13 +140,9 @@ def _notes(m, arch, v: dict[str, str], seq_len: int, tp: int) -> list[str]:
     return found
 
 
-def _compute(v: dict[str, str]) -> str:
-    choice = read_model(v)
-    arch = choice.arch
-    seq_len, batch, tp, tp_note = _read(v, arch)
-    fmt = byte_formatter(v["unit"])
-    memory, gpu_label = gpu_memory(v)
-    m = inference_memory(
+def _engine(arch, v: dict[str, str], seq_len: int, batch: int, tp: int, memory: int):
+    """The engine's serving memory for the values ``v`` (read by ``_read``) on a GPU of ``memory`` bytes."""
+    return inference_memory(
         arch,
         seq_len=seq_len,
         batch=batch,
@@ -157,6 +153,28 @@ def _compute(v: dict[str, str]) -> str:
         memory_bytes=memory,
         reserved_fraction=_reserve(v["reserved_pct"]),
     )
+
+
+def _fixes(arch, v: dict[str, str], m, memory: int, fmt) -> str:
+    """A "Does not fit"'s diagnosis (issue 19); its module loads only when the answer does not fit."""
+    if m.fits:
+        return ""
+    from calc.widgets._fit_fixes import serving_fixes
+
+    def engine(w: dict[str, str]):
+        seq_len, batch, tp, _ = _read(w, arch)
+        return _engine(arch, w, seq_len, batch, tp, memory)
+
+    return serving_fixes(arch, v, CALCULATOR.defaults, m, fmt, engine, _splits)
+
+
+def _compute(v: dict[str, str]) -> str:
+    choice = read_model(v)
+    arch = choice.arch
+    seq_len, batch, tp, tp_note = _read(v, arch)
+    fmt = byte_formatter(v["unit"])
+    memory, gpu_label = gpu_memory(v)
+    m = _engine(arch, v, seq_len, batch, tp, memory)
     segments = [
         ("Weights", m.weights_per_gpu_bytes),
         ("KV cache (batch)", m.kv_batch_per_gpu_bytes),
@@ -169,6 +187,7 @@ def _compute(v: dict[str, str]) -> str:
             _verdict_line(m, choice.label, v, seq_len, batch, tp, memory, gpu_label, fmt),
             short=fit_short(m.total_per_gpu_bytes, memory, fmt),
         )
+        + _fixes(arch, v, m, memory, fmt)
         + model_chip(choice)
         + memory_chart(segments, memory, gpu_label, v["unit"])
         + table(("", "Whole model", "Per GPU"), _rows(m, arch, v, seq_len, batch, fmt), raw_cells=True)
