@@ -5,12 +5,13 @@ it (for [`calc.timing.planner`][calc.timing.planner])."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from calc.errors import CalcError
 from calc.memory.layout import check_layout
 from calc.memory.model_state import CONVENTIONS
-from calc.timing.plan_search import _Candidate, _Ctx
+from calc.timing.plan_search import _Candidate, _Ctx, evaluate
 
 __all__: list[str] = []
 
@@ -74,6 +75,18 @@ def state_bytes(x: _Ctx) -> int:
     """The model's states (weights, gradients, optimizer) in bytes, all of them: ``params × bytes per parameter``
     (Rajbhandari et al. 2020, Sec. 3.1); over ``n`` GPUs at ZeRO-3 each holds at least ``1/n`` of it."""
     return x.arch.param_count * CONVENTIONS[x.convention].bytes_per_param
+
+
+def least_fits(x: _Ctx, cands: list[_Candidate]) -> bool:
+    """Whether some set of degrees fits at its least memory: its smallest micro-batch, no interleaving, the most
+    recomputation searched, each ZeRO stage. Activations grow with the micro-batch and the in-flight interleaved
+    chunks and shrink with recomputation (Korthikanti et al. 2022, Table 2), so ``False`` means no state fits and
+    the full search (which sizes every state) can be skipped."""
+    least: dict[tuple[int, ...], _Candidate] = {}
+    for cand in sorted(cands, key=lambda c: (c.mb, c.v)):
+        least.setdefault((cand.dp, cand.tp, cand.pp, cand.cp, cand.ep), cand)
+    y = replace(x, recs=x.recs[-1:])
+    return any(evaluate(y, cand, [])[0] is not None for cand in least.values())
 
 
 def no_layout(x: _Ctx, rejected: list[dict[str, Any]], fewest: int | None, tried: int) -> CalcError:

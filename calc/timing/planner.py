@@ -39,7 +39,8 @@ timed in full is pruned for a stated reason, counted in ``rejected_by_reason``.
 
 Sequence parallelism is on whenever ``tp > 1``, FlashAttention is assumed, and dropout off (as in
 current LLM training). The ranking is analytical: two layouts within 5% of each other can swap on a real
-cluster, and the output says where.
+cluster, and the output says where. When nothing fits, the error on ``gpus`` says why in words and the fewest GPUs
+(in whole nodes) on which the same search finds a layout.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from calc.parallel.interconnects import SCALE_UP_FOR_GPU, interconnect
 from calc.parallel.network import Network
 from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
-from calc.timing.plan_report import by_reason, no_layout, state_bytes, tp_across
+from calc.timing.plan_report import by_reason, least_fits, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
 from calc.units import parse_positive_int
 
@@ -157,6 +158,7 @@ def _plan(a: dict[str, Any], *, advise: bool) -> dict[str, Any]:
     cands, searched = candidates(x)
     kept: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
+    evaluated = 0
     if cands:
         bound(x, cands)
         kept, rejected, evaluated = rank(x, cands, a["top"], FLIP_WITHIN)
@@ -173,7 +175,8 @@ def _fewest_gpus(a: dict[str, Any], x: _Ctx) -> tuple[int | None, int]:
 
     No count below ``params × bytes per parameter / usable memory`` can hold the model states even at ZeRO-3
     (Rajbhandari et al. 2020, Sec. 5), so the search starts there (or at ``x.n + 1``): every count below the
-    node size, then whole nodes, ``_FEWEST_TRIES`` counts at most."""
+    node size, then whole nodes, ``_FEWEST_TRIES`` counts at most. A count is searched in full only once some set of
+    its degrees fits at its least memory (``least_fits``)."""
     first = max(x.n + 1, state_bytes(x) // max(x.capacity, 1))
     below = list(range(first, x.gpn))
     start = -(-max(first, x.gpn) // x.gpn)
@@ -181,6 +184,9 @@ def _fewest_gpus(a: dict[str, Any], x: _Ctx) -> tuple[int | None, int]:
     counts = [m for m in counts if m <= 1 << 20][:_FEWEST_TRIES]
     for m in counts:
         try:
+            y = _context(a["model"], {**a, "gpus": m})
+            if not least_fits(y, candidates(y)[0]):
+                continue  # the cheap test: nothing fits at its least memory
             _plan({**a, "gpus": m, "top": 1}, advise=False)
         except CalcError:
             continue
