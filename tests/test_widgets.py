@@ -234,6 +234,8 @@ def test_plan_tp_past_the_node_on_a_model_it_divides() -> None:
         ("training-memory", {"gpu": "custom", "gpu_memory": "80"}, "of 80.0 GB on each GPU (", "GPU of the 80.0 GB"),
         ("training-memory", {"gpu": "custom", "gpu_memory": "80", "pp": "2"}, "on pipeline stage 0 (", "GB GPU ("),
         ("training-memory", {}, "of 85.5 GB on each GPU of the H100 SXM 80 GB (Llama", "on each GPU (Llama"),
+        ("will-it-fit", {"gpu": "custom", "gpu_memory": "200"}, "112 GB of 200 GB on the GPU (", "the 200 GB GPU ("),
+        ("will-it-fit", {"gpu": "b200"}, "of 192 GB on the B200 180 GB (", "on the GPU ("),
         pytest.param(
             "finetune-memory",
             {"gpu": "custom", "gpu_memory": "80"},

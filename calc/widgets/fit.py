@@ -35,6 +35,7 @@ from calc.widgets._html import (
     gpu_memory,
     gpu_named,
     memory_chart,
+    on_the_gpu,
     out,
     table,
     verdict,
@@ -184,7 +185,8 @@ def _peak_rows(rows: list, lines: list, total: int, peak: int, v: dict[str, str]
 
 def _verdict_line(used: int, memory: int, gpu_label: str, head: str, what: str, counted: bool, fmt) -> str:
     if used <= memory:
-        line = f"Fits: {fmt(used)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - used)} left"
+        where = on_the_gpu(gpu_label, memory, fmt)
+        line = f"Fits: {fmt(used)} of {fmt(memory)} on {where} ({head}), {fmt(memory - used)} left"
         return line + ("." if counted else " for activations and buffers.")
     return f"Does not fit: {head}: {what} exceeds {gpu_named(gpu_label, memory, fmt)} by {fmt(used - memory)}."
 
