@@ -48,6 +48,7 @@ from calc.widgets._html import (
     gpu_memory,
     gpu_named,
     memory_chart,
+    on_the_gpu,
     out,
     table,
     verdict,
@@ -130,7 +131,8 @@ def _parts(arch, state, lay, seq: int, micro: int) -> list[tuple[str, str, int, 
 
 def _verdict_line(head: str, total: int, memory: int, gpu_label: str, fmt) -> str:
     if total <= memory:
-        return f"Fits: {fmt(total)} of {fmt(memory)} on the {gpu_label} ({head}), {fmt(memory - total)} left."
+        where = on_the_gpu(gpu_label, memory, fmt)
+        return f"Fits: {fmt(total)} of {fmt(memory)} on {where} ({head}), {fmt(memory - total)} left."
     return (
         f"Does not fit: {head} needs {fmt(total)}, over {gpu_named(gpu_label, memory, fmt)} by {fmt(total - memory)}."
     )
