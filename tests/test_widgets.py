@@ -237,6 +237,7 @@ def test_plan_tp_past_the_node_on_a_model_it_divides() -> None:
         ("will-it-fit", {"gpu": "custom", "gpu_memory": "200"}, "112 GB of 200 GB on the GPU (", "the 200 GB GPU ("),
         ("will-it-fit", {"gpu": "b200"}, "of 192 GB on the B200 180 GB (", "on the GPU ("),
         ("finetune-memory", {"gpu": "custom", "gpu_memory": "80"}, "of 80.0 GB on the GPU (", "on the 80.0 GB GPU"),
+        ("serving-memory", {"gpu": "custom", "gpu_memory": "80"}, "on 4 × 80.0 GB GPUs;", "80.0 GB GPU;"),
     ],
 )
 def test_machine_wording_reads_as_prose(name: str, inputs: dict, wanted: str, unwanted: str) -> None:

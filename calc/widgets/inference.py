@@ -57,7 +57,8 @@ def _splits(arch, tp: int) -> bool:
 
 
 def _verdict_line(m, label: str, v: dict[str, str], seq_len: int, batch: int, tp: int, memory: int, gpu_label, fmt):
-    where = f"{tp} × {gpu_label}" if tp > 1 else f"one {gpu_label}"
+    many = f"{gpu_label}s" if gpu_label.endswith(" GPU") else gpu_label  # a custom GPU: "4 × 80.0 GB GPUs"
+    where = f"{tp} × {many}" if tp > 1 else f"one {gpu_label}"
     per = " per GPU" if tp > 1 else ""
     if m.fits:
         return (
