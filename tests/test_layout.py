@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from _helpers import widget_error, widget_fragment
 from calc.errors import CalcError
+from calc.memory.activations import held_chunks_peak, in_flight_chunks, layer_activations
 from calc.memory.layout import (
     Layout,
     LayoutMemory,
@@ -890,6 +891,74 @@ def test_any_pipeline_split(layers, kw, virtual, placement):
     p = layout.pp
     assert layout.stage_layer_counts(layers) == tuple(sum(virtual[k::p]) for k in range(p))
     assert sum(layout.stage_layer_counts(layers)) == layers
+
+
+_SLOTS = dict(account_for_embedding_in_pipeline_split=True, account_for_loss_in_pipeline_split=True)
+
+
+@pytest.mark.parametrize(
+    ("layers", "kw", "virtual", "placement"),
+    [
+        # Llama 3 405B, Dubey et al. 2024 Sec. 3.3.2: "the first model chunk on the first stage has only the
+        # embedding, and the last model chunk on the last stage has only output projection and loss"
+        (126, dict(pp=16, interleave=8, **_SLOTS), (0,) + (1,) * 126 + (0,), "the embedding and the loss as one"),
+        # Megatron-Core's docstring example: pp=2, vpp=4 over 6 layers + embedding + loss
+        (6, dict(pp=4, interleave=2, **_SLOTS), (0,) + (1,) * 6 + (0,), "the embedding and the loss as one"),
+        (31, dict(pp=4, account_for_embedding_in_pipeline_split=True), (7, 8, 8, 8), "the embedding as one layer"),
+        (31, dict(pp=4, account_for_loss_in_pipeline_split=True), (8, 8, 8, 7), "the loss as one layer"),
+    ],
+)
+def test_embedding_and_loss_slots(layers, kw, virtual, placement):
+    layout = Layout(**kw)
+    assert sum(virtual) == layers
+    assert layout.virtual_stage_layer_counts(layers) == virtual
+    assert layout.placement(layers).startswith(placement)
+    check_layout(preset("llama3.1-405b"), Layout(**{**kw, "tp": 8})) if layers == 126 else None
+
+
+@pytest.mark.parametrize(
+    ("kw", "field", "rule"),
+    [
+        (dict(pp=16, interleave=4), "pp", r"must divide the layers plus the embedding and the loss"),
+        (dict(pp=4, first_stage_layers=5), "account_for_embedding_in_pipeline_split", "cannot be given with"),
+        (dict(pp=2, pipeline_layers=(60, 66)), "account_for_embedding_in_pipeline_split", "cannot be given with"),
+    ],
+)
+def test_embedding_and_loss_slots_refused(kw, field, rule):
+    with pytest.raises(CalcError, match=rule) as err:
+        Layout(**kw, **_SLOTS).virtual_stage_layer_counts(125)
+    assert err.value.field == field
+
+
+def test_slots_must_be_booleans():
+    with pytest.raises(CalcError, match="account_for_loss_in_pipeline_split must be true or false"):
+        Layout(pp=2, account_for_loss_in_pipeline_split="yes")
+
+
+def test_uneven_chunks_hold_what_the_schedule_holds():
+    """Llama 3's 8,192-GPU layout: stage 0's empty first chunk holds nothing, so it holds 112 layers' worth (16 x 7)
+    where the stage average says 143 x 7/8; stage 1's equal chunks hold Megatron's 2(p-2) + 7p + 1 = 141."""
+    arch = preset("llama3.1-405b")
+    lay = Layout(tp=8, pp=16, dp=64, interleave=8, global_batch=2048, seq_len=8192, sequence_parallel=True,
+                 flash_attention=True, dropout=False, recompute="none", **_SLOTS)  # fmt: skip
+    one = layer_activations(8192, 1, arch.hidden_size, arch.num_heads, kv_heads=arch.num_kv_heads,
+                            head_dim=arch.head_dim, ffn_hidden=arch.intermediate_size, mlp="swiglu", dropout=False,
+                            norm="rmsnorm", tp=8, sequence_parallel=True, flash_attention=True).total  # fmt: skip
+    stages = layout_stages(arch, lay)
+    assert stages[0].activations == 112 * one
+    assert stages[1].activations == 141 * one
+    assert held_chunks_peak(16, 8, 32, 0, (0,) + (one,) * 7) == 112 * one
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(2, 4), st.integers(1, 4), st.integers(0, 5), st.data())
+def test_held_peak_of_equal_chunks_is_the_closed_form(p, v, groups, stage, data):
+    """Equal chunks: the walked peak is in_flight_chunks x one chunk (Korthikanti et al. Sec. 4.2.3)."""
+    k = stage % p
+    m = data.draw(st.sampled_from([None, p * groups]))
+    size = data.draw(st.integers(1, 1000))
+    expected = in_flight_chunks(p, interleave=v, num_microbatches=m, stage=k) * size
+    assert held_chunks_peak(p, v, m, k, (size,) * v) == expected
 
 
 def test_first_stage_layers_is_megatrons_field():

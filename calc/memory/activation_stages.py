@@ -40,12 +40,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
+from functools import lru_cache
 
 from calc.errors import CalcError
 from calc.memory._activation_args import ACTIVATION_BYTES, FP32_BYTES, MASK_BYTES, _ceil, _count, _counts, _flag
 from calc.units import parse_positive_int
 
-__all__ = ["StageActivations", "in_flight_chunks", "stage_activations"]
+__all__ = ["StageActivations", "held_chunks_peak", "in_flight_chunks", "stage_activations"]
 
 
 def _check_pipeline(num_layers: int, pp: int, interleave: int) -> None:
@@ -108,6 +109,46 @@ def in_flight_chunks(pp: int, *, interleave: int = 1, num_microbatches: int | No
     if num_microbatches is not None:
         chunks = min(chunks, _count(num_microbatches, "num_microbatches") * v)
     return chunks
+
+
+def held_chunks_peak(
+    pp: int, interleave: int, num_microbatches: int | None, stage: int, chunks: tuple[int, ...]
+) -> int:
+    """The most a stage holds at once when its model chunks differ: the peak of the chunks' sizes summed
+    over Megatron-LM's interleaved order of forwards and backwards (a forward adds its chunk, a backward frees it).
+
+    With equal chunks this is [`in_flight_chunks`][calc.memory.activations.in_flight_chunks] times one chunk;
+    with uneven virtual stages (Llama 3's embedding-only first chunk, Dubey et al. 2024 Sec. 3.3.2) it is what
+    the schedule really holds, not the stage's average. The order repeats every ``p·v`` passes after the
+    warm-up, so at most ``4p`` micro-batches are walked (``None``: the steady state of many).
+
+    Args:
+        pp: Pipeline-parallel degree ``p``.
+        interleave: Model chunks per stage ``v``.
+        num_microbatches: Micro-batches per step per pipeline, or ``None``.
+        stage: The pipeline stage.
+        chunks: Bytes of each of the stage's ``v`` chunks for one micro-batch, first chunk first.
+
+    Examples:
+        >>> held_chunks_peak(4, 2, 8, 0, (10, 10)) == in_flight_chunks(4, interleave=2, num_microbatches=8) * 10
+        True
+        >>> held_chunks_peak(4, 2, 8, 0, (0, 10))  # the embedding-only first chunk holds nothing
+        40
+    """
+    m = 4 * pp if num_microbatches is None else min(num_microbatches, 4 * pp)
+    return _held_peak(pp, interleave, m, stage, tuple(chunks))
+
+
+@lru_cache(maxsize=512)
+def _held_peak(p: int, v: int, m: int, k: int, chunks: tuple[int, ...]) -> int:
+    from calc.parallel.pipeline_orders import stage_orders  # calc.parallel sits below calc.memory
+
+    held = peak = 0
+    for task in stage_orders(p, m, "interleaved", v)[k]:
+        for kind, _, chunk, _ in task:
+            held += chunks[chunk] if kind == "F" else -chunks[chunk]
+            peak = max(peak, held)
+    return peak
 
 
 def _stage(stage: object, pp: int) -> int:
@@ -255,15 +296,20 @@ def _stage_extras(
     t: int,
     sp: bool,
     drop: bool,
+    chunk_bytes: tuple[int, ...] | None = None,
 ) -> StageActivations:
     """[`stage_activations`][calc.memory.activations.stage_activations] for checked arguments: ``stage_layers``
-    is the bytes of the stage's layers for one micro-batch (any split), ``tokens`` per context-parallel rank."""
+    is the bytes of the stage's layers for one micro-batch (any split), ``tokens`` per context-parallel rank;
+    ``chunk_bytes``, when the stage's ``v`` chunks differ, gives each (``held_chunks_peak``)."""
     chunks = in_flight_chunks(p, interleave=v, num_microbatches=num_microbatches, stage=k)
     microbatches = Fraction(chunks, v)  # micro-batches' worth of the whole stage in flight
     rep = t if sp else 1
     first, last = k == 0, k == p - 1
+    layers = _ceil(stage_layers * microbatches)
+    if v > 1 and chunk_bytes is not None and len(set(chunk_bytes)) > 1:
+        layers = held_chunks_peak(p, v, num_microbatches, k, chunk_bytes)
     return StageActivations(
-        layers=_ceil(stage_layers * microbatches),
+        layers=layers,
         embedding_dropout=_ceil(MASK_BYTES * tokens * h * microbatches / rep) if drop and first else 0,
         final_norm_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if last else 0,
         output_input=_ceil(ACTIVATION_BYTES * tokens * h / rep) if last else 0,

@@ -93,7 +93,7 @@ from calc.memory._activation_args import (
 )
 from calc.memory.activation_layer import IMPLEMENTATIONS, MLP_KINDS, NORM_KINDS, LayerActivations, layer_activations
 from calc.memory.activation_megatron import megatron_activation_bytes
-from calc.memory.activation_stages import StageActivations, in_flight_chunks, stage_activations
+from calc.memory.activation_stages import StageActivations, held_chunks_peak, in_flight_chunks, stage_activations
 
 __all__ = [
     "ACTIVATION_BYTES",
@@ -107,6 +107,7 @@ __all__ = [
     "RECOMPUTE_MODES",
     "StageActivations",
     "activation_bytes_per_layer",
+    "held_chunks_peak",
     "in_flight_chunks",
     "layer_activations",
     "megatron_activation_bytes",

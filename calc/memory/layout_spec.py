@@ -102,6 +102,10 @@ class Layout:
             keeps the stage unsharded until the backward (``False``, torchtitan under pipeline parallelism,
             which also accumulates unsharded fp32 gradients over the micro-batches).
         compile: ``torch.compile`` on (the loss defaults to ``"compiled"`` under ``"torchtitan"``).
+        account_for_embedding_in_pipeline_split: Megatron-Core's flag: the embedding counts as one layer of the
+            pipeline split, so the first virtual stage builds one layer fewer
+            ([`split_layers`][calc.memory.layout.split_layers]; Llama 3's placement with the loss flag).
+        account_for_loss_in_pipeline_split: Likewise for the output layer and loss on the last virtual stage.
 
     Examples:
         >>> Layout(tp=8, pp=8, gpus=512).dp
@@ -145,6 +149,8 @@ class Layout:
     loss_chunk_tokens: int | None = None
     reshard_after_forward: bool | None = None
     compile: bool = False
+    account_for_embedding_in_pipeline_split: bool = False
+    account_for_loss_in_pipeline_split: bool = False
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -273,7 +279,13 @@ class Layout:
             last=self.last_stage_layers or self.decoder_last_pipeline_num_layers,
             explicit=self.pipeline_layers,
             names=(first_name, last_name),
+            slots=(self.account_for_embedding_in_pipeline_split, self.account_for_loss_in_pipeline_split),
         )
+
+    @property
+    def pipeline_slots(self) -> int:
+        """Pipeline-split slots the embedding and the loss take (0 to 2; Megatron-Core's ``account_for_*`` flags)."""
+        return self.account_for_embedding_in_pipeline_split + self.account_for_loss_in_pipeline_split
 
     def stage_layer_counts(self, num_layers: int) -> tuple[int, ...]:
         """Transformer layers on each pipeline stage, first to last, for a model of ``num_layers`` layers.
@@ -401,7 +413,7 @@ def check_layout(arch: Architecture, layout: Layout) -> None:
             t,
             code="not-divisible",
         )
-    _check_layout_parallelism(layout, layers=arch.num_layers, hidden=arch.hidden_size)
+    _check_layout_parallelism(layout, layers=arch.num_layers + layout.pipeline_slots, hidden=arch.hidden_size)
     layout.stage_layer_counts(arch.num_layers)  # raises when the given counts do not fit the model
     e = layout.ep
     if e > 1:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 from fractions import Fraction
+from itertools import accumulate, pairwise
 
 from calc.memory.activation_profiles import hf_model_terms
 from calc.memory.activation_stages import _stage_extras
@@ -228,6 +229,7 @@ def _stage_memory(
         layout.tp,
         layout.sequence_parallel,
         layout.dropout,
+        _chunk_bytes(per_layer, plan.virtual_layer_counts[k :: layout.pp]),
     )
     activations = acts.layers + acts.embedding_dropout
     logits = acts.final_norm_input + acts.output_input + acts.logits
@@ -251,6 +253,12 @@ def _stage_memory(
         num_microbatches=layout.num_microbatches or 0,
         saved_activations=activations + logits,
     )
+
+
+def _chunk_bytes(per_layer: list[int], counts: tuple[int, ...]) -> tuple[int, ...]:
+    """Bytes of each model chunk of the stage (its layers in chunk order, ``counts`` layers per chunk)."""
+    starts = (0, *accumulate(counts))
+    return tuple(sum(per_layer[a:b]) for a, b in pairwise(starts))
 
 
 def _hf_extras(arch: Architecture, layout: Layout, layer_bytes: int, in_flight: int, k: int) -> tuple[int, int]:

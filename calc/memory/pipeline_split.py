@@ -17,6 +17,14 @@ Four rules, each the one a framework uses:
   ``decoder_last_pipeline_num_layers`` (``first_stage_layers`` / ``last_stage_layers`` here) fix the first
   and last stages and share the rest evenly (Megatron-Core's ``TransformerConfig`` requires the rest to
   divide evenly);
+* **embedding and loss slots** (Megatron-Core's ``account_for_embedding_in_pipeline_split`` and
+  ``account_for_loss_in_pipeline_split``, ``get_num_layers_to_build`` in
+  ``megatron/core/transformer/transformer_block.py``): the embedding and/or the loss count as one layer each,
+  the ``L + slots`` must divide evenly over the ``p·v`` virtual stages, and the first (last) virtual stage
+  builds one layer fewer, none when each virtual stage holds one. Llama 3 405B's 126 layers on
+  ``p = 16``, ``v = 8`` come out 0 + 1×126 + 0: "the first model chunk on the first stage has only the
+  embedding, and the last model chunk on the last stage has only output projection and loss" (Dubey et al.
+  2024, Sec. 3.3.2);
 * **explicit**: ``pipeline_layers``, one count per stage, or per virtual stage when interleaved (Megatron-Core's
   ``pipeline_model_parallel_layout``, torchtitan's ``module_fqns_per_model_part``).
 
@@ -31,6 +39,8 @@ Examples:
     'uneven (torchtitan weighted): 3 + 4×14 + 2'
     >>> split_layers(32, 4)[1]
     'even: 8×4'
+    >>> split_layers(126, 128, slots=(True, True))[1]
+    'the embedding and the loss as one layer each (Megatron-LM account_for_*_in_pipeline_split): 0 + 1×126 + 0'
 """
 
 from __future__ import annotations
@@ -73,6 +83,7 @@ def check_stage_fields(layout: object) -> None:
         if layout.pipeline_layers is not None:
             raise CalcError(name, "cannot be given with pipeline_layers (which sets every stage)", value)
         put(layout, name, value)
+    _check_slots(layout)
     explicit = layout.pipeline_layers
     if explicit is not None:
         if isinstance(explicit, str) or not isinstance(explicit, (tuple, list)):
@@ -83,6 +94,24 @@ def check_stage_fields(layout: object) -> None:
             rule = f"must give one layer count per {per}"
             raise CalcError("pipeline_layers", rule, len(counts), code="not-divisible")
         put(layout, "pipeline_layers", counts)
+
+
+SLOT_FIELDS = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+"""Megatron-Core's ``TransformerConfig`` flags that count the embedding / the loss as a layer of the split."""
+
+
+def _check_slots(layout: object) -> None:
+    """The slot flags are booleans, and (as in Megatron-Core) exclusive with fixed first/last stages."""
+    for name in SLOT_FIELDS:
+        value = getattr(layout, name)
+        if not isinstance(value, bool):
+            raise CalcError(name, "must be true or false", value)
+        if not value:
+            continue
+        for other in (FIRST_FIELD, LAST_FIELD, "pipeline_layers"):
+            if getattr(layout, other) is not None:
+                rule = f"cannot be given with {other} (Megatron-Core refuses the two together)"
+                raise CalcError(name, rule, value, code="unsupported")
 
 
 def describe_counts(counts: tuple[int, ...]) -> str:
@@ -130,6 +159,7 @@ def split_layers(
     explicit: tuple[int, ...] | None = None,
     weighted: bool = False,
     names: tuple[str, str] = (FIRST_FIELD, LAST_FIELD),
+    slots: tuple[bool, bool] = (False, False),
 ) -> tuple[tuple[int, ...], str]:
     """Layers on each of ``stages`` (virtual) stages, first to last, and how they were placed.
 
@@ -141,6 +171,8 @@ def split_layers(
         explicit: One count per virtual stage (``pipeline_layers``).
         weighted: Always use torchtitan's weighted split, even where ``stages`` divides ``L``.
         names: The field names of ``first`` and ``last`` in errors and in the placement.
+        slots: Whether the embedding and the loss each count as one layer (Megatron-LM's
+            ``account_for_embedding_in_pipeline_split``, ``account_for_loss_in_pipeline_split``).
 
     Returns:
         The counts and the placement, in words.
@@ -154,6 +186,8 @@ def split_layers(
         >>> split_layers(32, 4, weighted=True)[1]
         'uneven (torchtitan weighted): 8 + 9 + 8 + 7'
     """
+    if any(slots):
+        return _slotted(num_layers, stages, *slots)
     if stages > num_layers:
         raise CalcError(
             "pp", f"× interleave must be at most the layers (layers={num_layers})", stages, code="not-divisible"
@@ -177,6 +211,27 @@ def split_layers(
         return counts, f"uneven (torchtitan weighted): {describe_counts(counts)}"
     counts = _spread(num_layers, stages)
     return counts, f"uneven (as even as it goes, the extra layers after the first stage): {describe_counts(counts)}"
+
+
+def _slotted(num_layers: int, stages: int, embedding: bool, loss: bool) -> tuple[tuple[int, ...], str]:
+    """Megatron-Core's rule with the embedding and/or loss as a layer: ``L + slots`` evenly over the stages."""
+    total = num_layers + embedding + loss
+    what = " and the loss" if embedding and loss else ("" if embedding else "the loss")
+    what = ("the embedding" + what) if embedding else what
+    if total % stages:
+        raise CalcError(
+            "pp",
+            f"× interleave must divide the layers plus {what} (account_for_*_in_pipeline_split: "
+            f"layers + {embedding + loss} = {total})",
+            stages,
+            code="not-divisible",
+        )
+    counts = [total // stages] * stages
+    counts[0] -= embedding
+    counts[-1] -= loss  # never below 0: each stage gets at least one of the L + slots >= stages
+    each = "one layer each" if embedding and loss else "one layer"
+    rule = f"{what} as {each} (Megatron-LM account_for_*_in_pipeline_split)"
+    return tuple(counts), f"{rule}: {describe_counts(tuple(counts))}"
 
 
 def _first_last(

@@ -140,6 +140,7 @@ class _Ctx:
             global_batch=self.batch, seq_len=self.s, sequence_parallel=cand.tp > 1, recompute=r,
             flash_attention=True, dropout=False, convention=self.convention, distributed_optimizer=self.dist,
             interleave=1 if for_memory else cand.v, implementation=self.impl, stack=self.stack, **self.stack_knobs,
+            **_slot_flags(cand.pp * (1 if for_memory else cand.v) > self.arch.num_layers),
         )  # fmt: skip
 
     def time(self, lay: Layout) -> StepTime:
@@ -184,9 +185,17 @@ def _micro_batches(x: _Ctx, cand: _Candidate, per_replica: int) -> list[int]:
     return out
 
 
+def _slot_flags(on: bool) -> dict[str, bool]:
+    """Megatron-Core's embedding and loss slots, on for a split of more virtual stages than layers."""
+    return {"account_for_embedding_in_pipeline_split": on, "account_for_loss_in_pipeline_split": on}
+
+
 def _interleaves(x: _Ctx, p: int, m: int) -> list[int]:
     """Model chunks per stage searched: 1 up to ``layers / pp`` (every chunk at least one layer), when the
-    micro-batches are a multiple of ``pp`` (Megatron-LM's interleaved schedule needs it)."""
+    micro-batches are a multiple of ``pp`` (Megatron-LM's interleaved schedule needs it). Under Megatron-LM, one
+    more where ``pp`` divides ``layers + 2``: one layer per virtual stage with the embedding and the loss each in a
+    slot of their own (``account_for_*_in_pipeline_split``, Llama 3 405B's 16 × 8 chunks), the only split of
+    ``pp × v`` above the layers; any smaller ``v`` the slots allow splits as the weighted rule already does."""
     if x.pins["interleave"]:
         return [x.pins["interleave"]]
     if p == 1:
@@ -194,7 +203,9 @@ def _interleaves(x: _Ctx, p: int, m: int) -> list[int]:
     if m % p:
         x.pruned["interleaving needs the micro-batches a multiple of pp"] += 1
         return [1]
-    return list(range(1, x.arch.num_layers // p + 1))
+    layers = x.arch.num_layers
+    slotted = [(layers + 2) // p] if x.stack == "megatron" and (layers + 2) % p == 0 and p * 2 <= layers + 2 else []
+    return list(range(1, layers // p + 1)) + [v for v in slotted if p * v > layers]
 
 
 def _counts(x: _Ctx, p: int, v: int) -> tuple[int, ...]:
@@ -202,7 +213,8 @@ def _counts(x: _Ctx, p: int, v: int) -> tuple[int, ...]:
     key = (p, v)
     if key not in x.splits:
         try:
-            counts = Layout(pp=p, interleave=v).stage_layer_counts(x.arch.num_layers)
+            slots = _slot_flags(p * v > x.arch.num_layers)
+            counts = Layout(pp=p, interleave=v, **slots).stage_layer_counts(x.arch.num_layers)
         except CalcError:
             counts = ()
         ok = len(counts) == p and sum(counts) == x.arch.num_layers

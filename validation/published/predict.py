@@ -168,7 +168,8 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
         else:
             kwargs = {k: extra[k] for k in _STEP_KWARGS if k in extra}
             if "network" in extra:
-                kwargs["network"] = Network(*extra["network"])
+                net = extra["network"]
+                kwargs["network"] = Network(**net) if isinstance(net, dict) else Network(*net)
             kwargs.update(_knob_kwargs(step_time, row, out))
             t = step_time(arch, layout, gpu=row["gpu"], **kwargs)
             out["measured"] = measured_step_s(row, t)

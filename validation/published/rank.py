@@ -63,7 +63,9 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
         "global_batch": lay["global_batch"],
     }
     net = row.get("predict", {}).get("network")
-    if net:
+    if isinstance(net, dict):  # the links, and the pod and its oversubscription where the row names them
+        kw |= {k: net[k] for k in ("intra", "inter", "pod_gpus", "oversubscription") if k in net}
+    elif net:
         kw["intra"], kw["inter"] = net[0], net[1]
     stack = row.get("knobs", {}).get("stack")
     if stack in STACKS:
