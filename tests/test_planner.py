@@ -193,3 +193,15 @@ def test_step_time_knobs_reach_the_plan():
     with pytest.raises(CalcError) as err:
         plan_from_fields("llama3-8b", {**fields, "oversubscription": "0.5"})
     assert err.value.field == "oversubscription"
+
+
+def test_without_gradient_accumulation_the_micro_batch_is_the_rank_batch():
+    """torchtitan before #1238 (2025-06-05): outside pipeline parallelism each rank runs its batch in one pass."""
+    kw = dict(gpus=8, seq_len=8192, global_batch=16, stack="torchtitan", tp=1, pp=1, top=5)
+    free = plan("llama3-8b", **kw)
+    whole = plan("llama3-8b", **kw, gradient_accumulation=False)
+    assert {x["micro_batch"] for x in whole["layouts"]} == {16 // whole["layouts"][0]["dp"]}
+    assert len({x["micro_batch"] for x in free["layouts"]}) > 1 or free["layouts"][0]["micro_batch"] == 1
+    assert any("no gradient accumulation" in r["reason"] for r in whole["rejected_by_reason"])
+    with pytest.raises(CalcError, match="gradient_accumulation must be true or false"):
+        plan("llama3-8b", **kw, gradient_accumulation="no")

@@ -179,3 +179,19 @@ def test_dgrad_overlap_must_be_a_bool():
 
     with pytest.raises(CalcError, match="tp_dgrad_overlap must be true or false"):
         _tp8("none", True)(tp_dgrad_overlap="yes")
+
+
+def test_fp8_leaves_the_attention_core_at_the_bf16_peak():
+    """FP8 recipes cast the linear layers only: the FlashAttention core takes as long as in bf16."""
+    import re
+
+    arch = preset("llama3-8b")
+    lay = Layout(dp=8, zero_stage=3, global_batch=8, seq_len=32768, flash_attention=True, dropout=False)
+    bf16, fp8 = (step_time(arch, lay, gpu="h100-sxm", dtype=d) for d in ("bf16", "fp8"))
+
+    def attention_ms(st):
+        return re.search(r"attention core at [^(]*\(([\d.]+) (m?s)\)", st.breakdown[0][2]).groups()
+
+    assert attention_ms(fp8) == attention_ms(bf16)
+    assert "of the bf16 989 TFLOP/s" in fp8.breakdown[0][2]
+    assert fp8.step_time_s < bf16.step_time_s  # the matmuls still run at the FP8 peak

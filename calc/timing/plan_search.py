@@ -121,6 +121,7 @@ class _Ctx:
     knobs: dict[str, Any] = field(default_factory=dict)
     stack: str = "megatron"
     stack_knobs: dict[str, Any] = field(default_factory=dict)
+    accumulate: bool = True
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
@@ -175,8 +176,12 @@ def _micro_batches(x: _Ctx, cand: _Candidate, per_replica: int) -> list[int]:
     memory floor at the most sharded state and full recomputation grows with the micro-batch)."""
     if x.pins["micro_batch"]:
         return [x.pins["micro_batch"]] if per_replica % x.pins["micro_batch"] == 0 else []
+    sizes = [d for d in _divisors(per_replica) if d <= MAX_MICRO_BATCH]
+    if not x.accumulate and cand.pp == 1:  # the framework runs the rank's batch in one pass
+        x.pruned["no gradient accumulation: the micro-batch is the rank's whole batch"] += max(0, len(sizes) - 1)
+        sizes = [per_replica]
     out = []
-    for b in (d for d in _divisors(per_replica) if d <= MAX_MICRO_BATCH):
+    for b in sizes:
         cand.mb = b
         if _memory_floor(x.arch, cand, 3, "full", x.s, x.batch, x.convention, x.dist) > x.capacity:
             x.pruned["does not fit even at ZeRO-3 with full recomputation (this micro-batch and larger)"] += 1

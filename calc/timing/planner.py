@@ -115,10 +115,14 @@ def plan(
     loss_chunk_tokens: int | None = None,
     reshard_after_forward: bool | None = None,
     compile: bool = False,
+    gradient_accumulation: bool = True,
 ) -> dict[str, Any]:
     """Search the layouts of ``model`` on ``gpus`` GPUs; return the best that fit and the best rejected.
 
-    See the module docstring for the search. Pinned arguments restrict it; ``None`` searches. The step-time
+    See the module docstring for the search. Pinned arguments restrict it; ``None`` searches.
+    ``gradient_accumulation=False`` is a framework that runs each data-parallel rank's batch as one micro-batch
+    outside pipeline parallelism (torchtitan before its gradient accumulation, pytorch/torchtitan#1238,
+    2025-06-05): without ``pp`` the micro-batch is then the whole ``global_batch / dp``. The step-time
     knobs (``matmul_efficiency`` to ``straggler_per_doubling``) are [`step_time`][calc.timing.steptime.step_time]'s;
     ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s; ``stack`` to
     ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default).
@@ -295,7 +299,14 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         },
         stack=a["stack"],
         stack_knobs=knobs,
+        accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
     )
+
+
+def _bool_arg(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise CalcError(name, "must be true or false", value)
+    return value
 
 
 PLAN_FIELDS: tuple[str, ...] = (
@@ -333,12 +344,14 @@ PLAN_FIELDS: tuple[str, ...] = (
     "loss_chunk_tokens",
     "reshard_after_forward",
     "compile",
+    "gradient_accumulation",
 )
 """The ``field=value`` inputs [`plan_from_fields`][calc.timing.planner.plan_from_fields] accepts (blank = search)."""
 
 _INT_FIELDS = {"gpus", "gpus_per_node", "nics_per_node", "seq_len", "global_batch", "dp", "tp", "pp", "cp", "ep"}
 _INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus", "loss_chunk_tokens"}
 _BOOL_FIELDS = ("allow_tp_across_nodes", "overlap_param_gather", "reshard_after_forward", "compile")
+_BOOL_FIELDS += ("gradient_accumulation",)
 _SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
 
 

@@ -213,7 +213,8 @@ def step_time(
         matmul_efficiency: Achieved share of the ``dtype`` peak in matmuls (default: the GPU generation's,
             [`matmul_efficiency_for`][calc.timing.efficiency.matmul_efficiency_for]).
         attention_efficiency: Achieved share of the peak in the FlashAttention core (default: by sequence,
-            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without it the matmuls').
+            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without it the matmuls'). The
+            core's peak is the bf16 one under ``dtype="fp8"``: FP8 training recipes cast the linear layers only.
         memory_passes: HBM passes over the stored activations for element-wise work.
         dp_bucket_params: Parameters per gradient bucket (the last one is exposed).
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
@@ -243,7 +244,10 @@ def step_time(
     net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
     eff, attn_eff = _rates(g, layout, matmul_efficiency, attention_efficiency)
     peak = g.peak_flops(dtype)
-    c = _stage_compute(arch, layout, (peak * eff, peak * attn_eff), g.hbm_bytes_per_s, memory_passes)
+    # FP8 recipes (Transformer Engine's, torchao's Float8Linear) cast the linear layers only; the attention core
+    # stays a bf16 FlashAttention kernel, so it runs against the 16-bit peak whatever ``dtype`` the matmuls use
+    attn_peak = g.peak_flops("bf16") if dtype == "fp8" else peak
+    c = _stage_compute(arch, layout, (peak * eff, attn_peak * attn_eff), g.hbm_bytes_per_s, memory_passes)
     m = layout.num_microbatches or 1
     compute = m * c.t_mb
     step = _communication(arch, layout, net, m, reshard_after_forward)
@@ -256,7 +260,8 @@ def step_time(
     busy = compute + bubble + math.fsum(s for s, _ in exposed.values())
     allowance = straggler_allowance(layout.gpus or 1, _fraction(straggler_per_doubling, "straggler_per_doubling", 0.0))
     total = busy * (1 + allowance)
-    rows = _rows(c, (m, layout.pp, layout.interleave, schedule), (eff, attn_eff, peak), compute, bubble, step, exposed)
+    rates = (eff, attn_eff, peak, attn_peak)
+    rows = _rows(c, (m, layout.pp, layout.interleave, schedule), rates, compute, bubble, step, exposed)
     if allowance:
         rows.append(("straggler and congestion", busy * allowance, _straggler_why(layout.gpus or 1, allowance)))
     flat = {k: s for k, (s, _) in exposed.items()}
@@ -281,7 +286,7 @@ def _dgrad(value: bool | None, layout: Layout) -> bool:
 def _rows(
     c: _Compute,
     sched: tuple[int, int, int, str | None],
-    rates: tuple[float, float, float],
+    rates: tuple[float, float, float, float],
     compute: float,
     bubble: float,
     step: StepComm,
@@ -289,11 +294,12 @@ def _rows(
 ) -> list[tuple[str, float, str]]:
     """The breakdown: compute, bubble and one row per collective, each with its seconds and why."""
     m, p, v, schedule = sched
-    eff, attn_eff, peak = rates
+    eff, attn_eff, peak, attn_peak = rates
+    attn_of = "" if attn_peak == peak else f" of the bf16 {attn_peak / 1e12:.0f} TFLOP/s"
     why = (
         f"{m:,} micro-batch{'' if m == 1 else 'es'} × {format_seconds(c.t_mb)} on the busiest stage "
         f"({c.layers:,} layer{'' if c.layers == 1 else 's'}): matmuls at {eff:.0%} of {peak / 1e12:.0f} TFLOP/s "
-        f"({format_seconds(c.t_flops)}), attention core at {attn_eff:.0%} ({format_seconds(c.t_attn)}), "
+        f"({format_seconds(c.t_flops)}), attention core at {attn_eff:.0%}{attn_of} ({format_seconds(c.t_attn)}), "
         f"element-wise work at HBM speed ({format_seconds(c.t_mem)})"
     )
     rows: list[tuple[str, float, str]] = [("compute", compute, why)]

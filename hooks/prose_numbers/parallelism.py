@@ -17,7 +17,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from calc import format_bytes, format_count, gpu, model_state_bytes
-from calc.memory.activations import activation_bytes_per_layer
+from calc.memory.activations import activation_bytes_per_layer, held_chunks_peak
 from calc.memory.layout import Layout, layout_memory
 from calc.models.presets import preset
 from calc.parallel.comm import bus_factor, collective_bytes_sent, collective_time_s, interconnect, step_communication
@@ -108,6 +108,27 @@ def _llama_rank_params(layers: int, *, first: bool = False, last: bool = False) 
         split += _LLAMA.lm_head_params
         replicated += _LLAMA.final_norm_params
     return -(-split // _L3_TP) + replicated
+
+
+_L3_SLOTS = {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True}
+_L3_V = (_LLAMA.num_layers + 2) // _L3_PP
+"""Llama 3's chunks per rank: one layer each, the embedding and the loss in chunks of their own (Sec. 3.3.2)."""
+
+
+def _llama_held(stage: int, m: int) -> str:
+    """Layers' worth of one micro-batch's activations that rank ``stage`` holds at its peak, Llama 3's placement."""
+    virtual = Layout(pp=_L3_PP, interleave=_L3_V, **_L3_SLOTS).virtual_stage_layer_counts(_LLAMA.num_layers)
+    return str(held_chunks_peak(_L3_PP, _L3_V, m, stage, virtual[stage::_L3_PP]))
+
+
+def _llama_8192_peak() -> str:
+    """The engine's nvidia-smi peak of Table 4's 8,192-GPU row (DP 64, m = 32) without recomputation."""
+    from calc.memory.overheads import peak_memory
+
+    lay = Layout(tp=_L3_TP, pp=_L3_PP, dp=64, zero_stage=2, interleave=_L3_V, global_batch=2048, seq_len=8192,
+                 sequence_parallel=True, flash_attention=True, dropout=False, recompute="none",
+                 **_L3_SLOTS)  # fmt: skip
+    return format_bytes(peak_memory(_LLAMA, lay, gpu="h100-sxm").nvidia_smi_bytes, digits=3)
 
 
 def _llama_heaviest() -> int:
@@ -254,6 +275,12 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "par-3d-l3-middle": lambda: format_count(_llama_rank_params(8), digits=4),
     "par-3d-l3-last": lambda: format_count(_llama_rank_params(7, last=True), digits=4),
     "par-3d-l3-uneven-first": lambda: format_count(_llama_rank_params(8, first=True), digits=4),
+    "par-3d-l3-v": lambda: str(_L3_V),
+    "par-3d-l3-held-0-m32": lambda: _llama_held(0, 32),
+    "par-3d-l3-held-1-m32": lambda: _llama_held(1, 32),
+    "par-3d-l3-held-1-m16": lambda: _llama_held(1, 16),
+    "par-3d-l3-8192-peak": _llama_8192_peak,
+    "par-3d-l3-capacity": lambda: format_bytes(gpu("h100-sxm").memory_bytes, digits=3),
     "par-3d-l3-full-state": lambda: format_bytes(model_state_bytes(_LLAMA.param_count).total),
     **{
         f"par-3d-l3-state-s{stage}": (

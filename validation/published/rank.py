@@ -73,6 +73,8 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     stages = row.get("framework", {}).get("zero_stages", ())
     if len(stages) == 1:
         kw["zero_stage"] = stages[0]
+    if row.get("framework", {}).get("gradient_accumulation") is False:
+        kw["gradient_accumulation"] = False
     return kw
 
 
