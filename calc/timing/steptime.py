@@ -213,8 +213,8 @@ def step_time(
         matmul_efficiency: Achieved share of the ``dtype`` peak in matmuls (default: the GPU generation's,
             [`matmul_efficiency_for`][calc.timing.efficiency.matmul_efficiency_for]).
         attention_efficiency: Achieved share of the peak in the FlashAttention core (default: by sequence,
-            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without it the matmuls'). The
-            core's peak is the bf16 one under ``dtype="fp8"``: FP8 training recipes cast the linear layers only.
+            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without it the matmuls'), of
+            the bf16 peak under ``dtype="fp8"`` (FP8 recipes cast the linear layers only).
         memory_passes: HBM passes over the stored activations for element-wise work.
         dp_bucket_params: Parameters per gradient bucket (the last one is exposed).
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
@@ -237,16 +237,11 @@ def step_time(
         >>> 130 < t.hardware_tflops_per_gpu < 170   # Narayanan Table 1: 148
         True
     """
-    if check:
-        check_layout(arch, layout)
-    _need_batch(layout)
+    _need_batch(layout, arch if check else None)
     g = gpu if isinstance(gpu, GPU) else gpu_preset(gpu)
     net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
     eff, attn_eff = _rates(g, layout, matmul_efficiency, attention_efficiency)
-    peak = g.peak_flops(dtype)
-    # FP8 recipes (Transformer Engine's, torchao's Float8Linear) cast the linear layers only; the attention core
-    # stays a bf16 FlashAttention kernel, so it runs against the 16-bit peak whatever ``dtype`` the matmuls use
-    attn_peak = g.peak_flops("bf16") if dtype == "fp8" else peak
+    peak, attn_peak = _peaks(g, dtype)
     c = _stage_compute(arch, layout, (peak * eff, attn_peak * attn_eff), g.hbm_bytes_per_s, memory_passes)
     m = layout.num_microbatches or 1
     compute = m * c.t_mb
@@ -260,8 +255,8 @@ def step_time(
     busy = compute + bubble + math.fsum(s for s, _ in exposed.values())
     allowance = straggler_allowance(layout.gpus or 1, _fraction(straggler_per_doubling, "straggler_per_doubling", 0.0))
     total = busy * (1 + allowance)
-    rates = (eff, attn_eff, peak, attn_peak)
-    rows = _rows(c, (m, layout.pp, layout.interleave, schedule), rates, compute, bubble, step, exposed)
+    rows = _rows(c, (m, layout.pp, layout.interleave, schedule), (eff, attn_eff, peak, attn_peak), compute,
+                 bubble, step, exposed)  # fmt: skip
     if allowance:
         rows.append(("straggler and congestion", busy * allowance, _straggler_why(layout.gpus or 1, allowance)))
     flat = {k: s for k, (s, _) in exposed.items()}
@@ -269,7 +264,10 @@ def step_time(
                    rows)  # fmt: skip
 
 
-def _need_batch(layout: Layout) -> None:
+def _need_batch(layout: Layout, arch: Architecture | None = None) -> None:
+    """Refuse a layout without a global batch; with ``arch``, check the layout against it first."""
+    if arch is not None:
+        check_layout(arch, layout)
     if layout.global_batch is None:
         raise CalcError("global_batch", "must be given to time a step (it fixes the micro-batches)", None)
 
@@ -317,6 +315,13 @@ def _rates(g: GPU, layout: Layout, matmul: float | None, attention: float | None
     if attention is not None:
         return eff, _fraction(attention, "attention_efficiency")
     return eff, attention_efficiency_for(g, layout.seq_len) if layout.flash_attention else eff
+
+
+def _peaks(g: GPU, dtype: str) -> tuple[float, float]:
+    """The matmuls' peak in ``dtype`` and the attention core's: FP8 recipes (Transformer Engine's, torchao's
+    ``Float8Linear``) cast the linear layers only, so the core stays a bf16 FlashAttention kernel at the 16-bit peak."""
+    peak = g.peak_flops(dtype)
+    return peak, g.peak_flops("bf16") if dtype == "fp8" else peak
 
 
 def _bubble_why(p: int, m: int, v: int, schedule: str | None) -> str:
