@@ -105,16 +105,22 @@ def test_the_archives_are_stored_and_hold_hash_based_pycs(built_site: Path) -> N
     for archive in (stdlib, engine):
         assert {i.compress_type for i in archive.infolist()} == {zipfile.ZIP_STORED}  # transfer compression works
     pycs = [n for n in stdlib.namelist() if n.endswith(".pyc")]
-    assert {"encodings/__init__.pyc", "json/__init__.pyc", "fractions.pyc"} <= set(pycs)
+    assert {"encodings/__init__.pyc", "json/__init__.pyc", "fractions.pyc", "lc_stdlib_fallback.pyc"} <= set(pycs)
+    stock = zipfile.ZipFile(ROOT / "node_modules" / "pyodide" / "python_stdlib.zip")
+    assert not [n for n in stdlib.namelist() if n.endswith(".py")]  # the cut: the used modules only, compiled
+    assert "json/tool.pyc" not in pycs and "json/tool.py" in stock.namelist()
+    assert len(pycs) < len([n for n in stock.namelist() if n.endswith(".py")]) / 2
     magics = {stdlib.read(n)[:4] for n in pycs}
     assert len(magics) == 1
     assert {_pyc_flags(stdlib.read(n)) for n in pycs} == {0b01}  # unchecked: no source to compare with
-    sources = [n for n in engine.namelist() if n.endswith(".py")]
-    assert "calc/widgets/__init__.py" in sources
-    assert not [n for n in engine.namelist() if "__pycache__" in n]
-    for name in sources:
-        pyc = engine.read(name + "c")  # beside its source: the layout zipimport reads
-        assert pyc[:4] in magics and _pyc_flags(pyc) == 0b11  # checked: an edited source is recompiled
+    members = engine.namelist()
+    assert "calc/widgets/__init__.pyc" in members
+    assert not [n for n in members if "__pycache__" in n or not n.endswith(".pyc")]  # sourceless
+    sources = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "calc").rglob("*.py"))
+    assert sorted(n[:-1] for n in members) == sources  # one .pyc per engine module
+    for name in members:
+        pyc = engine.read(name)
+        assert pyc[:4] in magics and _pyc_flags(pyc) == 0b01  # unchecked: no source to compare with
 
 
 # Under the pinned Pyodide ------------------------------------------------------------------------
@@ -130,8 +136,44 @@ def test_the_precompiled_runtime_gives_the_same_results_as_cpython() -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "FETCHES 0" in proc.stdout.splitlines()  # the cut stdlib holds everything the engine imports
     line = next(x for x in proc.stdout.splitlines() if x.startswith("CASES "))
     assert json.loads(line.removeprefix("CASES ")) == json.loads(json.dumps(pyodide_cases.run_cases(), sort_keys=True))
+
+
+FALLBACK = """
+import json, sys
+import lc_stdlib_fallback as fb
+out = {"before": list(fb.misses)}
+try:
+    import no_such_module_anywhere
+except ImportError:
+    out["unknown"] = "ImportError"
+import json.tool, xml.dom.minidom, email.mime.text
+out["cp1252"] = "\u00e9".encode("cp1252").hex()
+out["misses"] = fb.misses
+out["json_tool"] = json.tool.__file__
+json.dumps(out)
+"""
+
+
+@pytest.mark.pyodide
+def test_an_import_the_cut_stdlib_misses_fetches_the_stock_one_once() -> None:
+    """Issue 20 Build 1: the site ships only the used stdlib modules; any other stdlib import still works. A
+    submodule of a package the cut holds in part (``json.tool``), a package it lacks (``xml``), a codec
+    (``cp1252``) and a package's submodules (``email.mime``) all import, from one fetch of the stock archive; a
+    name outside the stdlib is an ``ImportError`` that fetches nothing."""
+    built = build_runtime.compiled(ROOT / "node_modules" / "pyodide")
+    stdlib = str(built / build_runtime.COMPILED_STDLIB)
+    before = run_captured(["node", "tests/pyodide/run.mjs", "python", stdlib, "import x_not_here"], timeout=600)
+    assert before.returncode != 0 and "FETCHES 0" in before.stdout, before.stdout[-2000:]
+    proc = run_captured(["node", "tests/pyodide/run.mjs", "python", stdlib, FALLBACK], timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("RESULT ")).removeprefix("RESULT "))
+    assert "FETCHES 1" in proc.stdout.splitlines()
+    assert out["before"] == [] and out["unknown"] == "ImportError" and out["cp1252"] == "e9"
+    assert {"json.tool", "encodings.cp1252"} <= set(out["misses"])
+    assert out["json_tool"].startswith("/lib/python_stdlib_full.zip/")
 
 
 @pytest.mark.pyodide

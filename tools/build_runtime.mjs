@@ -2,8 +2,9 @@
 // bytecode carries exactly the magic number the browser's interpreter expects.
 //   node tools/build_runtime.mjs OUT_DIR [ENGINE_ROOT] [--all]
 // writes OUT_DIR/python_stdlib.pyc.zip and OUT_DIR/calc.zip (the `calc` package under ENGINE_ROOT, default the
-// repository) and prints one line of JSON (the summary). The stdlib modules the worker uses (tools/pyc_used.py)
-// are compiled, the rest stay sources; --all compiles every module. Any failure exits non-zero.
+// repository) and prints one line of JSON (the summary). The stdlib archive holds the modules the worker uses
+// (tools/pyc_used.py), compiled, and tools/lc_stdlib_fallback.py, which fetches the stock archive when an import
+// misses them; --all compiles every module instead. Any failure exits non-zero.
 import { mkdirSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,5 +35,7 @@ const prefix = py.runPython("import sys; f'/lib/python{sys.version_info[0]}{sys.
 // First what the worker uses (before the compiler's own imports load more of the stdlib), then compile.
 const used = all ? undefined : py.pyimport("pyc_used").used_stdlib("/engine", prefix);
 const main = py.pyimport("pyc_compile").main;
-const summary = main(`/repo/${path.relative(root, stock)}`, "/engine", "/out", used);
+// The used modules only, plus the finder that fetches the rest of the stock stdlib on a miss (lc_stdlib_fallback).
+const fallback = all ? undefined : "/repo/tools/lc_stdlib_fallback.py";
+const summary = main(`/repo/${path.relative(root, stock)}`, "/engine", "/out", used, fallback);
 process.stdout.write(JSON.stringify(summary.toJs({ dict_converter: Object.fromEntries })) + "\n");

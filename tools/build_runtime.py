@@ -3,10 +3,11 @@
 Called by ``hooks/lc_build.py`` after the build. It writes
 
 * ``assets/runtime/<hash>/``: ``pyodide.mjs``, ``pyodide.asm.mjs``, ``pyodide.asm.wasm``, the stock
-  ``python_stdlib.zip`` (the fallback) and ``python_stdlib.pyc.zip`` (the used modules as ``.pyc``);
+  ``python_stdlib.zip`` (the fallback) and ``python_stdlib.pyc.zip`` (only the used modules, as ``.pyc``, and
+  ``tools/lc_stdlib_fallback.py``, which fetches the stock archive when an import misses them);
   ``<hash>`` is [`RUNTIME_HASH_CHARS`][] hex digits of the SHA-256 of those files, so a server may send them
   as ``Cache-Control: immutable`` (the URL changes whenever a byte does);
-* ``assets/calc/calc.zip``: the engine's sources plus checked ``.pyc`` (fetched with ``cache: "no-cache"``);
+* ``assets/calc/calc.zip``: the engine as ``.pyc`` without docstrings (fetched with ``cache: "no-cache"``);
 * the worker ``assets/javascripts/calc-worker.mjs`` with the runtime folder and the lock file's ``info``
   filled in (the worker loads no packages, so the 119 kB ``pyodide-lock.json`` is not shipped at all).
 
@@ -34,7 +35,7 @@ RUNTIME_HASH_CHARS = 16
 WORKER = "assets/javascripts/calc-worker.mjs"
 PLACEHOLDERS = ("__LC_RUNTIME__", '"__LC_LOCK_INFO__"')
 """Tokens in ``calc-worker.mjs`` that [`write_runtime`][] replaces; each must occur exactly once."""
-_TOOLS = ("build_runtime.mjs", "pyc_compile.py", "pyc_used.py")
+_TOOLS = ("build_runtime.mjs", "pyc_compile.py", "pyc_used.py", "lc_stdlib_fallback.py")
 
 
 def _engine_sources(root: Path) -> dict[str, bytes]:

@@ -43,7 +43,7 @@ def used_stdlib(engine_root: str, prefix: str, package: str = "calc") -> list[st
     root = Path(engine_root)
     engine, stdlib = _engine_imports(root, package)
     sys.path.insert(0, str(root))
-    for name in (*EXTRA, *stdlib, *engine):
+    for name in (*EXTRA, *stdlib, *engine, "lc_stdlib_fallback"):  # the fallback finder's own imports too
         importlib.import_module(name)
     widgets = importlib.import_module(f"{package}.widgets")
     for name in sorted(widgets.calculators()):

@@ -2,6 +2,9 @@
 //   node tests/pyodide/run.mjs cases ENGINE_ZIP [STDLIB_ZIP] -> prints JSON of tests/pyodide_cases.run_cases()
 //        (STDLIB_ZIP: boot with that standard library, e.g. the site's precompiled one, instead of the stock one)
 //   node tests/pyodide/run.mjs pytest SITE_PACKAGES [pytest args...] -> runs the engine test suite
+//   node tests/pyodide/run.mjs python STDLIB_ZIP CODE -> boots with that stdlib, then prints RESULT + the value of CODE
+// A cut stdlib (tools/lc_stdlib_fallback.py inside) gets its fallback installed as the worker installs it, with a
+// synchronous fetch that reads node_modules/pyodide/python_stdlib.zip and counts its calls (FETCHES in the output).
 // The repository is mounted read-only-in-spirit at /repo; the engine comes from the shipped zip
 // (cases, imported from the archive with zipimport, as the browser worker does) or the working tree (pytest).
 import { readFileSync } from "node:fs";
@@ -11,11 +14,22 @@ import { loadPyodide } from "pyodide";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const [mode, arg, ...rest] = process.argv.slice(2);
-const stdLibURL = mode === "cases" && rest[0] ? path.resolve(rest[0]) : undefined;
+const stdlibArg = mode === "cases" ? rest[0] : mode === "python" ? arg : undefined;
+const stdLibURL = stdlibArg ? path.resolve(stdlibArg) : undefined;
 const py = await loadPyodide({ stdLibURL, stdout: (s) => process.stdout.write(s + "\n"), stderr: (s) => process.stderr.write(s + "\n") });
 py.FS.mkdirTree("/repo");
 py.FS.mount(py.FS.filesystems.NODEFS, { root }, "/repo");
 py.runPython("import sys; sys.dont_write_bytecode = True");
+let fetches = 0;
+if (stdLibURL && py.runPython("import importlib.util; importlib.util.find_spec('lc_stdlib_fallback') is not None")) {
+  const stock = path.join(root, "node_modules", "pyodide", "python_stdlib.zip");
+  const fetchSync = () => {
+    fetches += 1;
+    return new Uint8Array(readFileSync(stock));
+  };
+  py.pyimport("lc_stdlib_fallback").install("python_stdlib.zip", fetchSync);
+}
+process.on("exit", () => process.stdout.write(`FETCHES ${fetches}\n`));
 
 if (mode === "cases") {
   // As the browser worker does: the archive itself on sys.path (zipimport), nothing unpacked.
@@ -30,7 +44,9 @@ if (mode === "cases") {
   py.globals.set("pytest_args", py.toPy(rest));
   const code = py.runPython("import pytest; pytest.main(list(pytest_args))");
   process.exit(Number(code));
+} else if (mode === "python") {
+  process.stdout.write("RESULT " + py.runPython(rest[0]) + "\n");
 } else {
-  console.error("usage: run.mjs cases ENGINE_ZIP | pytest SITE_PACKAGES [args]");
+  console.error("usage: run.mjs cases ENGINE_ZIP [STDLIB_ZIP] | pytest SITE_PACKAGES [args] | python STDLIB_ZIP CODE");
   process.exit(2);
 }

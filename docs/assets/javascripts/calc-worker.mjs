@@ -16,7 +16,9 @@
 //                                                    not a CalcError): this worker is useless now
 //
 // Boot: the runtime, the precompiled stdlib and the engine are fetched at once (see below); a missing
-// precompiled stdlib falls back to Pyodide's stock one. The engine is imported from its archive (zipimport).
+// precompiled stdlib falls back to Pyodide's stock one. The precompiled one holds only the modules the worker uses;
+// an import that misses them fetches the stock one then (tools/lc_stdlib_fallback.py). The engine is imported from
+// its archive (zipimport).
 //
 // Requests are queued, not computed on arrival: after each render the worker yields to its event
 // loop so messages sent meanwhile arrive, and only the newest request per calculator is computed.
@@ -38,9 +40,11 @@ const ENGINE = "/home/pyodide/calc.zip"; // tools/pyc_compile.py's ENGINE_ROOT: 
 // Everything the boot needs is requested now, in parallel, before Pyodide's own module has loaded:
 // the engine archive and the standard library (precompiled .pyc; the stock sources if that is missing).
 const engineArchive = realFetch(new URL("calc/calc.zip", assets), { cache: "no-cache" });
+let stdlibIsCut = false; // the precompiled archive holds only the used modules, and the fallback finder
 const stdlibResponse = (async () => {
   try {
     const response = await realFetch(compiledStdlib);
+    stdlibIsCut = response.ok;
     if (response.ok) return response;
   } catch {
     // unreachable or refused: the stock stdlib below still boots, only slower
@@ -94,10 +98,16 @@ async function boot() {
     Object.assign(WebAssembly, realWasm);
   }
   mark("loadPyodide");
+  if (stdlibIsCut) {
+    // The rest of the stdlib comes on the first import that needs it (tools/lc_stdlib_fallback.py).
+    const fallback = pyodide.pyimport("lc_stdlib_fallback");
+    fallback.install(stockStdlib, fetchSync);
+    fallback.destroy();
+  }
   const response = await engineArchive;
   if (!response.ok) throw new Error(`engine archive: HTTP ${response.status}`);
-  // The archive goes on sys.path as it is: zipimport reads each module's checked .pyc (beside its source, see
-  // tools/pyc_compile.py) when it is first imported; nothing is unpacked, and a page imports only what it renders.
+  // The archive goes on sys.path as it is: zipimport reads each module's .pyc (sourceless, see tools/pyc_compile.py)
+  // when it is first imported; nothing is unpacked, and a page imports only what it renders.
   pyodide.FS.writeFile(ENGINE, new Uint8Array(await response.arrayBuffer()));
   mark("engineMounted");
   const sys = pyodide.pyimport("sys");
@@ -106,6 +116,16 @@ async function boot() {
   const widgets = pyodide.pyimport("calc.widgets");
   mark("widgetsImported");
   return { pyodide, widgets };
+}
+
+// A synchronous fetch, which a worker may make: the import that missed the cut stdlib waits for the stock archive.
+function fetchSync(url) {
+  const request = new XMLHttpRequest();
+  request.open("GET", url, false);
+  request.responseType = "arraybuffer";
+  request.send();
+  if (request.status !== 200) throw new Error(`${url}: HTTP ${request.status}`);
+  return new Uint8Array(request.response);
 }
 
 const messageOf = (err) => String(err && err.message ? err.message : err);
