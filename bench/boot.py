@@ -150,12 +150,24 @@ _RECOMPUTE_JS = """async ({ name, field, values, n, inPlace }) => {
   const control = root.querySelector(`[name="${field}"]`);
   const kind = control.tagName === 'SELECT' || control.type === 'checkbox' ? 'change' : 'input';
   const times = [];
+  // An edit that leaves the inputs as they are asks nothing of the engine (calc.mjs answers it from what it shows),
+  // so the values start with one that differs from the field's current value.
+  const current = control.type === 'checkbox' ? (control.checked ? '1' : '0') : control.value;
+  const start = values[0] === current ? 1 : 0;
   for (let i = 0; i < n; i++) {
-    const value = values[i % values.length];
-    const answered = new Promise((resolve) => {
+    const value = values[(i + start) % values.length];
+    const answered = new Promise((resolve, reject) => {
       const mo = new MutationObserver(() => {
-        if (root.dataset.answered === root.dataset.seq) { mo.disconnect(); resolve(performance.now()); }
+        if (root.dataset.answered !== root.dataset.seq) return;
+        mo.disconnect();
+        clearTimeout(late);
+        resolve(performance.now());
       });
+      const late = setTimeout(() => {
+        mo.disconnect();
+        const at = `seq ${root.dataset.seq}, answered ${root.dataset.answered}`;
+        reject(new Error(`${name}: no answer to ${field}=${value} (${at})`));
+      }, 60000);
       mo.observe(root, { attributes: true, attributeFilter: ['data-answered'] });
     });
     if (control.type === 'checkbox') control.checked = value === '1'; else control.value = value;

@@ -19,6 +19,25 @@ CALCULATORS_SETTLED = """() => [...document.querySelectorAll('[data-calc]')].eve
   el.dataset.state === 'ready' && !el.querySelector('[data-results]').dataset.stale)"""
 
 
+REVEAL_CHARTS = """async () => {
+  const done = f => f.dataset.chartNear !== undefined || f.dataset.chartState === 'live' || !f.isConnected;
+  for (const f of document.querySelectorAll('[data-chart]')) {
+    if (done(f) || !f.getClientRects().length) continue;
+    f.scrollIntoView({block: 'center'});
+    await new Promise(resolve => { const seen = () => done(f) ? resolve() : requestAnimationFrame(seen); seen(); });
+  }
+  window.scrollTo(0, 0);
+}"""
+"""Scroll each visible chart not yet drawn into view in turn, waiting for its ``data-chart-near`` signal (charts.mjs
+draws a chart live only once it has come near the viewport; a chart patched in place may carry its live drawing
+over without it), then back to the top."""
+
+
+def reveal_charts(page) -> None:
+    """Bring every visible chart near the viewport once, so each is drawn live (``REVEAL_CHARTS``)."""
+    page.evaluate(REVEAL_CHARTS)
+
+
 def wait_calculators(page) -> int:
     """Wait until every calculator on the page is live and showing numbers for its inputs; return how many."""
     page.wait_for_function(CALCULATORS_SETTLED, timeout=READY_TIMEOUT_MS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from browser_helpers import wait_calculators
+from browser_helpers import reveal_charts, wait_calculators
 from calc import format_bytes, model_state_bytes
 from calc.guide.charts import THEMES
 from conftest import READY_TIMEOUT_MS, visit, wait_settled
@@ -41,6 +41,7 @@ TEXT_FILLS = (
 
 
 def _wait_all_live(page, scheme: str = "default") -> None:
+    reveal_charts(page)  # a chart is drawn live once it has come near the viewport
     try:
         page.wait_for_function(ALL_LIVE, arg=scheme, timeout=READY_TIMEOUT_MS)
     except PlaywrightTimeout:

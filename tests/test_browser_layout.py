@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from browser_helpers import wait_calculators
+from browser_helpers import reveal_charts, wait_calculators
 from conftest import READY_TIMEOUT_MS, Watch, visit, wait_settled
 from test_browser_runtime import INSTRUMENT
 
@@ -83,6 +83,7 @@ def test_key_outputs_charts_and_targets_fit(browser, site_url, site_pages, devic
     for path in _pages_with_every_calculator(site_pages):
         visit(page, site_url, path)
         wait_calculators(page)
+        reveal_charts(page)  # charts are drawn live once near the viewport
         page.wait_for_function(ALL_CHARTS_LIVE, timeout=READY_TIMEOUT_MS)
         for root in page.locator("[data-calc]").all():
             if found := root.evaluate(OFF_SCREEN):

@@ -290,14 +290,17 @@ def render(name, inputs=None):  # test-only sabotage, served in place of the sit
 
 
 def sabotaged_zip(built_site: Path) -> bytes:
+    """The site's engine archive with ``calc/widgets/__init__`` as sabotaged source in place of its ``.pyc`` (the
+    archive is sourceless; zipimport compiles a source it finds without a ``.pyc``)."""
     source = zipfile.ZipFile(built_site / "assets" / "calc" / "calc.zip")
+    widgets = "calc/widgets/__init__.py"
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as target:
         for info in source.infolist():
-            data = source.read(info)
-            if info.filename.endswith("calc/widgets/__init__.py"):
-                data += SABOTAGE.encode()
-            target.writestr(info, data)
+            if info.filename != widgets + "c":
+                target.writestr(info, source.read(info))
+        sabotaged = (Path(__file__).resolve().parent.parent / widgets).read_text(encoding="utf-8") + SABOTAGE
+        target.writestr(widgets, sabotaged)
     return out.getvalue()
 
 

@@ -10,11 +10,14 @@
 // The site's policy forbids eval: specs are parsed to an AST and run by vega-interpreter
 // (`ast: true`); vega-embed's own style sheet and tooltip (which inject <style>) are off.
 //
+// A chart is drawn live only when it comes near the viewport (see `drawable`): tests scroll it into view first.
+//
 // Signals on each [data-chart] (tests wait on these, never on time):
-//   data-chart-state   prerendered (build) | pending (no SVG yet) | live | error
+//   data-chart-state   prerendered (build) | pending (no SVG yet, or one of older inputs) | live | error
 //   data-chart-scheme  the palette of the live rendering ("default" or "slate")
 //   data-chart-rendered  a fingerprint of the palette and spec the live rendering shows
 //   data-chart-renders how many live renderings this element has had (a reused one counts)
+//   data-chart-near    present once the chart has come near the viewport (it may be drawn from then on)
 
 const VEGA = new URL("../vega/", import.meta.url);
 
@@ -181,8 +184,41 @@ function show(figure, holder, key) {
   delete figure.dataset.chartError;
 }
 
+// A chart is drawn live only once it comes near the viewport (issue 20): Vega, a quarter of the page's scripts, is
+// loaded when the reader scrolls to the first chart, not while Pyodide boots, and a chart off screen is not redrawn
+// on every keystroke. Until then it shows its pre-rendered SVG; one whose numbers changed meanwhile is marked
+// `pending` (the SVG is of older inputs) and is drawn when it comes near.
+const NEAR = "50% 0px"; // half a viewport above and below counts as near
+const near = new WeakSet();
+const firstSpec = new WeakMap(); // figure -> the spec its pre-rendered SVG shows
+const watcher =
+  typeof IntersectionObserver === "function"
+    ? new IntersectionObserver(
+        (entries) => {
+          for (const entry of entries) {
+            if (!entry.isIntersecting) continue;
+            near.add(entry.target);
+            entry.target.dataset.chartNear = ""; // the signal tests wait on after scrolling a chart into view
+            watcher.unobserve(entry.target);
+            render(entry.target);
+          }
+        },
+        { rootMargin: NEAR },
+      )
+    : null;
+
+/** Whether `figure` may be drawn now; if not, it is watched, and marked pending when what it shows is stale. */
+function drawable(figure) {
+  if (!watcher || near.has(figure)) return true;
+  if (!firstSpec.has(figure)) firstSpec.set(figure, figure.dataset.chartSpec);
+  watcher.observe(figure); // observing a figure twice is a no-op
+  const stale = figure.dataset.chartState === "live" || firstSpec.get(figure) !== figure.dataset.chartSpec;
+  if (stale && figure.dataset.chartState !== "pending") figure.dataset.chartState = "pending";
+  return false;
+}
+
 async function render(figure) {
-  if (!figure.isConnected || current(figure)) return;
+  if (!figure.isConnected || current(figure) || !drawable(figure)) return;
   const key = keyOf(figure);
   if (figure.dataset.chartFailed === fingerprint(key)) return; // tried: the pre-rendered SVG or the table stays
   const cached = made.get(key);
