@@ -141,7 +141,7 @@ class _Ctx:
             global_batch=self.batch, seq_len=self.s, sequence_parallel=cand.tp > 1, recompute=r,
             flash_attention=True, dropout=False, convention=self.convention, distributed_optimizer=self.dist,
             interleave=1 if for_memory else cand.v, implementation=self.impl, stack=self.stack, **self.stack_knobs,
-            **_slot_flags(cand.pp * (1 if for_memory else cand.v) > self.arch.num_layers),
+            **_slot_flags(self.stack == "megatron" and cand.pp * (1 if for_memory else cand.v) > self.arch.num_layers),
         )  # fmt: skip
 
     def time(self, lay: Layout) -> StepTime:
