@@ -913,7 +913,8 @@ def test_embedding_and_loss_slots(layers, kw, virtual, placement):
     assert sum(virtual) == layers
     assert layout.virtual_stage_layer_counts(layers) == virtual
     assert layout.placement(layers).startswith(placement)
-    check_layout(preset("llama3.1-405b"), Layout(**{**kw, "tp": 8})) if layers == 126 else None
+    if layers == 126:  # the model's own check takes the slots into the layer count
+        check_layout(preset("llama3.1-405b"), Layout(**{**kw, "tp": 8}))
 
 
 @pytest.mark.parametrize(

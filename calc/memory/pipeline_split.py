@@ -46,6 +46,7 @@ Examples:
 from __future__ import annotations
 
 from calc.errors import CalcError
+from calc.memory.layout_rules import _bool
 from calc.units import parse_positive_int
 
 __all__ = ["describe_counts", "split_layers"]
@@ -103,15 +104,12 @@ SLOT_FIELDS = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_p
 def _check_slots(layout: object) -> None:
     """The slot flags are booleans, and (as in Megatron-Core) exclusive with fixed first/last stages."""
     for name in SLOT_FIELDS:
-        value = getattr(layout, name)
-        if not isinstance(value, bool):
-            raise CalcError(name, "must be true or false", value)
-        if not value:
+        if not _bool(getattr(layout, name), name):
             continue
         for other in (FIRST_FIELD, LAST_FIELD, "pipeline_layers"):
             if getattr(layout, other) is not None:
                 rule = f"cannot be given with {other} (Megatron-Core refuses the two together)"
-                raise CalcError(name, rule, value, code="unsupported")
+                raise CalcError(name, rule, True, code="unsupported")
 
 
 def describe_counts(counts: tuple[int, ...]) -> str:
