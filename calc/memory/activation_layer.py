@@ -191,7 +191,7 @@ class LayerActivations:
             >>> layer_activations(2048, 1, 12288, 96, tp=8).total / 2**20
             552.0
         """
-        return sum(getattr(self, f.name) for f in fields(self))
+        return sum(getattr(self, name) for name in _LAYER_PARTS)
 
     @property
     def attention_core(self) -> int:
@@ -220,6 +220,10 @@ class LayerActivations:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["total"] = self.total
         return out
+
+
+_LAYER_PARTS: tuple[str, ...] = tuple(f.name for f in fields(LayerActivations))
+"""The stored-tensor fields of [`LayerActivations`][calc.memory.activation_layer.LayerActivations], in order."""
 
 
 def layer_activations(

@@ -14,6 +14,8 @@ Examples:
 
 from __future__ import annotations
 
+import functools
+
 
 class _ParamCounts:
     """Parameter counts by component: the base of [`Architecture`][calc.models.architecture.Architecture].
@@ -35,7 +37,7 @@ class _ParamCounts:
             return 2 * h * width + ((width + h) if bias else 0)
         return 3 * h * width + ((2 * width + h) if bias else 0)
 
-    @property
+    @functools.cached_property
     def embedding_params(self) -> int:
         """Input embedding parameters: the token table plus learned position embeddings.
 
@@ -50,7 +52,7 @@ class _ParamCounts:
         positions = self.max_position_embeddings * self.hidden_size if self.position == "learned" else 0
         return self.vocab_size * self.hidden_size + positions
 
-    @property
+    @functools.cached_property
     def lm_head_params(self) -> int:
         """Output projection parameters: ``vocab_size x hidden_size`` when untied, 0 when tied.
 
@@ -61,7 +63,7 @@ class _ParamCounts:
         """
         return 0 if self.tied_embeddings else self.vocab_size * self.hidden_size
 
-    @property
+    @functools.cached_property
     def attention_params_per_layer(self) -> int:
         """Attention projection parameters of one layer, biases (and GPT-OSS's per-head sinks) included, norms excluded.
 
@@ -96,7 +98,7 @@ class _ParamCounts:
         biases = (q_width + kv_width if self.qkv_bias else 0) + (h if self.attn_out_bias else 0)
         return weights + biases + (nh if self.attention_sinks else 0)
 
-    @property
+    @functools.cached_property
     def norm_params_per_layer(self) -> int:
         """Norm parameters inside one layer: the two pre-norms (four under Gemma's sandwich norm), q/k norms and
         latent norms.
@@ -115,7 +117,7 @@ class _ParamCounts:
             total += self._norm(self.kv_lora_rank) + (self._norm(self.q_lora_rank) if self.q_lora_rank else 0)
         return total
 
-    @property
+    @functools.cached_property
     def dense_mlp_params(self) -> int:
         """Parameters of one dense MLP (``intermediate_size`` wide), biases included.
 
@@ -126,7 +128,7 @@ class _ParamCounts:
         """
         return self._mlp(self.intermediate_size, self.mlp_bias)
 
-    @property
+    @functools.cached_property
     def params_per_expert(self) -> int:
         """Parameters of one routed (or shared) expert MLP, ``moe_intermediate_size`` wide; 0 when dense.
 
@@ -137,7 +139,7 @@ class _ParamCounts:
         """
         return self._mlp(self.moe_intermediate_size, self.expert_bias) if self.num_experts else 0
 
-    @property
+    @functools.cached_property
     def expert_params_per_layer(self) -> int:
         """Parameters of all routed experts of one MoE layer (0 when dense).
 
@@ -148,7 +150,7 @@ class _ParamCounts:
         """
         return self.num_experts * self.params_per_expert
 
-    @property
+    @functools.cached_property
     def shared_expert_params_per_layer(self) -> int:
         """Parameters of the shared experts of one MoE layer.
 
@@ -159,7 +161,7 @@ class _ParamCounts:
         """
         return self.num_shared_experts * self.params_per_expert
 
-    @property
+    @functools.cached_property
     def router_params_per_layer(self) -> int:
         """Router (gate) parameters of one MoE layer: ``h x E``, plus ``E`` with a router bias.
 
@@ -196,7 +198,7 @@ class _ParamCounts:
         fixed = self.attention_params_per_layer + self.norm_params_per_layer
         return [fixed + self.mlp_params_per_layer(i) for i in range(self.num_layers)]
 
-    @property
+    @functools.cached_property
     def final_norm_params(self) -> int:
         """Parameters of the norm after the last block.
 
@@ -209,7 +211,7 @@ class _ParamCounts:
 
     # ----------------------------------------------------------------- totals
 
-    @property
+    @functools.cached_property
     def param_count(self) -> int:
         """Total parameters, counting a tied embedding/head matrix once (as ``model.parameters()`` does).
 
@@ -220,7 +222,7 @@ class _ParamCounts:
         """
         return sum(self.params_by_kind().values())
 
-    @property
+    @functools.cached_property
     def active_param_count(self) -> int:
         """Parameters used for one token: everything except the routed experts a token skips.
 
@@ -238,7 +240,7 @@ class _ParamCounts:
         idle = (self.num_experts - self.experts_per_token) * self.params_per_expert
         return self.param_count - self.num_moe_layers * idle
 
-    @property
+    @functools.cached_property
     def non_embedding_param_count(self) -> int:
         """Parameters outside the embedding tables and the output head (Kaplan et al. 2020's N).
 

@@ -41,6 +41,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -279,7 +280,7 @@ class Architecture(_ParamCounts):
 
     # ----------------------------------------------------------------- shape predicates
 
-    @property
+    @functools.cached_property
     def is_moe(self) -> bool:
         """Whether any layer is a mixture-of-experts layer.
 
@@ -290,7 +291,7 @@ class Architecture(_ParamCounts):
         """
         return self.num_moe_layers > 0
 
-    @property
+    @functools.cached_property
     def uses_mla(self) -> bool:
         """Whether attention is DeepSeek's multi-head latent attention (``kv_lora_rank > 0``).
 
@@ -320,7 +321,7 @@ class Architecture(_ParamCounts):
             and i not in self.mlp_only_layers
         )
 
-    @property
+    @functools.cached_property
     def num_moe_layers(self) -> int:
         """Number of mixture-of-experts layers.
 

@@ -119,7 +119,7 @@ def collective_bytes_sent(collective: str, size_bytes: int, n: int) -> int:
     size = _size(size_bytes)
     if n == 1:
         return 0
-    return math.ceil(factor * size)
+    return -(-factor.numerator * size // factor.denominator)  # ceil, in integers
 
 
 def _size(size_bytes: object) -> int:

@@ -301,17 +301,17 @@ class _Outcome:
 def _try_state(x: _Ctx, cand: _Candidate, z: int, r: str, row: dict[str, Any], out: _Outcome) -> bool:
     """Evaluate ``cand`` at ZeRO ``z`` and recomputation ``r``; ``True`` when it fits (the state is kept)."""
     twin = out.twin
+    floor = _memory_floor(x.arch, cand, z, r, x.s, x.batch, x.convention, x.dist)
+    if floor > x.capacity:  # sized before the layout is built: most states of a large model stop here
+        if out.least is None or floor < out.least[2]:
+            out.least = (z, r, floor)
+        return False  # what the GPU must hold at the least already overflows
     try:
         mem = x.layout(cand, z, r, for_memory=twin)
         check_layout(x.arch, mem)
     except CalcError as err:
         out.invalid(row, z, r, err, cand.bound)
         return False
-    floor = _memory_floor(x.arch, cand, z, r, x.s, x.batch, x.convention, x.dist)
-    if floor > x.capacity:
-        if out.least is None or floor < out.least[2]:
-            out.least = (z, r, floor)
-        return False  # what the GPU must hold at the least already overflows
     lay = x.layout(cand, z, r) if twin else mem
     st = x.time(lay)
     if st.step_time_s >= out.cutoff:  # this state, and every slower one after it, cannot enter the top
