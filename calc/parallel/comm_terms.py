@@ -7,6 +7,7 @@ pipeline), for [`step_communication`][calc.parallel.comm.step_communication]: it
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -168,23 +169,36 @@ def _parse_step(a: dict[str, Any]) -> _Step:
         e=e,
         ge=e if ge is None else parse_positive_int(ge, "grad_bytes_per_element"),
         gpn=parse_positive_int(a["gpus_per_node"], "gpus_per_node"),
-        net=Network(
-            interconnect(a["intra"]),
-            interconnect(a["inter"]),
-            gpus_per_node=a["gpus_per_node"],
-            nics_per_node=a["nics_per_node"],
-            intra_efficiency=a["intra_efficiency"],
-            inter_efficiency=a["inter_efficiency"],
-            latency=_flag(a["latency"], "latency"),
-            pod_gpus=a["pod_gpus"],
-            oversubscription=a["oversubscription"],
-        ),
+        net=_network(tuple(a[k] for k in _NETWORK_KEYS)),
         st_params=st_params,
         x_params=x_params,
         n_moe=n_moe,
         kvd=2 * h if a["kv_dims"] is None else parse_positive_int(a["kv_dims"], "kv_dims"),
         moe_tokens=None if moe_tokens is None else parse_positive_int(moe_tokens, "moe_tokens"),
     )
+
+
+_NETWORK_KEYS = ("intra", "inter", "gpus_per_node", "nics_per_node", "intra_efficiency", "inter_efficiency", "latency",
+                 "pod_gpus", "oversubscription")  # fmt: skip
+
+
+def _network(values: tuple[Any, ...]) -> Network:
+    """The [`Network`][calc.parallel.comm.Network] of ``step_communication``'s link arguments (``_NETWORK_KEYS``),
+    memoized where they hash: a plan times thousands of layouts on one network."""
+    try:
+        return _network_cached(values)
+    except TypeError:  # an unhashable argument: built (and refused) the plain way
+        return _build_network(values)
+
+
+def _build_network(values: tuple[Any, ...]) -> Network:
+    intra, inter, gpn, nics, intra_eff, inter_eff, latency, pod, over = values
+    return Network(interconnect(intra), interconnect(inter), gpus_per_node=gpn, nics_per_node=nics,
+                   intra_efficiency=intra_eff, inter_efficiency=inter_eff, latency=_flag(latency, "latency"),
+                   pod_gpus=pod, oversubscription=over)  # fmt: skip
+
+
+_network_cached = functools.lru_cache(maxsize=64)(_build_network)
 
 
 class _Terms:

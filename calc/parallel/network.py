@@ -147,6 +147,13 @@ def group_placement(stride: int, size: int, gpus_per_node: int) -> Placement:
     s = parse_positive_int(stride, "stride")
     n = parse_positive_int(size, "size")
     g = parse_positive_int(gpus_per_node, "gpus_per_node")
+    return _placement(s, n, g)
+
+
+@functools.lru_cache(maxsize=4096)
+def _placement(s: int, n: int, g: int) -> Placement:
+    """[`group_placement`][calc.parallel.network.group_placement] of parsed degrees, memoized (a plan places the
+    same few groups thousands of times)."""
     nodes = (n - 1) * s // g + 1
     span = (n - 1) * s + 1
     if nodes == 1:
