@@ -39,8 +39,7 @@ Examples:
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
 
 _NAMES: dict[str, str] = {
@@ -212,12 +211,16 @@ MOVED_MODULES: dict[str, str] = {
 """The flat module names of earlier releases and the module each is now an alias of."""
 
 
-class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports ``calc.layout`` as ``calc.memory.layout`` itself (the same module object, not a copy)."""
+class _MovedModuleFinder:
+    """Imports ``calc.layout`` as ``calc.memory.layout`` itself (the same module object, not a copy).
+
+    A meta path finder and loader by protocol (``find_spec``, ``create_module``, ``exec_module``), not by
+    ``importlib.abc``'s base classes: ``importlib.abc`` imports ``importlib.resources`` and with it ``pathlib``,
+    ``tempfile``, ``shutil`` and ``random``, which the browser worker would otherwise load for nothing."""
 
     def find_spec(self, fullname, path, target=None):
         if fullname in MOVED_MODULES:
-            return importlib.util.spec_from_loader(fullname, self)
+            return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec):

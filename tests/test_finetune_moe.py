@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from calc.memory.finetune import FINETUNE_METHODS, finetune_memory, layer_linears, lora_params
@@ -22,7 +24,7 @@ SMALL_MLA = Architecture(
     num_kv_heads=2, head_dim=6, intermediate_size=32, q_lora_rank=8, kv_lora_rank=4, qk_rope_head_dim=2,
     qk_nope_head_dim=4, v_head_dim=3,
 )  # fmt: skip
-SMALL_MLA_NO_Q = Architecture(**{**SMALL_MLA.__dict__, "name": "small-mla-no-q", "q_lora_rank": 0})
+SMALL_MLA_NO_Q = dataclasses.replace(SMALL_MLA, name="small-mla-no-q", q_lora_rank=0)
 
 
 @pytest.mark.parametrize(

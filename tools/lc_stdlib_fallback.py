@@ -17,7 +17,6 @@ Examples:
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -47,7 +46,7 @@ def _module_names(members: Sequence[str]) -> list[str]:
     return sorted(names)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Last on ``sys.meta_path``: a stock-stdlib module the cut archive lacks, from the stock archive."""
 
     def __init__(self, url: str, fetch: Callable[[str], object], cut: str) -> None:

@@ -11,8 +11,7 @@ the alternative a screen reader or a search reads.
 
 from __future__ import annotations
 
-import html
-
+from calc import markup
 from calc.parallel.pipeline_elision import DrawnPass, ElidedSchedule, Elision, drawn_passes
 from calc.parallel.pipeline_schedules import Schedule
 
@@ -132,7 +131,7 @@ def _axis(parts: list[str], s: Schedule, geometry: tuple[int, int, int], cuts: t
         x = label_w + c.at * unit + n * CUT_WIDTH
         mid = x + CUT_WIDTH / 2
         parts.append(
-            f'<g class="pp-cut"><title>{html.escape(_cut_text(c))}</title>'
+            f'<g class="pp-cut"><title>{markup.escape(_cut_text(c))}</title>'
             f'<rect class="pp-gap" x="{x}" y="0" width="{CUT_WIDTH}" height="{axis_y + 4}"/>'
             f'<text class="pp-ellipsis" x="{mid}" y="{axis_y / 2}" text-anchor="middle" '
             f'dominant-baseline="central">⋯</text>'
@@ -140,7 +139,7 @@ def _axis(parts: list[str], s: Schedule, geometry: tuple[int, int, int], cuts: t
             "</g>"
         )
         done += c.units
-    parts.append(f'<text x="{label_w}" y="{axis_y + (24 if cuts else 12)}">{html.escape(text)}</text>')
+    parts.append(f'<text x="{label_w}" y="{axis_y + (24 if cuts else 12)}">{markup.escape(text)}</text>')
 
 
 _STYLE = (
@@ -174,8 +173,8 @@ def _render(s: Schedule, rows: list[list[DrawnPass]], cuts: tuple[Elision, ...],
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
             f'height="{height}" role="img" aria-labelledby="{pid}-title {pid}-desc" class="pp-schedule">'
         ),
-        f'<title id="{pid}-title">{html.escape(title)}</title>',
-        f'<desc id="{pid}-desc">{html.escape(_desc(s, m, passes, makespan, cuts))}</desc>',
+        f'<title id="{pid}-title">{markup.escape(title)}</title>',
+        f'<desc id="{pid}-desc">{markup.escape(_desc(s, m, passes, makespan, cuts))}</desc>',
         (
             f"<style>.pp-schedule text{{fill:currentColor;font-family:{_FONT};font-size:{FONT_PX}px}}"
             f"{_STYLE}{_CUT_STYLE if cuts else ''}</style>"
@@ -247,7 +246,7 @@ def schedule_svg(schedule: Schedule | ElidedSchedule, *, title: str | None = Non
     s, rows, cuts, m = _rows(schedule)
     if title is None:
         title = f"{_name(s)} pipeline schedule, p={s.p}, m={m}"
-    return _render(s, rows, cuts, m, title, html.escape(id_prefix, quote=True))
+    return _render(s, rows, cuts, m, title, markup.escape(id_prefix, quote=True))
 
 
 def schedule_text(schedule: Schedule | ElidedSchedule) -> list[str]:

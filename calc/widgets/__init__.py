@@ -27,12 +27,12 @@ an option sets those fields, except the ones the reader (or a link) set (a train
 
 from __future__ import annotations
 
-import html
 import importlib
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from calc import markup
 from calc.errors import CalcError
 
 __all__ = [
@@ -381,7 +381,7 @@ def _in_words(calc: Calculator | None, err: CalcError) -> dict[str, str]:
 
 
 def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
-    esc = html.escape
+    esc = markup.escape
     cid = f"{calc_id}-{f.name}"
     value = values[f.name]
     attrs = f'id="{cid}" name="{esc(f.name)}"'
@@ -419,7 +419,7 @@ def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
 def _form(calc_id: str, fields_: tuple[Field, ...], values: dict[str, str]) -> str:
     """The controls in one ``<fieldset>`` per group (in [`GROUP_ORDER`][calc.widgets.GROUP_ORDER]), each group's
     folded fields last, in a ``<details data-more>`` (open in the build when one of them is not at its default)."""
-    esc = html.escape
+    esc = markup.escape
     groups: dict[str, list[Field]] = {}
     for f in fields_:
         groups.setdefault(f.fieldset, []).append(f)
@@ -476,7 +476,7 @@ def render_calculator(name: str, inputs: Mapping[str, object] | None = None, *, 
     cid = calc_id or name
     values = _merge(calc, inputs)
     results = _results(calc, values)
-    esc = html.escape
+    esc = markup.escape
     controls = _form(cid, calc.fields, values)
     defaults = esc(json.dumps(values, sort_keys=True))
     desc = f'<p class="lc-calc__desc">{esc(calc.description)}</p>' if calc.description else ""

@@ -17,10 +17,10 @@ import functools
 import shlex
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from html import escape
 from typing import Protocol
 
 from calc import __version__
+from calc.markup import escape
 from calc.widgets._html import checked
 
 __all__ = [

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from html import escape
 from urllib.parse import quote
 
+from calc.markup import escape
 from calc.widgets._html import out
 
 __all__ = ["TRAINING_MEMORY", "Target", "carried", "diagnosis", "handoff", "handoff_href"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
-from html import escape
 from math import isfinite
 from typing import Self
 
 from calc.errors import CalcError
 from calc.hardware import GPUS, gpu
+from calc.markup import escape
 from calc.units import format_bytes, to_bytes
 
 __all__ = [

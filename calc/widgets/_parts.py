@@ -8,8 +8,8 @@ each calculator's own).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from html import escape
 
+from calc.markup import escape
 from calc.units import format_seconds
 from calc.widgets._html import out
 

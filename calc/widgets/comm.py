@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from html import escape
 
 from calc.errors import CalcError
 from calc.guide.charts import step_time_chart
+from calc.markup import escape
 from calc.memory.layout_rules import check_parallelism
 from calc.parallel.comm import INTERCONNECTS, step_communication
 from calc.units import format_count, parse_count, parse_decimal, parse_positive_int

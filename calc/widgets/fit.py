@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from html import escape
 from urllib.parse import quote
 
 from calc.guide.charts import zero_chart
+from calc.markup import escape
 from calc.memory.layout import Layout
 from calc.memory.model_state import (
     COMPONENTS,

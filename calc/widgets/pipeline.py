@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from html import escape
 
 from calc.errors import CalcError
+from calc.markup import escape
 from calc.memory.layout_rules import check_parallelism
 from calc.parallel.pipeline import SCHEDULES, bubble_fraction, pipeline_schedule, schedule_in_flight
 from calc.parallel.pipeline_elision import drawn_passes, elided_schedule

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from html import escape
 from typing import Any
 
 from calc.errors import CalcError
 from calc.guide.charts import layout_chart, step_time_chart
 from calc.hardware import GPUS
+from calc.markup import escape
 from calc.memory.activations import IMPLEMENTATIONS
 from calc.memory.model_state import CONVENTIONS
 from calc.memory.stacks import LOSS_KINDS, STACKS

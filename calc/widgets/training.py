@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from html import escape
-
 from calc.hardware import GPUS
+from calc.markup import escape
 from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.fp8 import HIGH_PRECISION, LOW_PRECISION_RECIPES
 from calc.memory.layout import Layout

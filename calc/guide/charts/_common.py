@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from html import escape
 
 from calc.errors import CalcError
+from calc.markup import escape
 from calc.units import format_bytes
 
 CHART_WIDTH = 560
