@@ -60,8 +60,8 @@ class _Finder:
         data = data.to_bytes() if hasattr(data, "to_bytes") else bytes(data)  # a JS Uint8Array, or bytes
         with open(FULL, "wb") as out:
             out.write(data)
-        sys.path.append(FULL)
-        importlib.invalidate_caches()
+        sys.path.append(FULL)  # a new entry: no finder has cached it, so nothing to invalidate (and
+        # importlib.invalidate_caches() would import importlib.metadata, which the cut may itself lack)
         self._mounted = True
 
     def find_spec(
