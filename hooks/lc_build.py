@@ -16,8 +16,8 @@ and rewrites every Markdown image of one into the pair, tagged ``#only-light`` /
 shows the one that matches the reader's palette.
 
 After the build, ``assets/runtime/<hash>/`` (the pinned npm ``pyodide`` plus its stdlib precompiled to ``.pyc``),
-``assets/katex/`` (the pinned npm ``katex``) and ``assets/calc/calc.zip`` (this checkout's ``calc`` package with
-its ``.pyc``) are written into the site by ``tools/build_runtime.py``, so a page never needs another host.
+``assets/katex/`` (the pinned npm ``katex``: its stylesheet and fonts, ``lc_math`` typesets the formulas) and
+``assets/calc/calc.zip`` (this checkout's ``calc`` package with its ``.pyc``) are written into the site by ``tools/build_runtime.py``, so a page never needs another host.
 Then ``lc_csp`` writes a Content-Security-Policy into every page.
 """
 
@@ -54,7 +54,7 @@ from numbers_registry import NUMBERS, byte_attributes
 from placeholders import Placeholders
 from site_wheel import build_wheel, project, wheel_name
 
-KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
+KATEX_FILES = ("katex.min.css", "fonts")
 _CALC_LINE = re.compile(r"^\[\[calc (?P<args>[^\]]*)\]\]\s*$", re.MULTILINE)
 _NUM = re.compile(r"\[\[num (?P<name>[A-Za-z0-9_.\-]+)\]\]")
 _FIGURE_LINE = re.compile(r"^\[\[figure (?P<name>[A-Za-z0-9_.\-]+)\]\]\s*$", re.MULTILINE)

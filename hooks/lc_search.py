@@ -5,8 +5,9 @@
   wrote the index, each API entry keeps its title and the first sentence of its text ([`summary`][]), so a
   search for ``model_state_bytes`` still finds it. The page's front matter also weights it down
   (``search: boost``), so the guide ranks first.
-* **No raw LaTeX in previews.** The math is typeset in the browser (KaTeX), but Material indexes the HTML as
-  written, so previews showed ``\\(12h^2\\)``; [`latex_to_text`][] turns each formula into plain text (``12h²``).
+* **No raw LaTeX in previews.** The math is typeset after the index is written (``lc_math``), so Material
+  indexes the TeX as written and previews showed ``\\(12h^2\\)``; [`latex_to_text`][] turns each formula into
+  plain text (``12h²``).
 
 Registered after ``lc_build`` and before ``lc_compress`` in ``mkdocs.yml`` (hooks run after the plugins, so the
 index exists when ``on_post_build`` runs here, and is compressed after).

@@ -129,7 +129,8 @@ def test_pyodide_and_engine_are_shipped(built_site: Path) -> None:
         assert (runtime / name).stat().st_size > 0
     assert not list(built_site.rglob("pyodide-lock.json")), "the lock file's info is inlined into the worker"
     assert (built_site / "assets" / "calc" / "calc.zip").stat().st_size > 0
-    assert (built_site / "assets" / "katex" / "katex.min.js").exists()
+    assert (built_site / "assets" / "katex" / "katex.min.css").exists()  # the math is typeset at build time:
+    assert not (built_site / "assets" / "katex" / "katex.min.js").exists()  # no KaTeX script (hooks/lc_math.py)
 
 
 def test_glossary_matches_the_tooltips() -> None:
