@@ -17,7 +17,8 @@ shows the one that matches the reader's palette.
 
 After the build, ``assets/runtime/<hash>/`` (the pinned npm ``pyodide`` plus its stdlib precompiled to ``.pyc``),
 ``assets/katex/`` (the pinned npm ``katex``: its stylesheet and fonts, ``lc_math`` typesets the formulas) and
-``assets/calc/calc.zip`` (this checkout's ``calc`` package with its ``.pyc``) are written into the site by ``tools/build_runtime.py``, so a page never needs another host.
+``assets/calc/calc.zip`` (this checkout's ``calc`` package with its ``.pyc``) are written into the site by
+``tools/build_runtime.py``, so a page never needs another host.
 Then ``lc_csp`` writes a Content-Security-Policy into every page.
 """
 
