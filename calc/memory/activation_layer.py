@@ -23,10 +23,12 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 from fractions import Fraction
 
 from calc.errors import CalcError
+from calc.memo import memoized
 from calc.memory._activation_args import (
     ACTIVATION_BYTES,
     FP32_BYTES,
@@ -183,9 +185,9 @@ class LayerActivations:
     mlp_output: int = 0
     reduce_scatter_outputs: int = 0
 
-    @property
+    @functools.cached_property
     def total(self) -> int:
-        """All stored bytes of the layer.
+        """All stored bytes of the layer (computed once: the planner reads it for every stage it sizes).
 
         Examples:
             >>> layer_activations(2048, 1, 12288, 96, tp=8).total / 2**20
@@ -226,6 +228,7 @@ _LAYER_PARTS: tuple[str, ...] = tuple(f.name for f in fields(LayerActivations))
 """The stored-tensor fields of [`LayerActivations`][calc.memory.activation_layer.LayerActivations], in order."""
 
 
+@memoized()  # the planner sizes the same layer for every layout that shares its micro-batch and degrees
 def layer_activations(
     seq_len: int,
     micro_batch: int,

@@ -45,9 +45,8 @@ Examples:
 
 from __future__ import annotations
 
-import functools
-
 from calc.errors import CalcError
+from calc.memo import memoized
 from calc.memory.layout_rules import _bool
 from calc.units import parse_positive_int
 
@@ -150,6 +149,7 @@ def _spread(num_layers: int, stages: int) -> tuple[int, ...]:
     return tuple(base + (1 if 1 <= i <= extra else 0) for i in range(stages))
 
 
+@memoized()  # a plan asks for the same few splits thousands of times
 def split_layers(
     num_layers: int,
     stages: int,
@@ -186,24 +186,6 @@ def split_layers(
         >>> split_layers(32, 4, weighted=True)[1]
         'uneven (torchtitan weighted): 8 + 9 + 8 + 7'
     """
-    if isinstance(explicit, list):
-        explicit = tuple(explicit)
-    return _split_layers(num_layers, stages, first, last, explicit, weighted, names, slots)
-
-
-@functools.lru_cache(maxsize=4096)
-def _split_layers(
-    num_layers: int,
-    stages: int,
-    first: int | None,
-    last: int | None,
-    explicit: tuple[int, ...] | None,
-    weighted: bool,
-    names: tuple[str, str],
-    slots: tuple[bool, bool],
-) -> tuple[tuple[int, ...], str]:
-    """[`split_layers`][calc.memory.pipeline_split.split_layers], memoized: a plan asks for the same few splits
-    thousands of times (its arguments are immutable, and so is its answer)."""
     if any(slots):
         return _slotted(num_layers, stages, *slots)
     if stages > num_layers:

@@ -7,13 +7,13 @@ pipeline), for [`step_communication`][calc.parallel.comm.step_communication]: it
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from calc.errors import CalcError
+from calc.memo import memoized
 from calc.parallel.collectives import collective_bytes_sent
 from calc.parallel.interconnects import interconnect
 from calc.parallel.network import Network, collective_cost, group_placement
@@ -182,23 +182,13 @@ _NETWORK_KEYS = ("intra", "inter", "gpus_per_node", "nics_per_node", "intra_effi
                  "pod_gpus", "oversubscription")  # fmt: skip
 
 
+@memoized(maxsize=64)  # a plan times thousands of layouts on one network
 def _network(values: tuple[Any, ...]) -> Network:
-    """The [`Network`][calc.parallel.comm.Network] of ``step_communication``'s link arguments (``_NETWORK_KEYS``),
-    memoized where they hash: a plan times thousands of layouts on one network."""
-    try:
-        return _network_cached(values)
-    except TypeError:  # an unhashable argument: built (and refused) the plain way
-        return _build_network(values)
-
-
-def _build_network(values: tuple[Any, ...]) -> Network:
+    """The [`Network`][calc.parallel.comm.Network] of ``step_communication``'s link arguments (``_NETWORK_KEYS``)."""
     intra, inter, gpn, nics, intra_eff, inter_eff, latency, pod, over = values
     return Network(interconnect(intra), interconnect(inter), gpus_per_node=gpn, nics_per_node=nics,
                    intra_efficiency=intra_eff, inter_efficiency=inter_eff, latency=_flag(latency, "latency"),
                    pod_gpus=pod, oversubscription=over)  # fmt: skip
-
-
-_network_cached = functools.lru_cache(maxsize=64)(_build_network)
 
 
 class _Terms:

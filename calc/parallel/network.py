@@ -41,12 +41,12 @@ in-network reduction, NCCL's LL/LL128 protocols (small messages), PXN rail cross
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 
 from calc.errors import CalcError
+from calc.memo import memoized
 from calc.parallel.collectives import COLLECTIVES
 from calc.parallel.collectives import _efficiency as _share  # one rule for a share of peak: (0, 1]
 from calc.parallel.interconnects import Interconnect, interconnect
@@ -116,6 +116,7 @@ class Placement:
         return self.nodes == 1
 
 
+@memoized()
 def group_placement(stride: int, size: int, gpus_per_node: int) -> Placement:
     """Placement of the group holding rank 0: ranks ``0, stride, …, (size-1)·stride``, in closed form.
 
@@ -147,13 +148,6 @@ def group_placement(stride: int, size: int, gpus_per_node: int) -> Placement:
     s = parse_positive_int(stride, "stride")
     n = parse_positive_int(size, "size")
     g = parse_positive_int(gpus_per_node, "gpus_per_node")
-    return _placement(s, n, g)
-
-
-@functools.lru_cache(maxsize=4096)
-def _placement(s: int, n: int, g: int) -> Placement:
-    """[`group_placement`][calc.parallel.network.group_placement] of parsed degrees, memoized (a plan places the
-    same few groups thousands of times)."""
     nodes = (n - 1) * s // g + 1
     span = (n - 1) * s + 1
     if nodes == 1:
@@ -221,6 +215,19 @@ class Network:
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float, Fraction)) or not 1 <= ratio < 1e6:
             raise CalcError("oversubscription", "must be a number of at least 1 (1 = non-blocking)", ratio)
 
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: the planner's memos key on the network thousands of times a plan, and its
+        exact shares are ``Fraction``s, whose hash is a modular inverse."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the cached hash (a string's hash differs from one process to the next)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def nic_for(self, where: Placement) -> Fraction:
         """NIC bandwidth per member of the group placed at ``where``: divided by the oversubscription when
         the group spans more GPUs than a pod.
@@ -284,6 +291,7 @@ def _ring_factor(collective: str, n: int) -> Fraction:
     return Fraction(1)
 
 
+@memoized()  # a 1,024-GPU plan of Llama 3 70B prices 4,156 calls, 70 distinct
 def collective_cost(collective: str, size_bytes: int, where: Placement, network: Network) -> CollectiveCost:
     """α–β time of one call of ``collective`` on ``size_bytes`` over a placed group.
 
@@ -315,13 +323,6 @@ def collective_cost(collective: str, size_bytes: int, where: Placement, network:
         >>> round(spread.time_s / one.time_s, 1)   # 8 ranks on 8 nodes, one NIC each
         7.3
     """
-    return _collective_cost(collective, size_bytes, where, network)
-
-
-@functools.lru_cache(maxsize=4096)
-def _collective_cost(collective: str, size_bytes: int, where: Placement, network: Network) -> CollectiveCost:
-    """[`collective_cost`][calc.parallel.network.collective_cost], memoized: its inputs are frozen and a plan prices
-    the same few dozen calls thousands of times (a 1,024-GPU plan of Llama 3 70B: 4,156 calls, 70 distinct)."""
     n, nodes, k = where.size, where.nodes, where.per_node
     if n <= 1 or size_bytes == 0:
         return CollectiveCost(0.0, 0.0, 0.0, 0.0, 0.0)
