@@ -150,14 +150,17 @@ _RECOMPUTE_JS = """async ({ name, field, values, n, inPlace }) => {
   const control = root.querySelector(`[name="${field}"]`);
   const kind = control.tagName === 'SELECT' || control.type === 'checkbox' ? 'change' : 'input';
   const times = [];
+  const firsts = [];
   // An edit that leaves the inputs as they are asks nothing of the engine (calc.mjs answers it from what it shows),
   // so the values start with one that differs from the field's current value.
   const current = control.type === 'checkbox' ? (control.checked ? '1' : '0') : control.value;
   const start = values[0] === current ? 1 : 0;
   for (let i = 0; i < n; i++) {
     const value = values[(i + start) % values.length];
+    let first = null; // data-first: a searching calculator's best so far (or its full answer), for this seq
     const answered = new Promise((resolve, reject) => {
       const mo = new MutationObserver(() => {
+        if (first === null && root.dataset.first === root.dataset.seq) first = performance.now();
         if (root.dataset.answered !== root.dataset.seq) return;
         mo.disconnect();
         clearTimeout(late);
@@ -168,16 +171,18 @@ _RECOMPUTE_JS = """async ({ name, field, values, n, inPlace }) => {
         const at = `seq ${root.dataset.seq}, answered ${root.dataset.answered}`;
         reject(new Error(`${name}: no answer to ${field}=${value} (${at})`));
       }, 60000);
-      mo.observe(root, { attributes: true, attributeFilter: ['data-answered'] });
+      mo.observe(root, { attributes: true, attributeFilter: ['data-answered', 'data-first'] });
     });
     if (control.type === 'checkbox') control.checked = value === '1'; else control.value = value;
     const t0 = performance.now();
     control.dispatchEvent(new Event(kind, { bubbles: true }));
-    times.push((await answered) - t0);
+    const done = await answered;
+    times.push(done - t0);
+    firsts.push((first ?? done) - t0);
     // One frame between edits (a reader's keystrokes are tens of ms apart); this is the benchmark, not a test.
     await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
   }
-  return { times, ok: !root.querySelector('[data-results]').hidden };
+  return { times, firsts, ok: !root.querySelector('[data-results]').hidden };
 }"""
 
 RECOMPUTE_CASES: dict[str, list[tuple[str, str, list[str]]]] = {
@@ -367,12 +372,20 @@ def measure_import(site: Path, runs: int = 7) -> dict[str, object]:
     }
 
 
+SEARCHES = ("plan",)
+"""Calculators that search, with targets of their own (issue 20): ``plan_first_ms``, input event to the best layout
+so far on screen (``data-first``), and ``plan_full_ms``, to the full ranking, p95 of the default case (1,024 and 512
+GPUs); ``recompute_p95_ms`` is the worst of the others, named in ``recompute_worst``."""
+
+
 def measure_recompute(site: Path, runs: int = 20, in_place: tuple[bool, ...] = (True, False)) -> dict[str, object]:
-    """Input event -> updated DOM, per calculator, case and update mode; p50/p95/max in ms."""
+    """Input event -> updated DOM, per calculator, case and update mode; p50/p95/max in ms (``first_p95``: to the
+    first answer, a searching calculator's best so far)."""
     from playwright.sync_api import sync_playwright
 
     results: dict[str, object] = {}
-    worst = 0.0
+    worst = ("", 0.0)
+    planner: dict[str, float] = {}
     with serve_with_bare(site) as base, sync_playwright() as p:
         browser = launch(p)
         try:
@@ -388,24 +401,31 @@ def measure_recompute(site: Path, runs: int = 20, in_place: tuple[bool, ...] = (
                         got = page.evaluate(
                             _RECOMPUTE_JS, {"name": name, "field": field, "values": values, "n": runs, "inPlace": mode}
                         )
-                        times = sorted(got["times"])
-                        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
                         row = {
-                            "p50": round(statistics.median(times), 2),
-                            "p95": round(p95, 2),
-                            "max": round(times[-1], 2),
-                            "n": len(times),
+                            **_quantiles(got["times"]),
+                            "first_p95": _quantiles(got["firsts"])["p95"],
+                            "n": len(got["times"]),
                             "ok": got["ok"],
                             "load": os.getloadavg()[0],
                         }
                         results[f"{name}/{label}/{'in-place' if mode else 'replace'}"] = row
                         if mode == in_place[0]:  # the shipped mode (in place unless told otherwise)
-                            worst = max(worst, row["p95"])
+                            if name in SEARCHES and label == "default":
+                                planner = {"plan_first_ms": row["first_p95"], "plan_full_ms": row["p95"]}
+                            elif name not in SEARCHES and row["p95"] > worst[1]:
+                                worst = (f"{name}/{label}", row["p95"])
                         print(f"{name:18} {label:8} {'in-place' if mode else 'replace':8} {row}")
             context.close()
         finally:
             browser.close()
-    return {"cases": results, "recompute_p95_ms": worst}
+    return {"cases": results, "recompute_p95_ms": worst[1], "recompute_worst": worst[0], **planner}
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    """p50, p95 (nearest rank) and max of ``values``, in ms to 0.01."""
+    times = sorted(values)
+    p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+    return {"p50": round(statistics.median(times), 2), "p95": round(p95, 2), "max": round(times[-1], 2)}
 
 
 def main(argv: list[str] | None = None) -> int:

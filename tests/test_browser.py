@@ -133,6 +133,43 @@ def test_a_pinned_degree_is_blamed_under_its_field_and_the_ranking_stays(session
     assert root.locator("[data-results]").get_attribute("aria-hidden") == "true"
 
 
+_WATCH_FIRST = """root => {
+  const results = root.querySelector('[data-results]');
+  window.__lcFirst = [];
+  new MutationObserver(() => {
+    const seen = { seq: root.dataset.seq, first: root.dataset.first, answered: root.dataset.answered,
+                   partial: results.dataset.partial === 'true',
+                   verdict: results.querySelector('[data-output=verdict]')?.textContent || '' };
+    const last = window.__lcFirst[window.__lcFirst.length - 1];
+    if (!last || last.first !== seen.first || last.partial !== seen.partial || last.answered !== seen.answered) {
+      window.__lcFirst.push(seen);
+    }
+  }).observe(root, { attributes: true, subtree: true,
+                     attributeFilter: ['data-first', 'data-answered', 'data-partial'] });
+}"""
+
+
+def test_the_planner_shows_its_best_layout_so_far_then_the_ranking(session, site_url) -> None:
+    """Issue 20: the planner's search takes a second or more in the browser; its first kept layout is shown (marked
+    as a search under way, data-partial) as soon as the search finds it, then the full ranking replaces it."""
+    page, _ = session
+    visit(page, site_url, "plan/")
+    root = calc(page, "plan")
+    wait_settled(page, root)
+    root.evaluate(_WATCH_FIRST)
+    root.locator('[name="gpus"]').fill("512")
+    wait_settled(page, root)
+    seq = root.get_attribute("data-seq")
+    seen = [x for x in page.evaluate("() => window.__lcFirst") if x["seq"] == seq]
+    partial = [x for x in seen if x["partial"]]
+    assert partial and partial[0]["first"] == seq and partial[0]["answered"] != seq, seen  # before the full answer
+    assert partial[0]["verdict"].startswith("Searching. Best so far"), partial[0]
+    final = seen[-1]
+    assert final["answered"] == seq and final["first"] == seq and not final["partial"], seen
+    assert root.locator("[data-results]").get_attribute("data-partial") is None
+    assert "best of" in root.locator('[data-output="verdict"]').first.inner_text(), "the full verdict"
+
+
 def test_custom_gpu_memory_and_units(session, site_url) -> None:
     page, _ = session
     page.goto(f"{site_url}/")

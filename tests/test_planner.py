@@ -205,3 +205,33 @@ def test_without_gradient_accumulation_the_micro_batch_is_the_rank_batch():
     assert any("no gradient accumulation" in r["reason"] for r in whole["rejected_by_reason"])
     with pytest.raises(CalcError, match="gradient_accumulation must be true or false"):
         plan("llama3-8b", **kw, gradient_accumulation="no")
+
+
+def test_on_first_gets_the_best_so_far_once_before_the_search_ends() -> None:
+    """Issue 20: the calculator shows the search's first kept layout while the search goes on."""
+    got: list[list[dict]] = []
+    r = plan("llama3-70b", gpus=1024, seq_len=8192, global_batch=1024, on_first=got.append)
+    assert len(got) == 1 and len(got[0]) == 1
+    first, best = got[0][0], r["layouts"][0]
+    assert first["step_time_s"] >= best["step_time_s"]  # the best so far, never better than the final best
+    assert set(first) >= {"dp", "tp", "pp", "step_time_s", "memory_bytes", "mfu"}  # a result row, as the final ones
+
+
+def test_on_first_is_not_called_for_the_fewest_gpus_search() -> None:
+    """A plan that holds no layout searches larger GPU counts for advice: those searches never post a first answer
+    (it would be for another cluster)."""
+    got: list[object] = []
+    with pytest.raises(CalcError, match="gpus"):
+        plan("llama3-70b", gpus=8, seq_len=8192, global_batch=64, on_first=got.append)
+    assert got == []
+
+
+def test_only_the_planner_posts_a_first_fragment() -> None:
+    from calc.widgets import render
+
+    got: list[str] = []
+    assert render("plan", {}, got.append)["ok"] and len(got) == 1
+    assert 'data-output="verdict"' in got[0] and "Searching. Best so far" in got[0]
+    assert render("plan", {}, None)["ok"]  # no listener: nothing is built for it
+    got.clear()
+    assert render("will-it-fit", {}, got.append)["ok"] and got == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -125,6 +126,7 @@ class _Ctx:
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
+    on_first: Callable[[list[dict[str, Any]]], object] | None = None
 
     @property
     def pinned(self) -> bool:
@@ -466,6 +468,9 @@ def rank(
         kept.append(row)
         kept.sort(key=lambda r: r["step_time_s"])
         del kept[top:]
+        if x.on_first is not None:  # the best so far, once, while the search goes on
+            first, x.on_first = x.on_first, None
+            first([dict(r) for r in kept])
     if not kept:
         return kept, rejected, evaluated  # the planner says why (calc.timing.plan_report.no_layout)
     for a, b in itertools.pairwise(kept):

@@ -46,6 +46,7 @@ cluster, and the output says where. When nothing fits, the error on ``gpus`` say
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from calc.errors import CalcError
@@ -116,6 +117,7 @@ def plan(
     reshard_after_forward: bool | None = None,
     compile: bool = False,
     gradient_accumulation: bool = True,
+    on_first: Callable[[list[dict[str, Any]]], object] | None = None,
 ) -> dict[str, Any]:
     """Search the layouts of ``model`` on ``gpus`` GPUs; return the best that fit and the best rejected.
 
@@ -125,7 +127,9 @@ def plan(
     2025-06-05): without ``pp`` the micro-batch is then the whole ``global_batch / dp``. The step-time
     knobs (``matmul_efficiency`` to ``straggler_per_doubling``) are [`step_time`][calc.timing.steptime.step_time]'s;
     ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s; ``stack`` to
-    ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default).
+    ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default). ``on_first`` is called
+    once, with the layouts kept so far (result rows, best first), as soon as the search keeps its first layout:
+    the best so far, while the search goes on (the calculator shows it within a frame or two of a keystroke).
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
@@ -188,10 +192,10 @@ def _fewest_gpus(a: dict[str, Any], x: _Ctx) -> tuple[int | None, int]:
     counts = [m for m in counts if m <= 1 << 20][:_FEWEST_TRIES]
     for m in counts:
         try:
-            y = _context(a["model"], {**a, "gpus": m})
+            y = _context(a["model"], {**a, "gpus": m, "on_first": None})
             if not least_fits(y, candidates(y)[0]):
                 continue  # the cheap test: nothing fits at its least memory
-            _plan({**a, "gpus": m, "top": 1}, advise=False)
+            _plan({**a, "gpus": m, "top": 1, "on_first": None}, advise=False)
         except CalcError:
             continue
         return m, len(counts)
@@ -300,6 +304,7 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         stack=a["stack"],
         stack_knobs=knobs,
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
+        on_first=a.get("on_first"),
     )
 
 
@@ -355,10 +360,12 @@ _BOOL_FIELDS += ("gradient_accumulation",)
 _SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
 
 
-def plan_from_fields(model: str | Architecture, fields: dict[str, str]) -> dict[str, Any]:
+def plan_from_fields(
+    model: str | Architecture, fields: dict[str, str], on_first: Callable[[list[dict[str, Any]]], object] | None = None
+) -> dict[str, Any]:
     """[`plan`][calc.timing.planner.plan] from ``field=value`` strings (the CLI and the calculator call this).
 
-    Blank values search; unknown fields raise naming the field.
+    Blank values search; unknown fields raise naming the field; ``on_first`` is ``plan``'s.
 
     Examples:
         >>> r = plan_from_fields("llama3-8b", {"gpus": "16", "seq_len": "4096", "global_batch": "64", "tp": "2"})
@@ -398,7 +405,7 @@ def plan_from_fields(model: str | Architecture, fields: dict[str, str]) -> dict[
     for key in ("matmul_efficiency", "attention_efficiency"):
         if key in kw and kw[key] <= 0:
             raise CalcError(key, "must be above 0", fields[key])
-    return plan(model, **kw)
+    return plan(model, **kw, on_first=on_first)
 
 
 def run_cli(argv: list[str]) -> int:

@@ -340,7 +340,9 @@ def _results(calc: Calculator, values: dict[str, str]) -> str:
     return calc.compute(values) + code_block(calc, values)
 
 
-def render(name: str, inputs: Mapping[str, object] | None = None) -> dict[str, object]:
+def render(
+    name: str, inputs: Mapping[str, object] | None = None, partial: Callable[[str], object] | None = None
+) -> dict[str, object]:
     """Compute a calculator's result fragment; bad input comes back as data, never as an exception.
 
     This is the one entry point the browser worker calls.
@@ -348,6 +350,8 @@ def render(name: str, inputs: Mapping[str, object] | None = None) -> dict[str, o
     Args:
         name: The calculator's name.
         inputs: Typed values by field name; missing fields take their defaults, unknown keys are ignored.
+        partial: Called with a first results fragment before the full one by a calculator that searches (the
+            planner's best layout so far, ``calc.widgets._partial``); the others never call it.
 
     Returns:
         ``{"ok": True, "html": fragment}`` or ``{"ok": False, "error": {"field", "message", "code", "label",
@@ -362,12 +366,17 @@ def render(name: str, inputs: Mapping[str, object] | None = None) -> dict[str, o
         >>> err["field"], err["label"], err["said"][:31]
         ('params', 'Parameters', 'Parameters must be a positive c')
     """
+    from calc.widgets._partial import PARTIAL  # here: a calculator's import stays as small as it was
+
     calc = None
+    token = PARTIAL.set(partial)
     try:
         calc = _lookup(name)
         return {"ok": True, "html": _results(calc, _merge(calc, inputs))}
     except CalcError as err:
         return {"ok": False, "error": {**err.to_dict(), **_in_words(calc, err)}}
+    finally:
+        PARTIAL.reset(token)
 
 
 def _in_words(calc: Calculator | None, err: CalcError) -> dict[str, str]:

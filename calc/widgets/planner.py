@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from calc.errors import CalcError
@@ -24,6 +25,7 @@ from calc.widgets._fields import (
 )
 from calc.widgets._html import out, table, verdict, why_list
 from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
+from calc.widgets._partial import listening, post_partial
 from calc.widgets._parts import duration, kv, plural
 from calc.widgets._stack_fields import STACK_DEFAULT, convention_field, loss_field, stack_field
 
@@ -58,10 +60,12 @@ def _share(v: dict[str, str], name: str, low: float, high: float) -> str:
     return repr(value)
 
 
-def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+def plan_result(
+    v: dict[str, str], on_first: Callable[[list[dict[str, Any]]], object] | None = None
+) -> tuple[Any, dict[str, Any]]:
     """The calculator's fields (every one given, ``any`` = search) to the model choice and
     [`calc.timing.planner.plan`][calc.timing.planner.plan]'s plain-data result; the page and
-    ``trainmem plan --json`` both use it.
+    ``trainmem plan --json`` both use it; ``on_first`` is [`plan`][calc.timing.planner.plan]'s.
 
     Examples:
         >>> v = {**CALCULATOR.defaults, "preset": "llama3-8b", "gpus": "16", "global_batch": "64", "tp": "2"}
@@ -73,7 +77,7 @@ def plan_result(v: dict[str, str]) -> tuple[Any, dict[str, Any]]:
 
     choice, fields = _plan_fields(v)
     try:
-        return choice, plan_from_fields(choice.arch, fields)
+        return choice, plan_from_fields(choice.arch, fields, on_first=on_first)
     except CalcError as err:
         if err.field != "gpus" or "no layout" not in err.rule or "fits" in err.rule:
             raise  # (a search whose layouts all overflow memory says so itself)
@@ -293,8 +297,31 @@ def _bubble_href(pp: int, m: int) -> str:
     return f"parallelism/pipeline/?pipeline-bubble.pp={pp}&amp;pipeline-bubble.num_microbatches={m}#shrink"
 
 
+def _first() -> Callable[[list[dict[str, Any]]], object] | None:
+    """Where the search's first kept layouts go: a first fragment to the page while it goes on (``None`` when no
+    one listens, outside the browser)."""
+    if not listening():
+        return None
+    return lambda rows: post_partial(_partial_html(rows))
+
+
+def _partial_html(rows: list[dict[str, Any]]) -> str:
+    """The first fragment: the best layout found so far and its row, marked as a search still under way."""
+    best = rows[0]
+    step = out("step_time", duration(best["step_time_s"]), "strong", value=best["step_time_s"], unit="s")
+    line = (
+        f"Searching. Best so far: dp={best['dp']} tp={best['tp']} pp={best['pp']} cp={best['cp']} "
+        f"ep={best['ep']}, {duration(best['step_time_s'])} per step, MFU {best['mfu']:.1%}; the ranking follows."
+    )
+    return (
+        verdict(True, line, short=f"Searching: {duration(best['step_time_s'])} so far")
+        + kv("Best step time so far", step)
+        + _ranking(rows)
+    )
+
+
 def _compute(v: dict[str, str]) -> str:
-    choice, r = plan_result(v)
+    choice, r = plan_result(v, on_first=_first())
     best = r["layouts"][0]
     step = out("step_time", duration(best["step_time_s"]), "strong", value=best["step_time_s"], unit="s")
     return (

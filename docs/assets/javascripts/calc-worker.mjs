@@ -10,6 +10,8 @@
 //   {type: "fatal", message}                          the engine could not boot; nothing more will come
 //   {type: "result", id, key, seq, ok, html|error, renders}  an answer; `renders` counts the renders
 //                                                    this worker has run so far
+//   {type: "partial", id, key, seq, html}             a first answer while the render goes on (the planner's
+//                                                     best layout so far); the "result" for the same id follows
 //   {type: "result", id, key, seq, superseded: true}  a newer request of the same calculator came in
 //                                                    first, so this one was not computed
 //   {type: "dead", id, key, seq, message}             the runtime failed fatally (a Pyodide fatal error,
@@ -180,7 +182,10 @@ function renderOne(request) {
       runtime.exercises ??= pyodide.pyimport("calc.guide.exercises");
       result = runtime.exercises.live(args);
     } else {
-      result = widgets.render(request.name, args);
+      // A calculator that searches (the planner) posts its best answer so far before the full one.
+      const partial = (html) =>
+        self.postMessage({ type: "partial", id: request.id, key: request.key, seq: request.seq, html: String(html) });
+      result = widgets.render(request.name, args, partial);
     }
     renders += 1;
     const reply = result.toJs({ dict_converter: Object.fromEntries });

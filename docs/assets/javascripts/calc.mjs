@@ -14,6 +14,8 @@
 //                  live answer. Settled means data-state="ready" and data-answered == data-seq.
 //   data-worker-renders  how many renders the current worker had run when it answered (superseded
 //                  requests are not rendered, so this counts real computations).
+//   data-first     the data-seq whose first answer is shown: a searching calculator's best so far (the
+//                  planner's, results marked data-partial until the full answer), else its full answer.
 // A reply for older inputs is never shown and never clears data-stale.
 
 const WORKER_URL = new URL("./calc-worker.mjs", import.meta.url);
@@ -120,6 +122,8 @@ export function engine() {
         bootFailed(msg.message || "the engine could not load");
       } else if (msg.type === "dead") {
         die(eng, msg.message || "the Python runtime failed");
+      } else if (msg.type === "partial") {
+        eng.pending.get(msg.id)?.partial?.(msg); // the full "result" for the same id follows
       } else if (msg.type === "result") {
         const waiting = eng.pending.get(msg.id);
         if (!waiting) return;
@@ -157,8 +161,9 @@ function die(eng, message) {
   for (const controller of [...controllers]) controller.engineDied(message, permanent);
 }
 
-/** One request to the worker; `type` "exercise" asks calc.guide.exercises.live instead of a calculator (exercises.mjs). */
-export function request(key, seq, name, inputs, type = "render") {
+/** One request to the worker; `type` "exercise" asks calc.guide.exercises.live instead of a calculator (exercises.mjs).
+ * `onPartial` receives a searching calculator's first answer ({seq, html}) before the promise resolves. */
+export function request(key, seq, name, inputs, type = "render", onPartial = null) {
   const eng = current;
   if (!eng || !eng.booted || eng.over) return Promise.resolve({ type: "dead", message: "the engine is not running" });
   const id = ++nextId;
@@ -168,7 +173,7 @@ export function request(key, seq, name, inputs, type = "render") {
       () => die(eng, `a calculation did not finish within ${Math.round(renderTimeoutMs / 1000)} s`),
       renderTimeoutMs,
     );
-    eng.pending.set(id, { resolve, timer });
+    eng.pending.set(id, { resolve, timer, partial: onPartial });
     eng.worker.postMessage({ type, id, key, seq, name, inputs });
   });
 }
@@ -972,11 +977,28 @@ function mount(root) {
     syncUrl(); // the address holds what the form shows
   }
 
+  /** A searching calculator's best answer so far for the current inputs, shown until the full one comes. */
+  function showPartial(reply) {
+    clearInvalid();
+    if (settings().inPlace) patch(results, reply.html);
+    else results.innerHTML = reply.html;
+    siteLinks(results);
+    unmarkLastGood();
+    results.hidden = false;
+    setAlert("");
+    delete results.dataset.stale;
+    results.dataset.partial = "true";
+    root.dataset.first = String(reply.seq);
+    setStatus("Searching: the best layout found so far is shown; the full ranking follows.");
+  }
+
   function show(reply) {
     if (reply.renders !== undefined) root.dataset.workerRenders = String(reply.renders);
     answered = reply.seq;
     answerOk = Boolean(reply.ok);
     line.pend("");
+    delete results.dataset.partial;
+    root.dataset.first = String(answered);
     root.dataset.answered = String(answered);
     if (reply.ok) {
       clearInvalid();
@@ -1015,7 +1037,10 @@ function mount(root) {
   async function compute() {
     if (!root.isConnected || root.dataset.state !== "ready") return;
     const mine = seq;
-    const reply = await request(key, mine, name, readValues(root));
+    const first = (partial) => {
+      if (root.isConnected && partial.seq === seq && answered !== seq) showPartial(partial);
+    };
+    const reply = await request(key, mine, name, readValues(root), "render", first);
     if (!root.isConnected) return;
     if (reply.type === "dead" || reply.superseded) return; // a death is reported to every calculator
     if (reply.seq !== seq) return; // answers older inputs: a newer request owns the result
