@@ -226,6 +226,8 @@ def parse_positive_int(text: object, field: str, *, minimum: int = 1, maximum: i
         ...
         calc.errors.CalcError: dp must be a whole number of at least 1 (got '0')
     """
+    if type(text) is int and text >= minimum and (maximum is None or text <= maximum):
+        return text  # the common case, checked before any message is built (the planner parses ~70,000 a plan)
     bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
     rule = f"must be a whole number {bound}"
     if isinstance(text, bool):

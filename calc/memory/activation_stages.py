@@ -141,10 +141,10 @@ def held_chunks_peak(
 
 @lru_cache(maxsize=512)
 def _held_peak(p: int, v: int, m: int, k: int, chunks: tuple[int, ...]) -> int:
-    from calc.parallel.pipeline_orders import stage_orders  # calc.parallel sits below calc.memory
+    from calc.parallel.pipeline_orders import stage_order  # calc.parallel sits below calc.memory
 
     held = peak = 0
-    for task in stage_orders(p, m, "interleaved", v)[k]:
+    for task in stage_order(p, m, "interleaved", v, k):
         for kind, _, chunk, _ in task:
             held += chunks[chunk] if kind == "F" else -chunks[chunk]
             peak = max(peak, held)

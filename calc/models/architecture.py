@@ -280,6 +280,18 @@ class Architecture(_ParamCounts):
 
     # ----------------------------------------------------------------- shape predicates
 
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: the engine's memos key on the model thousands of times a plan."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the cached hash (a string's hash differs from one process to the next)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @functools.cached_property
     def is_moe(self) -> bool:
         """Whether any layer is a mixture-of-experts layer.

@@ -150,12 +150,23 @@ def stage_orders(p: int, m: int, name: str, v: int) -> list[list[tuple[_Pass, ..
         >>> [t[0][0] for t in stage_orders(2, 2, "1f1b", 1)[0]]
         ['F', 'F', 'B', 'B']
     """
+    return [stage_order(p, m, name, v, i) for i in range(p)]
+
+
+def stage_order(p: int, m: int, name: str, v: int, stage: int) -> list[tuple[_Pass, ...]]:
+    """Stage ``stage``'s order of passes for schedule ``name`` (checked inputs): one row of
+    [`stage_orders`][calc.parallel.pipeline_orders.stage_orders], without building the others.
+
+    Examples:
+        >>> stage_order(2, 2, "1f1b", 1, 1) == stage_orders(2, 2, "1f1b", 1)[1]
+        True
+    """
     if name == "gpipe":
-        return [_gpipe(i, p, m) for i in range(p)]
+        return _gpipe(stage, p, m)
     if name == "1f1b":
-        return [_one_f_one_b(i, p, m) for i in range(p)]
+        return _one_f_one_b(stage, p, m)
     if name == "interleaved":
-        return [_interleaved(i, p, m, v) for i in range(p)]
+        return _interleaved(stage, p, m, v)
     if name == "zb-h1":
-        return [_zb_h1(i, p, m) for i in range(p)]
-    return [_dualpipe(i, p, m) for i in range(p)]
+        return _zb_h1(stage, p, m)
+    return _dualpipe(stage, p, m)

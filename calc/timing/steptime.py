@@ -44,22 +44,22 @@ from fractions import Fraction
 from calc.errors import CalcError
 from calc.hardware import GPU
 from calc.hardware import gpu as gpu_preset
+from calc.memo import memoized
 from calc.memory.layout import Layout, check_layout
 from calc.models.architecture import Architecture
 from calc.parallel.comm import StepComm, step_communication
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_bubble
+from calc.timing._breakdown import _rows, _straggler_why
 from calc.timing._stage import _column_weights, _elementwise_bytes, _op_recomputed_weights
 from calc.timing.efficiency import (
-    STRAGGLER_FROM_GPUS,
     STRAGGLER_PER_DOUBLING,
     matmul_efficiency_for,
     straggler_allowance,
 )
 from calc.timing.efficiency import attention_efficiency as attention_efficiency_for
 from calc.timing.overlap import PREFETCH_INTERFERENCE, TP_OVERLAP, dgrad_overlap_default, exposed_communication
-from calc.units import format_seconds
 
 __all__ = [
     "DP_BUCKET_PARAMS",
@@ -281,34 +281,6 @@ def _dgrad(value: bool | None, layout: Layout) -> bool:
     return value
 
 
-def _rows(
-    c: _Compute,
-    sched: tuple[int, int, int, str | None],
-    rates: tuple[float, float, float, float],
-    compute: float,
-    bubble: float,
-    step: StepComm,
-    exposed: dict[str, tuple[float, str]],
-) -> list[tuple[str, float, str]]:
-    """The breakdown: compute, bubble and one row per collective, each with its seconds and why."""
-    m, p, v, schedule = sched
-    eff, attn_eff, peak, attn_peak = rates
-    attn_of = "" if attn_peak == peak else f" of the bf16 {attn_peak / 1e12:.0f} TFLOP/s"
-    why = (
-        f"{m:,} micro-batch{'' if m == 1 else 'es'} × {format_seconds(c.t_mb)} on the busiest stage "
-        f"({c.layers:,} layer{'' if c.layers == 1 else 's'}): matmuls at {eff:.0%} of {peak / 1e12:.0f} TFLOP/s "
-        f"({format_seconds(c.t_flops)}), attention core at {attn_eff:.0%}{attn_of} ({format_seconds(c.t_attn)}), "
-        f"element-wise work at HBM speed ({format_seconds(c.t_mem)})"
-    )
-    rows: list[tuple[str, float, str]] = [("compute", compute, why)]
-    if bubble:
-        rows.append(("pipeline bubble", bubble, _bubble_why(p, m, v, schedule)))
-    for term in step.terms:
-        where = "inside the node" if term.intra_node else "across nodes"
-        rows.append((term.name, exposed[term.name][0], f"{term.label}; {where}; {exposed[term.name][1]}"))
-    return rows
-
-
 def _rates(g: GPU, layout: Layout, matmul: float | None, attention: float | None) -> tuple[float, float]:
     """The matmul and attention-core efficiencies: given, or the defaults of `calc.timing.efficiency`."""
     eff = matmul_efficiency_for(g) if matmul is None else _fraction(matmul, "matmul_efficiency")
@@ -322,19 +294,6 @@ def _peaks(g: GPU, dtype: str) -> tuple[float, float]:
     ``Float8Linear``) cast the linear layers only, so the core stays a bf16 FlashAttention kernel at the 16-bit peak."""
     peak = g.peak_flops(dtype)
     return peak, g.peak_flops("bf16") if dtype == "fp8" else peak
-
-
-def _bubble_why(p: int, m: int, v: int, schedule: str | None) -> str:
-    name = schedule or ("interleaved" if v > 1 and m % p == 0 else "1f1b")
-    shown = v if name == "interleaved" else 1
-    return f"{name}: (p-1)/(v·m) = {p - 1}/({shown}·{m}) of the busy time of the busiest stage, idle on every stage"
-
-
-def _straggler_why(gpus: int, allowance: float) -> str:
-    return (
-        f"{allowance:.1%} of the step for {gpus:,} GPUs: {STRAGGLER_PER_DOUBLING:.1%} per doubling above "
-        f"{STRAGGLER_FROM_GPUS} GPUs (calc.timing.efficiency, fitted)"
-    )
 
 
 @dataclass(frozen=True)
@@ -394,28 +353,41 @@ def _stage_compute(
 ) -> _Compute:
     """FLOPs per micro-batch and the busiest stage's seconds per micro-batch (module docstring: Narayanan et al.
     2021 Appendix for the FLOPs, Korthikanti et al. 2022 Table 2 for the element-wise bytes)."""
-    t, c = layout.tp, layout.cp
-    b, s = layout.micro_batch, layout.seq_len
+    counts = counts or _stage_layers(arch, layout)
+    shape = (layout.tp, layout.cp, layout.micro_batch, layout.seq_len, layout.recompute, layout.flash_attention,
+             layout.sequence_parallel)  # fmt: skip
+    return _compute_of(arch, shape, rates, hbm, memory_passes, tuple(counts))
+
+
+@memoized()  # the planner times many layouts that share a stage's shape, at every ZeRO stage and dp
+def _compute_of(
+    arch: Architecture,
+    shape: tuple[int, int, int, int, str, bool, bool],
+    rates: tuple[float, float],
+    hbm: float,
+    memory_passes: float,
+    counts: tuple[int, ...],
+) -> _Compute:
+    """[`_stage_compute`][] of the layout's ``shape``: ``(tp, cp, micro_batch, seq_len, recompute,
+    flash_attention, sequence_parallel)``, the fields it reads."""
+    t, c, b, s, recompute, flash, sp = shape
     moe_layers = arch.num_moe_layers
     kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
-    recompute = layout.recompute
     model_fwd = hw_mm = hw_attn = mem_bytes = 0
     col = [min(w) for w in zip(*(_column_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
     for moe, count in kinds:
         if not count:
             continue
         mm, attn = layer_flops(arch, s, b, moe=moe)
-        if layout.flash_attention:
+        if flash:
             attn //= 2  # FlashAttention skips the masked half of a causal score matrix
         model_fwd += count * (mm + attn)
         # Full recomputation re-runs every forward; selective, the attention core's; op, the matmuls it does not save
         hw_mm += count * mm * (4 if recompute == "full" else 3)
         hw_mm += count * 2 * _op_recomputed_weights(arch, moe=moe) * s * b if recompute == "op" else 0
         hw_attn += count * attn * (4 if recompute in ("full", "selective") else 3)
-        mem_bytes += count * _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c,
-                                                layout.sequence_parallel, layout.flash_attention)  # fmt: skip
+        mem_bytes += count * _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c, sp, flash)
     logits = 2 * b * s * arch.hidden_size * arch.vocab_size
-    counts = counts or _stage_layers(arch, layout)
     n = arch.num_layers
     # Busiest stage: the most layers, or the last stage's layers plus the logit layer, whichever is slower.
     busiest = max(

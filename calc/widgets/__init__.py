@@ -389,72 +389,6 @@ def _in_words(calc: Calculator | None, err: CalcError) -> dict[str, str]:
     return {"label": label, "said": said}
 
 
-def _control(calc_id: str, f: Field, values: dict[str, str]) -> str:
-    esc = markup.escape
-    cid = f"{calc_id}-{f.name}"
-    value = values[f.name]
-    attrs = f'id="{cid}" name="{esc(f.name)}"'
-    if f.help:
-        attrs += f' aria-describedby="{cid}-help"'
-    if f.enabled_when is not None:
-        other, wanted = f.enabled_when
-        attrs += f' data-enabled-when="{esc(other)}={esc(wanted)}"'
-        if values.get(other) != wanted:
-            attrs += " disabled"
-    if f.sets:  # the default option restores this embedding's own values (a page's marker may set them)
-        own = values.get(f.name) == f.default
-        sets = {o: {k: values[k] if own and o == f.default else v for k, v in knobs} for o, knobs in f.sets}
-        attrs += f' data-sets="{esc(json.dumps(sets))}"'
-    if f.aliases:
-        attrs += f' data-aliases="{esc(json.dumps(dict(f.aliases)))}"'
-    if f.kind == "select":
-        opts = "".join(
-            f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(label)}</option>'
-            for v, label in f.options
-        )
-        control = f"<select {attrs}>{opts}</select>"
-    elif f.kind == "checkbox":
-        checked = " checked" if value in ("1", "true", "on") else ""
-        control = f'<input type="checkbox" {attrs} value="1"{checked}>'
-    elif f.kind == "textarea":
-        control = f'<textarea {attrs} rows="6" spellcheck="false">{esc(value)}</textarea>'
-    else:
-        mode = ' inputmode="decimal"' if f.kind == "number" else ""
-        control = f'<input type="text" {attrs} value="{esc(value)}"{mode} autocomplete="off" spellcheck="false">'
-    help_ = f'<small id="{cid}-help" class="lc-field__help">{esc(f.help)}</small>' if f.help else ""
-    return f'<div class="lc-field lc-field--{f.kind}"><label for="{cid}">{esc(f.label)}</label>{control}{help_}</div>'
-
-
-def _form(calc_id: str, fields_: tuple[Field, ...], values: dict[str, str]) -> str:
-    """The controls in one ``<fieldset>`` per group (in [`GROUP_ORDER`][calc.widgets.GROUP_ORDER]), each group's
-    folded fields last, in a ``<details data-more>`` (open in the build when one of them is not at its default)."""
-    esc = markup.escape
-    groups: dict[str, list[Field]] = {}
-    for f in fields_:
-        groups.setdefault(f.fieldset, []).append(f)
-    rank = {g: i for i, g in enumerate(GROUP_ORDER)}
-    ordered = sorted(groups, key=lambda g: (rank.get(g, rank["Display"] - 0.5), list(groups).index(g)))
-    parts = []
-    for group in ordered:
-        shown = "".join(_control(calc_id, f, values) for f in groups[group] if not f.folded)
-        folded = [f for f in groups[group] if f.folded]
-        more = ""
-        if folded:
-            changed = any(values[f.name] != f.default for f in folded)
-            inner = "".join(_control(calc_id, f, values) for f in folded)
-            more = (
-                f'<details class="lc-calc__more" data-more{" open" if changed else ""}>'
-                f'<summary>More options: {esc(group.lower())}</summary><div class="lc-calc__fields">{inner}</div>'
-                "</details>"
-            )
-        slug = "-".join("".join(c if c.isalnum() else " " for c in group.lower()).split())
-        parts.append(
-            f'<fieldset class="lc-calc__group lc-calc__group--{esc(slug)}" data-group="{esc(group)}">'
-            f'<legend>{esc(group)}</legend><div class="lc-calc__fields">{shown}</div>{more}</fieldset>'
-        )
-    return "".join(parts)
-
-
 ACCURACY_HREF = "lc-site:accuracy/"
 """Where every calculator's footer links (the "How accurate is this?" page, ``docs/accuracy.md``), as a
 site-root address the build rewrites relative to each page."""
@@ -481,12 +415,14 @@ def render_calculator(name: str, inputs: Mapping[str, object] | None = None, *, 
         >>> 'data-calc="will-it-fit"' in html_ and 'data-state="prerendered"' in html_
         True
     """
+    from calc.widgets._form import _form  # the build's: the worker never renders a form
+
     calc = _lookup(name)
     cid = calc_id or name
     values = _merge(calc, inputs)
     results = _results(calc, values)
     esc = markup.escape
-    controls = _form(cid, calc.fields, values)
+    controls = _form(cid, calc.fields, values, GROUP_ORDER)
     defaults = esc(json.dumps(values, sort_keys=True))
     desc = f'<p class="lc-calc__desc">{esc(calc.description)}</p>' if calc.description else ""
     return (
