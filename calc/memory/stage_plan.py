@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 
+from calc.memo import memoized
 from calc.memory.activations import in_flight_chunks
 from calc.memory.layout_spec import Layout
 from calc.memory.pipeline_split import split_layers
@@ -121,7 +122,12 @@ def stage_layers(
 
 def _stage_params(arch: Architecture, layout: Layout, layers: list[int], stage: int) -> tuple[int, int]:
     """(dense params, routed-expert params) one GPU of ``stage`` holds, after TP and EP."""
-    t, p = layout.tp, layout.pp
+    return _params_of(arch, layout.tp, layout.pp, layout.ep, tuple(layers), stage)
+
+
+@memoized()  # the planner sizes the same stage for every ZeRO stage, recomputation and micro-batch
+def _params_of(arch: Architecture, t: int, p: int, ep: int, layers: tuple[int, ...], stage: int) -> tuple[int, int]:
+    """[`_stage_params`][] of the degrees it reads."""
     split = replicated = experts = 0
     for i in layers:
         replicated += arch.norm_params_per_layer
@@ -143,7 +149,7 @@ def _stage_params(arch: Architecture, layout: Layout, layers: list[int], stage: 
                 split += arch.vocab_size * arch.hidden_size
         else:
             split += arch.lm_head_params
-    return _ceil_div(split, t) + replicated, _ceil_div(experts, layout.ep * t)
+    return _ceil_div(split, t) + replicated, _ceil_div(experts, ep * t)
 
 
 def _stage_tensors(arch: Architecture, layout: Layout, layers: list[int], stage: int) -> tuple[list, list]:

@@ -20,6 +20,7 @@ import math
 from fractions import Fraction
 
 from calc.errors import CalcError
+from calc.memo import memoized
 from calc.units import parse_positive_int
 
 __all__ = [
@@ -83,6 +84,7 @@ def bus_factor(collective: str, n: int) -> Fraction:
     return Fraction(1)
 
 
+@memoized()  # a plan asks for the same few dozen sizes tens of thousands of times
 def collective_bytes_sent(collective: str, size_bytes: int, n: int) -> int:
     """Bytes the busiest rank sends for one collective on a message of ``size_bytes``.
 
