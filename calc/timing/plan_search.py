@@ -165,11 +165,14 @@ def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:
     heads = [t for t in tps if arch.num_heads % t == 0 and (arch.uses_mla or arch.num_kv_heads % t == 0)]
     if len(tps) > len(heads):
         x.pruned["tp does not divide the attention or KV heads"] += len(tps) - len(heads)
+    if x.impl != "megatron" and not pins["tp"]:  # calc.memory.activation_layer refuses the rest for these
+        x.pruned[f"tp > 1: the {x.impl} profiles are stock transformers on one GPU"] += len(heads) - (1 in heads)
+        heads = [t for t in heads if t == 1]
     pps = [pins["pp"]] if pins["pp"] else [p for p in divs if p <= arch.num_layers]
     if pins["cp"]:
         cps = [pins["cp"]]
     else:
-        cps = [c for c in divs if c == 1 or (x.s >= 32768 and c <= 16 and x.s % (2 * c) == 0)]
+        cps = [c for c in divs if c == 1 or (x.impl == "megatron" and x.s >= 32768 and c <= 16 and x.s % (2 * c) == 0)]
     return heads, pps, cps
 
 

@@ -296,7 +296,7 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         capacity=int(g.memory_bytes * (1 - float(margin))),
         pins=pins,
         zeros=[zero_stage] if zero_stage is not None else list(zeros),
-        recs=[recompute] if recompute else list(recs),
+        recs=[recompute] if recompute else [r for r in recs if a["implementation"] == "megatron" or r in _HF_RECS],
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
         knobs={
             k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")
@@ -306,6 +306,11 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
         on_first=a.get("on_first"),
     )
+
+
+_HF_RECS = ("none", "full")
+"""The recomputation the Hugging Face profiles (``implementation="hf-*"``) were measured with: stock transformers
+has no selective or per-op checkpointing (``calc.memory.activation_layer`` refuses them)."""
 
 
 def _bool_arg(value: object, name: str) -> bool:
