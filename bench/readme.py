@@ -128,7 +128,7 @@ ROWS: tuple[tuple[str, Callable[[Results], str], Callable[[Results], str]], ...]
     ),
     (
         "max_render_ms",
-        lambda r: "Slowest render in Pyodide" + _worst(r, "max_render_ms", "worst"),
+        lambda r: "Slowest render in Pyodide but the planner" + _worst(r, "max_render_ms", "worst"),
         lambda r: _spread(r["max_render_ms"], _ms, " ms"),
     ),
     ("home_bytes_brotli", lambda r: "Home page, first visit", _home_first),

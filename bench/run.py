@@ -15,8 +15,8 @@ Against a built site on 127.0.0.1 (``--site``, else a fresh strict build), with 
   far on screen, and to the full ranking, p95 at 1,024 and 512 GPUs (``boot.measure_recompute``).
 * ``recompute_p95_ms``: input event to updated DOM, the p95 of the worst calculator but the planner
   (``boot.measure_recompute``), per round; its median, min and max over the rounds.
-* ``max_render_ms``: the slowest ``calc.widgets.render`` inside Pyodide (under Node, ``bench/render.mjs``) over
-  each calculator's default and heavy inputs (the median of the runs of each case).
+* ``max_render_ms``: the slowest ``calc.widgets.render`` but the planner's inside Pyodide (under Node,
+  ``bench/render.mjs``) over each calculator's default and heavy inputs (the median of the runs of each case).
 * ``home_bytes_brotli`` and the ``bytes_*`` figures: bytes of response bodies the site's server
   (``tools/serve.py``: pre-compressed files, validators) sent for one visit, counted by the server; first visit
   in a cold context, second visit a new page in the same context (its HTTP cache warm). The home page and a page
@@ -168,7 +168,7 @@ def render_cases() -> dict[str, list[tuple[str, dict[str, str]]]]:
 
 
 def measure_render(site: Path, runs: int) -> dict[str, object]:
-    """The slowest case's median render in Pyodide under Node (``bench/render.mjs``)."""
+    """The slowest case's median render in Pyodide under Node (``bench/render.mjs``), the planner's aside."""
     engine = site / "assets" / "calc" / "calc.zip"
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(render_cases(), f)
@@ -190,7 +190,8 @@ def measure_render(site: Path, runs: int) -> dict[str, object]:
             f"bench/render.mjs failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
         )
     times = json.loads(line.removeprefix("RENDER "))
-    worst = max(times, key=lambda k: statistics.median(times[k]["ms"]))
+    # The planner searches: its own targets are plan_first_ms / plan_full_ms (its cases stay listed here).
+    worst = max((k for k in times if not k.startswith(boot.SEARCHES)), key=lambda k: statistics.median(times[k]["ms"]))
     loads = [load0, os.getloadavg()[0]]
     per_case = {k: round(statistics.median(v["ms"]), 3) for k, v in times.items()}
     return {"max_render_ms": {**stats(times[worst]["ms"], loads, "ms"), "worst": worst, "cases": per_case}}
