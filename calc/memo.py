@@ -9,11 +9,12 @@ cannot be changed by whoever receives it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["memoized"]
+__all__ = ["hash_fields_once", "memoized", "state_without_hash"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,3 +59,32 @@ def memoized(maxsize: int = 4096) -> Callable[[F], F]:
         return call  # type: ignore[return-value]
 
     return wrap
+
+
+def hash_fields_once(self: Any) -> int:
+    """A frozen dataclass's ``__hash__``: its fields' hash, computed on first use and kept on the instance.
+
+    The memos above hash their arguments on every call; a model or a network has dozens of fields, some of them
+    ``Fraction``s, whose hash is a modular inverse. Set ``__hash__ = hash_fields_once`` in the class body (an explicit
+    ``__hash__`` is one ``dataclass`` keeps) and ``__getstate__ = state_without_hash``.
+
+    Examples:
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class P:
+        ...     x: int
+        ...     __hash__ = hash_fields_once
+        ...     __getstate__ = state_without_hash
+        >>> hash(P(1)) == hash(P(1)) == hash((1,)), P(1) == P(1)
+        (True, True)
+    """
+    cached = self.__dict__.get("_hash")
+    if cached is None:
+        cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+        object.__setattr__(self, "_hash", cached)
+    return cached
+
+
+def state_without_hash(self: Any) -> dict[str, Any]:
+    """What pickles of an instance: its ``__dict__`` without [`hash_fields_once`][calc.memo.hash_fields_once]'s
+    kept hash (a string's hash differs from one process to the next)."""
+    return {k: v for k, v in self.__dict__.items() if k != "_hash"}

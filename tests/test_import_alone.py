@@ -60,12 +60,12 @@ MOST_ON_IMPORT: dict[str, int] = {  # +1 with calc.memo (issue 20: the planner's
     "activations": 29,
     "communication": 35,
     "finetune-memory": 45,
-    "parameter-count": 22,
+    "parameter-count": 23,
     "pipeline-bubble": 19,
     "plan": 41,  # +1: calc.widgets._partial (its first answer while it searches)
-    "serving-memory": 25,
-    "serving-time": 29,
-    "training-compute": 26,
+    "serving-memory": 26,
+    "serving-time": 30,
+    "training-compute": 27,
     "training-memory": 45,
     "will-it-fit": 50,
 }

@@ -46,6 +46,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from calc.errors import CalcError
+from calc.memo import hash_fields_once, state_without_hash
 from calc.models._param_counts import _ParamCounts
 from calc.models.hf_config import HF_MODEL_TYPES, read_hf_config  # noqa: F401  (HF_MODEL_TYPES: kept importable here)
 
@@ -280,17 +281,8 @@ class Architecture(_ParamCounts):
 
     # ----------------------------------------------------------------- shape predicates
 
-    def __hash__(self) -> int:
-        """The fields' hash, computed once: the engine's memos key on the model thousands of times a plan."""
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
-
-    def __getstate__(self) -> dict[str, object]:
-        """Pickled without the cached hash (a string's hash differs from one process to the next)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __hash__ = hash_fields_once  # computed once: the engine's memos key on the model thousands of times a plan
+    __getstate__ = state_without_hash
 
     @functools.cached_property
     def is_moe(self) -> bool:

@@ -42,11 +42,11 @@ in-network reduction, NCCL's LL/LL128 protocols (small messages), PXN rail cross
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
 from calc.errors import CalcError
-from calc.memo import memoized
+from calc.memo import hash_fields_once, memoized, state_without_hash
 from calc.parallel.collectives import COLLECTIVES
 from calc.parallel.collectives import _efficiency as _share  # one rule for a share of peak: (0, 1]
 from calc.parallel.interconnects import Interconnect, interconnect
@@ -215,18 +215,8 @@ class Network:
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float, Fraction)) or not 1 <= ratio < 1e6:
             raise CalcError("oversubscription", "must be a number of at least 1 (1 = non-blocking)", ratio)
 
-    def __hash__(self) -> int:
-        """The fields' hash, computed once: the planner's memos key on the network thousands of times a plan, and its
-        exact shares are ``Fraction``s, whose hash is a modular inverse."""
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
-
-    def __getstate__(self) -> dict[str, object]:
-        """Pickled without the cached hash (a string's hash differs from one process to the next)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __hash__ = hash_fields_once  # computed once: the planner's memos key on the network thousands of times a plan
+    __getstate__ = state_without_hash
 
     def nic_for(self, where: Placement) -> Fraction:
         """NIC bandwidth per member of the group placed at ``where``: divided by the oversubscription when
