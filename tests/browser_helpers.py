@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
 CALCULATORS_SETTLED = """() => [...document.querySelectorAll('[data-calc]')].every(el =>
-  el.dataset.state === 'ready' && !el.querySelector('[data-results]').dataset.stale)"""
+  el.dataset.state === 'ready' && el.dataset.answered === el.dataset.seq
+  && !el.querySelector('[data-results]').dataset.stale)"""
 
 
 REVEAL_CHARTS = """async () => {

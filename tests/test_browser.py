@@ -139,7 +139,8 @@ _WATCH_FIRST = """root => {
   new MutationObserver(() => {
     const seen = { seq: root.dataset.seq, first: root.dataset.first, answered: root.dataset.answered,
                    partial: results.dataset.partial === 'true',
-                   verdict: results.querySelector('[data-output=verdict]')?.textContent || '' };
+                   verdict: results.querySelector('[data-output=verdict]')?.textContent || '',
+                   charts: results.querySelectorAll('[data-chart]').length };
     const last = window.__lcFirst[window.__lcFirst.length - 1];
     if (!last || last.first !== seen.first || last.partial !== seen.partial || last.answered !== seen.answered) {
       window.__lcFirst.push(seen);
@@ -150,8 +151,9 @@ _WATCH_FIRST = """root => {
 
 
 def test_the_planner_shows_its_best_layout_so_far_then_the_ranking(session, site_url) -> None:
-    """Issue 20: the planner's search takes a second or more in the browser; its first kept layout is shown (marked
-    as a search under way, data-partial) as soon as the search finds it, then the full ranking replaces it."""
+    """Issue 20: the planner's search takes a second or more in the browser; its first kept layout is shown on top of
+    the previous results (marked as a search under way, data-partial) as soon as the search finds it, then the full
+    ranking replaces both."""
     page, _ = session
     visit(page, site_url, "plan/")
     root = calc(page, "plan")
@@ -164,6 +166,7 @@ def test_the_planner_shows_its_best_layout_so_far_then_the_ranking(session, site
     partial = [x for x in seen if x["partial"]]
     assert partial and partial[0]["first"] == seq and partial[0]["answered"] != seq, seen  # before the full answer
     assert partial[0]["verdict"].startswith("Searching. Best so far"), partial[0]
+    assert partial[0]["charts"] > 0, "the previous results (their charts) stay below the first answer"
     final = seen[-1]
     assert final["answered"] == seq and final["first"] == seq and not final["partial"], seen
     assert root.locator("[data-results]").get_attribute("data-partial") is None

@@ -272,7 +272,7 @@ SABOTAGE = """
 _lc_real_render = render
 
 
-def render(name, inputs=None):  # test-only sabotage, served in place of the site's calc.zip
+def render(name, inputs=None, partial=None):  # test-only sabotage, served in place of the site's calc.zip
     value = str(dict(inputs or {}).get("params", ""))
     if value == "FATAL":
         import os
@@ -285,7 +285,7 @@ def render(name, inputs=None):  # test-only sabotage, served in place of the sit
         raise OverflowError("an unexpected exception")
     if value == "NOFIELD":
         return {"ok": False, "error": {"field": "", "code": "internal", "message": "no field to blame"}}
-    return _lc_real_render(name, inputs)
+    return _lc_real_render(name, inputs, partial)
 """
 
 

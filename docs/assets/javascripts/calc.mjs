@@ -15,7 +15,8 @@
 //   data-worker-renders  how many renders the current worker had run when it answered (superseded
 //                  requests are not rendered, so this counts real computations).
 //   data-first     the data-seq whose first answer is shown: a searching calculator's best so far (the
-//                  planner's, results marked data-partial until the full answer), else its full answer.
+//                  planner's, in a [data-partial-answer] block on top of the results, marked data-partial,
+//                  until the full answer), else its full answer.
 // A reply for older inputs is never shown and never clears data-stale.
 
 const WORKER_URL = new URL("./calc-worker.mjs", import.meta.url);
@@ -977,19 +978,20 @@ function mount(root) {
     syncUrl(); // the address holds what the form shows
   }
 
-  /** A searching calculator's best answer so far for the current inputs, shown until the full one comes. */
+  /** A searching calculator's best answer so far for the current inputs, in a block on top of the results until
+   * the full answer comes; the previous results stay below it, dimmed (charts and tables keep their place). */
   function showPartial(reply) {
-    clearInvalid();
-    if (settings().inPlace) patch(results, reply.html);
-    else results.innerHTML = reply.html;
-    siteLinks(results);
-    unmarkLastGood();
-    results.hidden = false;
-    setAlert("");
-    delete results.dataset.stale;
+    let first = results.querySelector(":scope > [data-partial-answer]");
+    if (!first) {
+      first = document.createElement("div");
+      first.dataset.partialAnswer = "";
+      results.prepend(first);
+    }
+    first.innerHTML = reply.html;
+    siteLinks(first);
     results.dataset.partial = "true";
     root.dataset.first = String(reply.seq);
-    setStatus("Searching: the best layout found so far is shown; the full ranking follows.");
+    setStatus("Searching: the best layout found so far is on top; the full ranking follows.");
   }
 
   function show(reply) {
@@ -997,6 +999,7 @@ function mount(root) {
     answered = reply.seq;
     answerOk = Boolean(reply.ok);
     line.pend("");
+    results.querySelector(":scope > [data-partial-answer]")?.remove();
     delete results.dataset.partial;
     root.dataset.first = String(answered);
     root.dataset.answered = String(answered);
