@@ -31,9 +31,8 @@ def used_stdlib(engine_root: str, prefix: str, package: str = "calc") -> list[st
         importlib.import_module(name)
     widgets = importlib.import_module(f"{package}.widgets")
     for name in sorted(widgets.calculators()):
-        widgets.render(name, {})
+        widgets.render(name, {})  # the defaults
         calc = widgets.calculators()[name]
-        widgets.render(name, dict(calc.defaults))
         widgets.render(name, {f.name: "\u00a7" for f in calc.fields})  # refused input: the error path
     exercises = importlib.import_module(f"{package}.guide.exercises")
     for name in exercises.exercises():

@@ -56,6 +56,9 @@ IMPLEMENTATIONS: tuple[str, ...] = ("megatron", "hf-eager", "hf-sdpa")
 Korthikanti et al. 2022, the default), ``hf-eager`` and ``hf-sdpa`` (stock Hugging Face transformers with
 that ``attn_implementation``; ``calc.memory.activation_profiles`` names their terms)."""
 
+HF_RECOMPUTE_MODES: tuple[str, ...] = ("none", "full")
+"""The recomputation the ``hf-*`` profiles take: stock transformers has no selective or per-op checkpointing."""
+
 _NORM_STATS = {"layernorm": 2, "rmsnorm": 1}
 """fp32 statistics per token per norm."""
 
@@ -485,7 +488,7 @@ def _check_hf(impl: str, *, t: int, sp: bool, cp: int, mode: str) -> None:
                 value,
                 code="unsupported",
             )
-    if mode in ("selective", "op"):
+    if mode not in HF_RECOMPUTE_MODES:
         raise CalcError(
             "recompute",
             f"must be none or full with implementation {impl} (selective and per-op recomputation are "

@@ -52,6 +52,7 @@ from typing import Any
 from calc.errors import CalcError
 from calc.hardware import GPU
 from calc.hardware import gpu as gpu_preset
+from calc.memory.activation_layer import HF_RECOMPUTE_MODES
 from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
 from calc.memory.layout import Layout
 from calc.memory.model_state import CONVENTIONS
@@ -277,6 +278,7 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
     if recompute is not None and recompute not in LAYOUT_RECOMPUTE_MODES:
         raise CalcError("recompute", f"must be one of {', '.join(LAYOUT_RECOMPUTE_MODES)}", recompute)
     zeros, recs = _STACK_SEARCH[a["stack"]]
+    hf_ok = HF_RECOMPUTE_MODES  # what the hf-* profiles take (calc.memory refuses the rest)
     for k in ("tp", "pp", "cp", "dp"):
         if pins[k] is not None and n % pins[k]:
             raise CalcError(k, f"must divide gpus (gpus={n})", pins[k], code="not-divisible")
@@ -296,7 +298,7 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         capacity=int(g.memory_bytes * (1 - float(margin))),
         pins=pins,
         zeros=[zero_stage] if zero_stage is not None else list(zeros),
-        recs=[recompute] if recompute else [r for r in recs if a["implementation"] == "megatron" or r in _HF_RECS],
+        recs=[recompute] if recompute else [r for r in recs if a["implementation"] == "megatron" or r in hf_ok],
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
         knobs={
             k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")
@@ -306,11 +308,6 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
         on_first=a.get("on_first"),
     )
-
-
-_HF_RECS = ("none", "full")
-"""The recomputation the Hugging Face profiles (``implementation="hf-*"``) were measured with: stock transformers
-has no selective or per-op checkpointing (``calc.memory.activation_layer`` refuses them)."""
 
 
 def _bool_arg(value: object, name: str) -> bool:

@@ -305,17 +305,21 @@ def _first() -> Callable[[list[dict[str, Any]]], object] | None:
     return lambda rows: post_partial(_partial_html(rows))
 
 
+def _step_out(best: dict[str, Any]) -> str:
+    """The best layout's step time as the result's ``step_time`` output."""
+    return out("step_time", duration(best["step_time_s"]), "strong", value=best["step_time_s"], unit="s")
+
+
 def _partial_html(rows: list[dict[str, Any]]) -> str:
     """The first fragment: the best layout found so far and its row, marked as a search still under way."""
     best = rows[0]
-    step = out("step_time", duration(best["step_time_s"]), "strong", value=best["step_time_s"], unit="s")
     line = (
         f"Searching. Best so far: dp={best['dp']} tp={best['tp']} pp={best['pp']} cp={best['cp']} "
         f"ep={best['ep']}, {duration(best['step_time_s'])} per step, MFU {best['mfu']:.1%}; the ranking follows."
     )
     return (
         verdict(True, line, short=f"Searching: {duration(best['step_time_s'])} so far")
-        + kv("Best step time so far", step)
+        + kv("Best step time so far", _step_out(best))
         + _ranking(rows)
     )
 
@@ -323,12 +327,11 @@ def _partial_html(rows: list[dict[str, Any]]) -> str:
 def _compute(v: dict[str, str]) -> str:
     choice, r = plan_result(v, on_first=_first())
     best = r["layouts"][0]
-    step = out("step_time", duration(best["step_time_s"]), "strong", value=best["step_time_s"], unit="s")
     return (
         verdict(True, _verdict_line(choice.label, r), short=_verdict_short(best))
         + model_chip(choice)
         + _diagnosis(best, v)
-        + kv("Best step time", step)
+        + kv("Best step time", _step_out(best))
         + _ranking(r["layouts"])
         + layout_chart(
             [

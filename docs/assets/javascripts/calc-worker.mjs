@@ -172,6 +172,14 @@ function isFatal(err, pyodide) {
   return true;
 }
 
+// A calculator that searches (the planner) posts its best answer so far before the full one: one listener, passed to
+// every render, posts for the request under way.
+let rendering = null;
+function postPartial(html) {
+  const { id, key, seq } = rendering;
+  self.postMessage({ type: "partial", id, key, seq, html: String(html) });
+}
+
 function renderOne(request) {
   const { pyodide, widgets } = runtime;
   let args = null;
@@ -182,10 +190,8 @@ function renderOne(request) {
       runtime.exercises ??= pyodide.pyimport("calc.guide.exercises");
       result = runtime.exercises.live(args);
     } else {
-      // A calculator that searches (the planner) posts its best answer so far before the full one.
-      const partial = (html) =>
-        self.postMessage({ type: "partial", id: request.id, key: request.key, seq: request.seq, html: String(html) });
-      result = widgets.render(request.name, args, partial);
+      rendering = request;
+      result = widgets.render(request.name, args, postPartial);
     }
     renders += 1;
     const reply = result.toJs({ dict_converter: Object.fromEntries });
