@@ -141,7 +141,8 @@ def instrumented(browser, site_url):
 def test_a_reply_for_older_inputs_never_clears_stale(instrumented, site_url) -> None:
     from calc.widgets import render
 
-    _, page, watch = instrumented()
+    # Every edit marks the result stale at once (staleAfterMs 0; the page waits 100 ms for a fast answer first).
+    _, page, watch = instrumented("{staleAfterMs: 0}")
     page.goto(f"{site_url}/parallelism/zero/")
     root = page.locator('[data-calc="will-it-fit"]').first
     wait_settled(page, root)

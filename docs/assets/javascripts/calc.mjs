@@ -44,7 +44,9 @@ const started = performance.now();
 // spinning forever. A render normally takes milliseconds; one that has not answered in 30 s means
 // the runtime is wedged. Tests shorten both through `window.__lcCalcTest` (unset in normal use).
 // `inPlace: false` replaces the results' HTML wholesale instead of patching it (for measuring the two).
-const DEFAULTS = { bootTimeoutMs: 120_000, renderTimeoutMs: 30_000, maxRestarts: 3, inPlace: true };
+// `staleAfterMs`: an edit's previous result is marked stale (dimmed, "Updating…") only if the new answer is not back
+// by then; an answer within a frame or two replaces it with no flicker and no second paint (0: at once).
+const DEFAULTS = { bootTimeoutMs: 120_000, renderTimeoutMs: 30_000, maxRestarts: 3, inPlace: true, staleAfterMs: 100 };
 const settings = () => ({ ...DEFAULTS, ...(globalThis.__lcCalcTest || {}) });
 
 const QUOTE_CHARS = 40;
@@ -672,6 +674,20 @@ function mount(root) {
     results.dataset.stale = "true";
     setStatus(text);
   };
+  let staleTimer = 0;
+  /** Mark the shown result stale unless the answer to the newest inputs is back within `staleAfterMs`. */
+  const markStaleSoon = (text) => {
+    const after = settings().staleAfterMs;
+    if (!after) {
+      markStale(text);
+      return;
+    }
+    if (staleTimer) return; // the pending check looks at the newest inputs when it fires
+    staleTimer = setTimeout(() => {
+      staleTimer = 0;
+      if (root.isConnected && answered !== seq && root.dataset.state === "ready") markStale(text);
+    }, after);
+  };
   root.dataset.seq = String(seq);
   const line = answerLine(root, form, results, alert, status);
   let lastValues = null; // the inputs last acted on (a blur's change event after an input event changes nothing)
@@ -1076,9 +1092,19 @@ function mount(root) {
     seq += 1;
     root.dataset.seq = String(seq);
     edited = true;
+    const state = root.dataset.state;
+    if (state === "ready") {
+      // The request goes first (no debounce: the worker computes only the newest and answers older ones
+      // "superseded"), so the engine works while this thread updates the form, the address and the status.
+      compute();
+      syncEnabled(root);
+      syncUrl();
+      markStaleSoon("Updating…");
+      holdForFirstAnswer();
+      return;
+    }
     syncEnabled(root);
     syncUrl();
-    const state = root.dataset.state;
     if (state === "error") {
       if (failure && !failure.permanent && !bootFailure) {
         markStale("Restarting the live engine…");
@@ -1088,14 +1114,8 @@ function mount(root) {
       }
       return;
     }
-    if (state !== "ready") {
-      markStale("Your numbers will be computed as soon as the engine has loaded…");
-      holdForFirstAnswer();
-      return;
-    }
-    markStale("Updating…");
+    markStale("Your numbers will be computed as soon as the engine has loaded…");
     holdForFirstAnswer();
-    compute(); // no debounce: the worker computes only the newest request and answers older ones "superseded"
   }
 
   const controller = {

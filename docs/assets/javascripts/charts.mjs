@@ -338,9 +338,27 @@ const observer = new MutationObserver((records) => {
       for (const figure of node.querySelectorAll("[data-chart]")) touched.add(figure);
     }
   }
-  if (all) renderAll();
-  else for (const figure of touched) render(figure);
+  if (all) everyChart = true;
+  for (const figure of touched) queued.add(figure);
+  if (!frame) frame = requestAnimationFrame(drawQueued);
 });
+
+// Charts are drawn in the next animation frame, not in the task that wrote the new numbers: the numbers reach the
+// screen first (issue 20: keystroke to number within one frame), and the chart follows before that frame's paint.
+const queued = new Set();
+let everyChart = false; // the palette changed: every chart
+let frame = 0;
+function drawQueued() {
+  frame = 0;
+  const figures = [...queued];
+  queued.clear();
+  if (everyChart) {
+    everyChart = false;
+    renderAll();
+    return;
+  }
+  for (const figure of figures) render(figure);
+}
 
 function start() {
   observer.observe(document.body, {
