@@ -235,3 +235,18 @@ def test_only_the_planner_posts_a_first_fragment() -> None:
     assert render("plan", {}, None)["ok"]  # no listener: nothing is built for it
     got.clear()
     assert render("will-it-fit", {}, got.append)["ok"] and got == []
+
+
+def test_the_calculators_that_search_are_the_ones_that_post_first_fragments() -> None:
+    """``SEARCHING`` (the calculators the browser worker never repeats to warm up) is every calculator whose
+    default render posts a first fragment, and only those."""
+    from calc.widgets import calculators, render
+    from calc.widgets._partial import SEARCHING
+
+    posting = set()
+    for name in calculators():
+        got: list[str] = []
+        render(name, {}, got.append)
+        if got:
+            posting.add(name)
+    assert posting == set(SEARCHING)

@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 
-__all__ = ["PARTIAL", "listening", "post_partial"]
+__all__ = ["PARTIAL", "SEARCHING", "listening", "post_partial"]
+
+SEARCHING: tuple[str, ...] = ("plan",)
+"""The calculators that search (and may post a first answer): the browser worker never repeats their renders to
+warm up the runtime (``docs/assets/javascripts/calc-worker.mjs``), since one takes hundreds of milliseconds."""
 
 PARTIAL: ContextVar[Callable[[str], object] | None] = ContextVar("lc_partial", default=None)
 """The listener of the render under way (the browser worker's ``postMessage``), or ``None``."""

@@ -16,7 +16,7 @@
 //                                                    first, so this one was not computed
 //   {type: "dead", id, key, seq, message}             the runtime failed fatally (a Pyodide fatal error,
 //                                                    not a CalcError): this worker is useless now
-//   {type: "warmed", key, renders}                    a calculator's warm-up (below) is done: `renders` repeats
+//   {type: "warmed", key, renders, ok}                a calculator's warm-up (below) is over: `renders` repeats
 //
 // Boot: the runtime, the precompiled stdlib and the engine are fetched at once (see below); a missing
 // precompiled stdlib falls back to Pyodide's stock one. The precompiled one holds only the modules the worker uses;
@@ -145,7 +145,7 @@ let dead = null; // the fatal message once the runtime has failed
 let renders = 0;
 const queue = new Map(); // key -> the newest request not yet computed
 const WARM_RENDERS = 4;
-const WARM_SLOWER_THAN_MS = 100; // a render slower than this is not repeated (the planner's searches)
+const WARM_SLOWER_THAN_MS = 100; // a warm render slower than this ends the calculator's warm-up
 const warmed = new Set(); // keys whose warm-up is done or under way
 const warm = []; // {name, inputs, left} still to repeat
 let draining = false;
@@ -194,12 +194,14 @@ function postPartial(html) {
   self.postMessage({ type: "partial", id, key, seq, html: String(html) });
 }
 
-/** After `request`'s answer `reply` (in `ms`): repeat it later, when idle, if it is this calculator's first. */
-function planWarmUp(request, reply, ms) {
+/** After `request`'s answer `reply`: repeat it later, when idle, if it is this calculator's first (its time is not
+ * a guide: a first render imports the calculator's modules). */
+function planWarmUp(request, reply) {
   if (request.type !== "render" || warmed.has(request.key)) return;
   warmed.add(request.key);
-  if (reply.type !== "result" || !reply.ok || request.searched || ms > WARM_SLOWER_THAN_MS) return;
-  warm.push({ key: request.key, name: request.name, inputs: request.inputs, left: WARM_RENDERS });
+  runtime.searching ??= new Set(runtime.pyodide.pyimport("calc.widgets._partial").SEARCHING.toJs());
+  if (reply.type !== "result" || !reply.ok || request.searched || runtime.searching.has(request.name)) return;
+  warm.push({ key: request.key, name: request.name, inputs: request.inputs, left: WARM_RENDERS, done: 0 });
 }
 
 /** One warm render: the result is thrown away; a failure ends the warm-up (a real request would report it). */
@@ -209,6 +211,7 @@ function warmOnce() {
   let args = null;
   let result = null;
   let ok = true;
+  const started = performance.now();
   try {
     args = pyodide.toPy(job.inputs);
     result = widgets.render(job.name, args, postPartial);
@@ -223,10 +226,11 @@ function warmOnce() {
     }
   }
   job.left -= 1;
-  if (!ok) warm.length = 0;
-  else if (job.left <= 0) {
+  job.done += 1;
+  // Done, failed (a real request would report it) or slow (not worth repeating): this calculator's warm-up ends.
+  if (job.left <= 0 || !ok || performance.now() - started > WARM_SLOWER_THAN_MS) {
     warm.shift();
-    self.postMessage({ type: "warmed", key: job.key, renders: WARM_RENDERS });
+    self.postMessage({ type: "warmed", key: job.key, renders: job.done, ok });
   }
 }
 
@@ -290,10 +294,9 @@ async function drain() {
       self.postMessage({ type: "dead", id: request.id, key, seq: request.seq, message: dead });
       continue;
     }
-    const started = performance.now();
     const reply = renderOne(request);
     self.postMessage({ ...reply, id: request.id, key, seq: request.seq, renders });
-    planWarmUp(request, reply, performance.now() - started);
+    planWarmUp(request, reply);
   }
 }
 
