@@ -28,12 +28,13 @@
 // Engine errors (CalcError) come back as data from calc.widgets.render; an unexpected Python
 // exception is reported as data too ("internal"); only a broken runtime is "dead".
 //
-// Warm-up: after a calculator's first answer, while no request waits, the worker renders the same inputs
-// WARM_RENDERS more times and throws the results away, one at a time (a request that comes in waits for one at
-// most). WebAssembly starts in the baseline tier and reaches the optimizing one only once code is hot: measured on
-// 2 cores, pipeline-bubble's renders go from 24 ms to about 2 ms over the first few. The reader's first edits then
-// get the fast ones. A searching calculator (one that posted a partial answer) or a slow render is not repeated;
-// warm renders post nothing and do not count in `renders`.
+// Warm-up: after a calculator's first answer, once no request has come for WARM_IDLE_MS, the worker renders the same
+// inputs again and throws the result away, up to WARM_RENDERS times, each after such a pause (a request that comes
+// in waits for one warm render at most). WebAssembly starts in the baseline tier and reaches the optimizing one only
+// once code is hot: measured on 2 cores, pipeline-bubble's renders go from 24 ms to about 2 ms over the first few,
+// so the reader's first edits get the fast ones. A searching calculator (calc.widgets._partial.SEARCHING, or one that
+// posted a first answer) is not repeated, and a warm render slower than WARM_SLOWER_THAN_MS ends the warm-up; warm
+// renders post nothing and do not count in `renders`.
 
 // Filled in by the build (tools/build_runtime.py): the content-hashed runtime folder under assets/, and the
 // pinned lock file's `info` (this worker loads no packages, so the lock file is inlined, empty, not fetched).
@@ -145,6 +146,7 @@ let dead = null; // the fatal message once the runtime has failed
 let renders = 0;
 const queue = new Map(); // key -> the newest request not yet computed
 const WARM_RENDERS = 4;
+const WARM_IDLE_MS = 250; // a warm render waits for this long without a request
 const WARM_SLOWER_THAN_MS = 100; // a warm render slower than this ends the calculator's warm-up
 const warmed = new Set(); // keys whose warm-up is done or under way
 const warm = []; // {name, inputs, left} still to repeat
@@ -271,6 +273,20 @@ function renderOne(request) {
   }
 }
 
+/** Once the worker has been idle for WARM_IDLE_MS, one warm render, then wait again (a reader who starts typing
+ * waits for one warm render at most; one typing on keeps the worker from ever being idle that long). */
+let warmTimer = 0;
+function idleWarm() {
+  clearTimeout(warmTimer);
+  if (!warm.length || dead) return;
+  warmTimer = setTimeout(() => {
+    warmTimer = 0;
+    if (draining || queue.size || dead || !warm.length) return;
+    warmOnce();
+    idleWarm();
+  }, WARM_IDLE_MS);
+}
+
 function schedule() {
   if (draining || !runtime) return;
   draining = true;
@@ -283,11 +299,10 @@ function schedule() {
 async function drain() {
   for (;;) {
     await yieldToMessages();
-    if (!queue.size && warm.length && !dead) {
-      warmOnce();
-      continue;
+    if (!queue.size) {
+      idleWarm();
+      return;
     }
-    if (!queue.size) return;
     const [key, request] = queue.entries().next().value;
     queue.delete(key);
     if (dead) {
