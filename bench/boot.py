@@ -40,11 +40,14 @@ from pathlib import Path
 from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "tools") not in sys.path:
-    sys.path.insert(0, str(ROOT / "tools"))
+for _path in (ROOT / "tools", ROOT):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from pyc_compile import ENGINE_ROOT
 from serve import running
+
+from calc.widgets._partial import SEARCHING
 
 CHROMIUM = "/usr/bin/chromium"
 TIMEOUT_MS = 180_000
@@ -372,7 +375,7 @@ def measure_import(site: Path, runs: int = 7) -> dict[str, object]:
     }
 
 
-SEARCHES = ("plan",)
+SEARCHES: tuple[str, ...] = SEARCHING
 """Calculators that search, with targets of their own (issue 20): ``plan_first_ms``, input event to the best layout
 so far on screen (``data-first``), and ``plan_full_ms``, to the full ranking, p95 of the default case (1,024 and 512
 GPUs); ``recompute_p95_ms`` is the worst of the others, named in ``recompute_worst``."""

@@ -32,9 +32,9 @@
 // inputs again and throws the result away, up to WARM_RENDERS times, each after such a pause (a request that comes
 // in waits for one warm render at most). WebAssembly starts in the baseline tier and reaches the optimizing one only
 // once code is hot: measured on 2 cores, pipeline-bubble's renders go from 24 ms to about 2 ms over the first few,
-// so the reader's first edits get the fast ones. A searching calculator (calc.widgets._partial.SEARCHING, or one that
-// posted a first answer) is not repeated, and a warm render slower than WARM_SLOWER_THAN_MS ends the warm-up; warm
-// renders post nothing and do not count in `renders`.
+// so the reader's first edits get the fast ones. A searching calculator (calc.widgets._partial.SEARCHING) is not
+// repeated, and a warm render slower than WARM_SLOWER_THAN_MS ends the warm-up; warm renders post nothing and do not
+// count in `renders`.
 
 // Filled in by the build (tools/build_runtime.py): the content-hashed runtime folder under assets/, and the
 // pinned lock file's `info` (this worker loads no packages, so the lock file is inlined, empty, not fetched).
@@ -149,7 +149,7 @@ const WARM_RENDERS = 4;
 const WARM_IDLE_MS = 250; // a warm render waits for this long without a request
 const WARM_SLOWER_THAN_MS = 100; // a warm render slower than this ends the calculator's warm-up
 const warmed = new Set(); // keys whose warm-up is done or under way
-const warm = []; // {name, inputs, left} still to repeat
+const warm = []; // {key, name, inputs, done} still to repeat
 let draining = false;
 
 const engine = boot();
@@ -192,7 +192,6 @@ let rendering = null;
 function postPartial(html) {
   if (!rendering) return; // a warm render posts nothing
   const { id, key, seq } = rendering;
-  rendering.searched = true;
   self.postMessage({ type: "partial", id, key, seq, html: String(html) });
 }
 
@@ -202,35 +201,42 @@ function planWarmUp(request, reply) {
   if (request.type !== "render" || warmed.has(request.key)) return;
   warmed.add(request.key);
   runtime.searching ??= new Set(runtime.pyodide.pyimport("calc.widgets._partial").SEARCHING.toJs());
-  if (reply.type !== "result" || !reply.ok || request.searched || runtime.searching.has(request.name)) return;
-  warm.push({ key: request.key, name: request.name, inputs: request.inputs, left: WARM_RENDERS, done: 0 });
+  if (reply.type !== "result" || !reply.ok || runtime.searching.has(request.name)) return;
+  warm.push({ key: request.key, name: request.name, inputs: request.inputs, done: 0 });
+}
+
+/** `call(args)` on `inputs` made Python; `use(result)` reads the result before it and the arguments are freed. */
+function pyCall(call, inputs, use) {
+  let args = null;
+  let result = null;
+  try {
+    args = runtime.pyodide.toPy(inputs);
+    result = call(args);
+    return use(result);
+  } finally {
+    rendering = null;
+    try {
+      if (args) args.destroy();
+      if (result) result.destroy();
+    } catch {
+      // a failed runtime may refuse even this; the caller's reply already says so
+    }
+  }
 }
 
 /** One warm render: the result is thrown away; a failure ends the warm-up (a real request would report it). */
 function warmOnce() {
   const job = warm[0];
-  const { pyodide, widgets } = runtime;
-  let args = null;
-  let result = null;
-  let ok = true;
   const started = performance.now();
+  let ok = true;
   try {
-    args = pyodide.toPy(job.inputs);
-    result = widgets.render(job.name, args, postPartial);
+    pyCall((args) => runtime.widgets.render(job.name, args, postPartial), job.inputs, () => {});
   } catch {
     ok = false;
-  } finally {
-    try {
-      if (args) args.destroy();
-      if (result) result.destroy();
-    } catch {
-      ok = false;
-    }
   }
-  job.left -= 1;
   job.done += 1;
   // Done, failed (a real request would report it) or slow (not worth repeating): this calculator's warm-up ends.
-  if (job.left <= 0 || !ok || performance.now() - started > WARM_SLOWER_THAN_MS) {
+  if (job.done >= WARM_RENDERS || !ok || performance.now() - started > WARM_SLOWER_THAN_MS) {
     warm.shift();
     self.postMessage({ type: "warmed", key: job.key, renders: job.done, ok });
   }
@@ -238,19 +244,14 @@ function warmOnce() {
 
 function renderOne(request) {
   const { pyodide, widgets } = runtime;
-  let args = null;
-  let result = null;
+  const exercise = request.type === "exercise";
+  const call = exercise
+    ? (args) => (runtime.exercises ??= pyodide.pyimport("calc.guide.exercises")).live(args)
+    : (args) => widgets.render(request.name, args, postPartial);
   try {
-    args = pyodide.toPy(request.inputs);
-    if (request.type === "exercise") {
-      runtime.exercises ??= pyodide.pyimport("calc.guide.exercises");
-      result = runtime.exercises.live(args);
-    } else {
-      rendering = request;
-      result = widgets.render(request.name, args, postPartial);
-    }
+    if (!exercise) rendering = request;
+    const reply = pyCall(call, request.inputs, (result) => result.toJs({ dict_converter: Object.fromEntries }));
     renders += 1;
-    const reply = result.toJs({ dict_converter: Object.fromEntries });
     return { type: "result", ...reply };
   } catch (err) {
     renders += 1;
@@ -262,14 +263,6 @@ function renderOne(request) {
     const lines = messageOf(err).split("\n").map((line) => line.trim()).filter(Boolean);
     const last = (lines[lines.length - 1] || "unknown error").slice(0, 200);
     return { type: "result", ok: false, error: { field: "", code: "internal", message: `Internal error: ${last}` } };
-  } finally {
-    rendering = null;
-    try {
-      if (args) args.destroy();
-      if (result) result.destroy();
-    } catch {
-      // a failed runtime may refuse even this; the reply above already says so
-    }
   }
 }
 
