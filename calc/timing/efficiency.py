@@ -11,12 +11,19 @@ import math
 
 from calc.hardware import GPU
 
+_HOPPER = ("h100", "h200", "gh200")
+_H100_SXM_PEAK_TFLOPS = 989.4
+"""The dense bf16 peak of the H100 SXM5 on which `ATTENTION_KERNEL_RATES` were measured."""
+
 __all__ = [
     "ATTENTION_EFFICIENCY",
+    "ATTENTION_KERNEL_BY_STACK",
+    "ATTENTION_KERNEL_RATES",
     "MATMUL_EFFICIENCY_BY_GPU",
     "STRAGGLER_FROM_GPUS",
     "STRAGGLER_PER_DOUBLING",
     "attention_efficiency",
+    "attention_kernel",
     "matmul_efficiency_for",
     "straggler_allowance",
 ]
@@ -64,6 +71,31 @@ the attention core (``QKᵀ`` and attention-times-``V``) when ``flash_attention`
   (Dao 2023, Sec. 3.2). Blackwell and MI300X are assumed Hopper's share.
 """
 
+ATTENTION_KERNEL_RATES: dict[str, dict[int, tuple[int, int]]] = {
+    "cudnn": {512: (315, 305), 1024: (410, 408), 2048: (484, 465), 4096: (518, 499), 8192: (529, 518),
+              16384: (539, 516)},
+    "fa2": {512: (191, 214), 1024: (260, 260), 2048: (298, 291), 4096: (319, 310), 8192: (333, 318),
+            16384: (335, 322)},
+}
+"""Measured attention kernels on an H100 SXM5 (head size 128, bf16), TFLOP/s ``(forward, backward)`` by sequence
+length: Shah et al. 2024, FlashAttention-3 (arXiv:2407.08608), Fig. 5 (forward, causal) and Fig. 6 (backward).
+
+``cudnn`` is cuDNN's fused attention, ``fa2`` FlashAttention-2. The figures count a causal forward as half the
+dense ``4·s²·h`` and the backward as 2.5 forwards (it recomputes the scores): see
+[`attention_efficiency`][calc.timing.efficiency.attention_efficiency] for how they become the engine's share."""
+
+ATTENTION_KERNEL_BY_STACK: dict[str, str] = {"megatron": "cudnn", "torchtitan": "fa2", "deepspeed": "fa2"}
+"""The attention kernel each training stack runs on Hopper.
+
+* Megatron-LM: Transformer Engine's ``get_attention_backend``
+  (``transformer_engine/pytorch/attention/dot_product_attention/utils.py``) turns FlashAttention off "to give
+  FusedAttention preference on Hopper+ for performance reasons": cuDNN's kernel.
+* torchtitan and DeepSpeed: PyTorch's ``scaled_dot_product_attention``, whose flash backend is FlashAttention-2.
+
+Other GPUs keep [`ATTENTION_EFFICIENCY`][calc.timing.efficiency.ATTENTION_EFFICIENCY]: the paper measured Hopper
+only."""
+
+
 STRAGGLER_FROM_GPUS: int = 256
 """Job size from which the straggler / congestion allowance starts (no allowance at or below it)."""
 
@@ -99,15 +131,56 @@ def matmul_efficiency_for(gpu: GPU | str) -> float:
     return MATMUL_EFFICIENCY_BY_GPU[key] if key else MATMUL_EFFICIENCY_BY_GPU["h100"]
 
 
-def attention_efficiency(gpu: GPU | str, seq_len: int) -> float:
-    """FlashAttention's achieved share of the peak at ``seq_len``.
+def attention_kernel(gpu: GPU | str, stack: str | None) -> str | None:
+    """The measured kernel ``stack`` runs on ``gpu`` (a key of `ATTENTION_KERNEL_RATES`), or ``None``.
 
-    From [`ATTENTION_EFFICIENCY`][calc.timing.efficiency.ATTENTION_EFFICIENCY].
+    Examples:
+        >>> attention_kernel("h100-sxm", "megatron"), attention_kernel("h100-sxm", "torchtitan")
+        ('cudnn', 'fa2')
+        >>> attention_kernel("a100-80", "megatron") is None, attention_kernel("h100-sxm", None) is None
+        (True, True)
+    """
+    name = gpu if isinstance(gpu, str) else gpu.name
+    if stack is None or not name.startswith(_HOPPER):
+        return None
+    return ATTENTION_KERNEL_BY_STACK.get(stack)
+
+
+def _kernel_rate(kernel: str, seq_len: int) -> tuple[float, float]:
+    """Forward and backward TFLOP/s of ``kernel`` at ``seq_len``: interpolated in log2 of the length between the
+    measured ones, held at the ends."""
+    table = ATTENTION_KERNEL_RATES[kernel]
+    lengths = sorted(table)
+    s = min(max(seq_len, lengths[0]), lengths[-1])
+    lo = max(k for k in lengths if k <= s)
+    hi = min(k for k in lengths if k >= s)
+    if lo == hi:
+        return table[lo]
+    f = (math.log2(s) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+    return tuple(a + f * (b - a) for a, b in zip(table[lo], table[hi], strict=True))  # type: ignore[return-value]
+
+
+def attention_efficiency(gpu: GPU | str, seq_len: int, stack: str | None = None) -> float:
+    """The attention core's achieved share of the dense bf16 peak at ``seq_len``, under training ``stack``.
+
+    On Hopper, with a stack whose kernel is measured (`attention_kernel`), from
+    [`ATTENTION_KERNEL_RATES`][calc.timing.efficiency.ATTENTION_KERNEL_RATES]: the engine counts the core's
+    backward as two forwards (``calc.timing.steptime``) where the kernel runs 2.5 at its backward rate, so the share
+    is ``3 / (peak × (1/forward + 2.5/backward))``, with the H100 SXM's 989.4 TFLOP/s peak the paper measured on.
+    Otherwise from [`ATTENTION_EFFICIENCY`][calc.timing.efficiency.ATTENTION_EFFICIENCY].
 
     Examples:
         >>> round(attention_efficiency("a100-80", 2048), 2), round(attention_efficiency("h100-sxm", 8192), 2)
         (0.53, 0.34)
+        >>> round(attention_efficiency("h100-sxm", 8192, "megatron"), 3)
+        0.451
+        >>> round(attention_efficiency("h100-sxm", 8192, "torchtitan"), 3)
+        0.279
     """
+    kernel = attention_kernel(gpu, stack)
+    if kernel is not None:
+        forward, backward = _kernel_rate(kernel, seq_len)
+        return 3 / (_H100_SXM_PEAK_TFLOPS * (1 / forward + 2.5 / backward))
     key = _generation(gpu, ATTENTION_EFFICIENCY)  # type: ignore[arg-type]
     share, half = ATTENTION_EFFICIENCY[key or "h100"]
     return share * seq_len / (seq_len + half)

@@ -56,6 +56,12 @@ when its layout is built."""
 MAX_MICRO_BATCH = 64
 """Largest micro-batch searched (any divisor of the per-replica batch up to it, and only while it can fit)."""
 
+CP_FROM_SEQ = 32768
+"""Shortest sequence at which context parallelism (``cp`` up to 16, Megatron-LM only) is searched. Below it the
+engine, which credits no TP overlap by default, would trade TP for CP at 8K (TP4 CP4 for Llama 3 405B on 16,384
+GPUs) where practitioners keep TP 8 and CP 1 (Llama 3, Table 4) or 2 (NVIDIA's tuned recipes, rows ``dgxc25-*``
+of ``validation/published``, which the planner therefore does not find unpinned)."""
+
 
 @dataclass
 class _Candidate:
@@ -172,7 +178,8 @@ def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:
     if pins["cp"]:
         cps = [pins["cp"]]
     else:
-        cps = [c for c in divs if c == 1 or (x.impl == "megatron" and x.s >= 32768 and c <= 16 and x.s % (2 * c) == 0)]
+        megatron = x.impl == "megatron" and x.s >= CP_FROM_SEQ
+        cps = [c for c in divs if c == 1 or (megatron and c <= 16 and x.s % (2 * c) == 0)]
     return heads, pps, cps
 
 
@@ -267,13 +274,14 @@ def bound(x: _Ctx, cands: list[_Candidate]) -> None:
     straggler allowance. Every state of the candidate takes at least that long."""
     peak = x.g.peak_flops("bf16")
     eff = matmul_efficiency_for(x.g) if x.eff is None else x.eff
-    attn = x.knobs.get("attention_efficiency") or attention_efficiency(x.g, x.s)
-    rates = (peak * eff, peak * attn)
+    fixed = x.knobs.get("attention_efficiency")
     allowance = 1 + straggler_allowance(x.n, x.knobs.get("straggler_per_doubling", STRAGGLER_PER_DOUBLING))
     cache: dict[tuple[int, int, int, int], float] = {}
     for cand in cands:
         key = (cand.tp, cand.pp, cand.cp, cand.mb)
         if key not in cache:
+            attn = fixed or attention_efficiency(x.g, x.s // cand.cp, x.stack)  # a CP rank's kernel: s / cp rows
+            rates = (peak * eff, peak * attn)
             like = SimpleNamespace(tp=cand.tp, cp=cand.cp, pp=cand.pp, micro_batch=cand.mb, seq_len=x.s,
                                    recompute="none", flash_attention=True, sequence_parallel=cand.tp > 1)  # fmt: skip
             c = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, MEMORY_PASSES, cand.counts)  # type: ignore[arg-type]

@@ -286,7 +286,10 @@ def _rates(g: GPU, layout: Layout, matmul: float | None, attention: float | None
     eff = matmul_efficiency_for(g) if matmul is None else _fraction(matmul, "matmul_efficiency")
     if attention is not None:
         return eff, _fraction(attention, "attention_efficiency")
-    return eff, attention_efficiency_for(g, layout.seq_len) if layout.flash_attention else eff
+    if not layout.flash_attention:
+        return eff, eff
+    # Under context parallelism each rank's kernel runs on s / cp queries against s / cp keys per ring step
+    return eff, attention_efficiency_for(g, layout.seq_len // layout.cp, layout.stack)
 
 
 def _peaks(g: GPU, dtype: str) -> tuple[float, float]:

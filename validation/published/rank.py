@@ -18,7 +18,8 @@ needs a later feature, so the ranking does not offer it either.
 
 **How the layout is matched.** The planner keeps one entry per set of degrees (its fastest micro-batch and
 interleaving), so the published layout's rank is 1 + the ranked entries strictly faster than its pinned step time;
-a rank above ``top`` is reported as ``None`` (outside the top 3). ``within`` is the pinned step time over the top
+a rank above ``top`` is reported as ``None`` (outside the top 3), and so is a published layout the unpinned
+search cannot offer (context parallelism below ``CP_FROM_SEQ`` tokens: it fails, ``why`` says so). ``within`` is the pinned step time over the top
 pick's, less 1; a row *passes* at rank ≤ 3 or ``within`` ≤ 5%. ``why`` names, in breakdown terms (compute,
 bubble, exposed communication, recompute), what the top pick saves against the published layout.
 
@@ -34,6 +35,7 @@ from typing import Any
 
 from calc.errors import CalcError
 from calc.memory.stacks import STACKS
+from calc.timing.plan_search import CP_FROM_SEQ
 from calc.timing.planner import plan
 from validation.published.predict import load
 
@@ -168,7 +170,24 @@ def _rank_cached(row_json: str) -> str:
     out["within"] = pub["step_time_s"] / best["step_time_s"] - 1
     out["passes"] = out["rank"] is not None or out["within"] <= WITHIN
     out["why"] = "" if out["rank"] == 1 else _why(best, pub)
+    outside = _outside(pub, row["layout"]["seq_len"])
+    if outside:  # the planner times it when pinned, but would never offer it: it does not pass
+        out.update(rank=None, passes=False, why=outside)
     return json.dumps(out)
+
+
+def _outside(pub: dict[str, Any], seq_len: int) -> str:
+    """Why the unpinned planner cannot offer the published layout ``pub``, or ``""``.
+
+    Examples:
+        >>> _outside({"cp": 2}, 8192)
+        'outside the search: the planner tries CP only from 32768 tokens (CP2 at 8192)'
+        >>> _outside({"cp": 2}, 32768), _outside({"cp": 1}, 8192)
+        ('', '')
+    """
+    if pub["cp"] > 1 and seq_len < CP_FROM_SEQ:
+        return f"outside the search: the planner tries CP only from {CP_FROM_SEQ} tokens (CP{pub['cp']} at {seq_len})"
+    return ""
 
 
 def rank_row(row: dict[str, Any]) -> dict[str, Any]:
