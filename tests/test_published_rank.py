@@ -8,8 +8,10 @@ micro-batch and interleaving were left to the planner instead of pinned: ``naray
 is within 1.9% of the top at its best interleaving; 18 of 21, 86%, once each row is searched within what its
 framework could run: Narayanan et al. and Korthikanti et al. ran Megatron-LM before its distributed optimizer, so
 at ZeRO-0 only; 19 of 23, 83%, once Llama 3's two 8K rows were modelled with its placement of the embedding and
-the loss: the 16,384-GPU layout ranks first, the 8,192-GPU one needs recomputation in the engine's memory). The
-80% target is met. The ratchet counts passing rows, so a new row the planner misses does not lower it.
+the loss: the 16,384-GPU layout ranks first, the 8,192-GPU one needs recomputation in the engine's memory); 20 of 30, 67%, once the 128K Llama 3 row was
+timed with cuDNN's measured attention rate (its layout is the planner's first) and five rows of NVIDIA's tuned H100
+recipes joined (``dgxc25-*``: CP 2 at 8K, outside the planner's search, so none passes). The ratchet counts passing
+rows, so a new row the planner misses does not lower it.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import pytest
 
 from validation.published.rank import TARGET, rank_all, share
 
-RATCHET = 19
-"""Rows that passed when this test was last raised (19 of 23); raise it as the planner improves."""
+RATCHET = 20
+"""Rows that passed when this test was last raised (20 of 30); raise it as the planner improves."""
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +47,12 @@ def test_share_does_not_fall(results):
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "19 of 24 rows pass (79%, target 80%) since two rows joined: tt24-70b-2d-asynctp-tps (its step time is within "
-        "15% once FP8 runs leave the attention core at the bf16 peak) ranks below the planner's pipelined TP4 PP8 "
-        "pick, +33%: torchtitan's 2D table demonstrates FSDP + TP, not the fastest 70B layout; llama3-405b-8k-8192 "
-        "needs recomputation in the engine's memory (tests/test_planner.py)"
+        "20 of 30 rows pass (67%, target 80%). Five are NVIDIA's tuned H100 recipes (dgxc25-*): CP 2 at 8K, which "
+        "the planner does not search below 32K tokens (calc.timing.plan_search.CP_FROM_SEQ: without a TP-overlap "
+        "share it would trade TP for CP 4-16 at 8K); tt24-70b-2d-asynctp-tps and tt26-8b-gb200-fsdp4-bf16-tps are "
+        "torchtitan demonstrations (FSDP + TP, full recomputation) that the planner beats; llama3-405b-8k-8192 "
+        "needs recomputation in the engine's memory (tests/test_planner.py); narayanan21-7.5b and -18.4b are within "
+        "8% of the pick"
     ),
 )
 def test_share_meets_target(results):
@@ -69,4 +73,4 @@ def test_framework_rows_are_searched_at_their_zero_stage():
 def test_why_given_where_not_top(results):
     for r in results:
         if r["rank"] != 1:
-            assert r["why"].startswith("the pick saves"), r["id"]
+            assert r["why"].startswith(("the pick saves", "outside the search")), r["id"]
