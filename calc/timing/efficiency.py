@@ -72,10 +72,15 @@ the attention core (``QKᵀ`` and attention-times-``V``) when ``flash_attention`
 """
 
 ATTENTION_KERNEL_RATES: dict[str, dict[int, tuple[int, int]]] = {
-    "cudnn": {512: (315, 305), 1024: (410, 408), 2048: (484, 465), 4096: (518, 499), 8192: (529, 518),
-              16384: (539, 516)},
-    "fa2": {512: (191, 214), 1024: (260, 260), 2048: (298, 291), 4096: (319, 310), 8192: (333, 318),
-            16384: (335, 322)},
+    "cudnn": {
+        512: (315, 305),
+        1024: (410, 408),
+        2048: (484, 465),
+        4096: (518, 499),
+        8192: (529, 518),
+        16384: (539, 516),
+    },
+    "fa2": {512: (191, 214), 1024: (260, 260), 2048: (298, 291), 4096: (319, 310), 8192: (333, 318), 16384: (335, 322)},
 }
 """Measured attention kernels on an H100 SXM5 (head size 128, bf16), TFLOP/s ``(forward, backward)`` by sequence
 length: Shah et al. 2024, FlashAttention-3 (arXiv:2407.08608), Fig. 5 (forward, causal) and Fig. 6 (backward).

@@ -18,10 +18,11 @@ needs a later feature, so the ranking does not offer it either.
 
 **How the layout is matched.** The planner keeps one entry per set of degrees (its fastest micro-batch and
 interleaving), so the published layout's rank is 1 + the ranked entries strictly faster than its pinned step time;
-a rank above ``top`` is reported as ``None`` (outside the top 3), and so is a published layout the unpinned
-search cannot offer (context parallelism below ``CP_FROM_SEQ`` tokens: it fails, ``why`` says so). ``within`` is the pinned step time over the top
-pick's, less 1; a row *passes* at rank ≤ 3 or ``within`` ≤ 5%. ``why`` names, in breakdown terms (compute,
-bubble, exposed communication, recompute), what the top pick saves against the published layout.
+a rank above ``top`` is reported as ``None`` (outside the top 3), and so is a published layout the unpinned search
+cannot offer (context parallelism below ``CP_FROM_SEQ`` tokens: it fails, and ``why`` says so). ``within`` is the
+pinned step time over the top pick's, less 1; a row *passes* at rank ≤ 3 or ``within`` ≤ 5%. ``why`` names, in
+breakdown terms (compute, bubble, exposed communication, recompute), what the top pick saves against the published
+layout.
 
 ``python -m validation.published.rank`` prints the table.
 """
