@@ -1,6 +1,7 @@
 """Per-layer weight and byte counts behind [`step_time`][calc.timing.steptime.step_time]'s compute and overlap:
-the matmuls torchtitan's per-op checkpointing re-runs, the element-wise kernels' HBM traffic, and the
-column-parallel linears under whose weight gradients Megatron-LM hides the backward TP collectives.
+the matmuls torchtitan's per-op checkpointing re-runs, the element-wise kernels' HBM traffic, the
+column-parallel linears under whose weight gradients Megatron-LM hides the backward TP collectives, and the
+row-parallel ones that Transformer Engine's userbuffers overlap too.
 """
 
 from __future__ import annotations
@@ -63,3 +64,21 @@ def _column_weights(arch: Architecture, *, moe: bool = False) -> tuple[int, int]
         mlp = arch.dense_mlp_params
     first = mlp * 2 // 3 if arch.mlp == "swiglu" else mlp // 2
     return qkv, first
+
+
+def _row_weights(arch: Architecture, *, moe: bool = False) -> tuple[int, int]:
+    """Weights of one layer's two row-parallel linears: the attention's output projection and the MLP's last
+    matmul (what `_column_weights` leaves of the MLP). Megatron-LM's ``RowParallelLinear`` layers, whose forward
+    reduce-scatter and backward all-gather Transformer Engine's userbuffers overlap with their GEMMs.
+
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> _row_weights(preset("llama3-8b"))  # wo 4096 x 4096; w2 14336 x 4096
+        (16777216, 58720256)
+    """
+    proj = arch.num_heads * arch.v_head_dim * arch.hidden_size
+    if moe:
+        mlp = (arch.num_shared_experts + arch.experts_per_token) * arch.params_per_expert
+    else:
+        mlp = arch.dense_mlp_params
+    return proj, mlp - _column_weights(arch, moe=moe)[1]

@@ -18,6 +18,16 @@ the frameworks do, each rule a named knob with its default and source.
   ``prefetch_interference`` share of what it hides. The forward's collectives, the row-parallel linears' backward
   all-gathers and the recomputed forward's stay exposed. torchtitan's TP (DTensor) issues them synchronously:
   AsyncTP is ``tp_overlap``.
+* **TP, Transformer Engine's userbuffers** (``tp_comm_overlap``, default off, as Megatron-LM's
+  ``--tp-comm-overlap``; NVIDIA's NeMo recipes turn it on, ``ub_tp_comm_overlap``): with sequence parallelism
+  (Megatron-LM requires it), every TP all-gather and reduce-scatter is split into ``tp`` chunks pipelined with the
+  GEMM it feeds or follows (Wang et al. 2023, "Overlap communication with dependent computation via decomposition
+  in large deep learning models", ASPLOS; Transformer Engine ``transformer_engine/pytorch/module/base.py``,
+  ``initialize_ub``): the forward all-gathers with the column-parallel GEMMs (QKV, the MLP's first), the forward
+  reduce-scatters with the row-parallel ones (output projection, the MLP's last), in backward the all-gathers of
+  the row-parallel output gradients with their input-gradient GEMMs and the input-gradient reduce-scatters with
+  the column-parallel weight gradients (the ``dgrad`` overlap above, which it replaces). A call shows its first
+  chunk and whatever outlasts its GEMM, plus ``prefetch_interference`` of what it hides.
 * **CP and EP**: on the critical path (no overlap modelled; DualPipe's all-to-all overlap is a schedule).
 * **Pipeline p2p** (``p2p_overlap``): Megatron-LM overlaps the interleaved schedule's sends with compute
   (``--overlap-p2p-communication``, on by default with interleaving; Llama 3 runs its sends asynchronously,
@@ -97,13 +107,15 @@ def exposed_communication(
     p2p_overlap: bool | None = None,
     prefetch_interference: float = PREFETCH_INTERFERENCE,
     wgrad_s: tuple[float, float] | None = None,
+    userbuffers: tuple[tuple[float, float], tuple[float, float]] | None = None,
 ) -> dict[str, tuple[float, str]]:
     """Exposed seconds of each collective of ``step`` and why (the rules in the module docstring).
 
     ``t_mb`` is the busiest stage's compute per micro-batch (forward and backward) and ``layers_ps`` its layers.
     ``wgrad_s``: one layer's weight-gradient GEMM seconds per micro-batch for its two column-parallel linears
     (QKV, the MLP's first matmul), under which Megatron hides the backward TP ``dgrad`` collectives; ``None``:
-    nothing hidden there.
+    nothing hidden there. ``userbuffers``: Transformer Engine's TP overlap is on, with one layer's column- and
+    row-parallel GEMM seconds per micro-batch (each pair as ``wgrad_s``).
 
     Examples:
         >>> from calc.parallel.comm import step_communication
@@ -124,7 +136,10 @@ def exposed_communication(
         name, t = term.name, term.time_s
         one = t / max(1, term.calls)
         if term.group == "tp":
-            hidden, why = _dgrad_hidden(term, layout, wgrad_s, kappa)
+            ub = userbuffers is not None and layout.sequence_parallel and layout.tp > 1
+            hidden, why = (
+                _ub_hidden(term, layout, userbuffers, kappa) if ub else _dgrad_hidden(term, layout, wgrad_s, kappa)
+            )
             why = f"on the critical path of every layer{why}, {tp_hidden:.0%} of the rest hidden (tp_overlap)"
             out[name] = ((t - hidden) * (1 - tp_hidden), why)
         elif term.group == "cp":
@@ -183,6 +198,34 @@ def _dgrad_hidden(term: object, layout: Layout, wgrad_s: tuple[float, float] | N
     hidden = pairs * sum(min(one, w) for w in wgrad_s) * (1 - kappa)
     hidden = min(hidden, term.time_s)  # type: ignore[attr-defined]
     return hidden, ", the backward dgrad calls under the weight gradients (Megatron's async TP)"
+
+
+def _ub_hidden(
+    term: object, layout: Layout, gemms: tuple[tuple[float, float], tuple[float, float]] | None, kappa: float
+) -> tuple[float, str]:
+    """Seconds of a TP term hidden by Transformer Engine's userbuffers overlap, and the words for it.
+
+    Per layer and micro-batch the term counts ``2 × (forward passes + 1)`` calls (as `_dgrad_hidden`). The
+    all-gathers: each forward pass's two under the column-parallel GEMMs, the backward's two under the
+    row-parallel input-gradient GEMMs (the row-parallel sizes); the reduce-scatters the other way round. A call of
+    ``one`` seconds split into ``tp`` chunks hides ``min(one × (1 - 1/tp), gemm)``, less ``kappa`` of it.
+
+    Examples:
+        >>> from types import SimpleNamespace as NS
+        >>> term = NS(name="tp-all-gather", time_s=8.0, calls=4, latency_s=0.0)
+        >>> lay = NS(recompute="none", tp=2)
+        >>> _ub_hidden(term, lay, ((3.0, 3.0), (0.5, 0.5)), 0.0)[0]  # 2 s calls: 1 s each under QKV, FC1; 0.5 each
+        3.0
+    """
+    one = term.time_s / max(1, term.calls)  # type: ignore[attr-defined]
+    passes = 2 if layout.recompute == "full" else 1
+    pairs = term.calls / (2 * (passes + 1))  # type: ignore[attr-defined]
+    col, row = gemms or ((0.0, 0.0), (0.0, 0.0))
+    fwd, bwd = (col, row) if term.name.endswith("all-gather") else (row, col)  # type: ignore[attr-defined]
+    chunked = one * (1 - 1 / layout.tp)
+    per_pair = passes * sum(min(chunked, g) for g in fwd) + sum(min(chunked, g) for g in bwd)
+    hidden = min(pairs * per_pair * (1 - kappa), term.time_s)  # type: ignore[attr-defined]
+    return hidden, ", each call pipelined with its GEMM in tp chunks (Transformer Engine's userbuffers)"
 
 
 def _prefetched(

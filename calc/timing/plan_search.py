@@ -56,11 +56,27 @@ when its layout is built."""
 MAX_MICRO_BATCH = 64
 """Largest micro-batch searched (any divisor of the per-replica batch up to it, and only while it can fit)."""
 
-CP_FROM_SEQ = 32768
-"""Shortest sequence at which context parallelism (``cp`` up to 16, Megatron-LM only) is searched. Below it the
-engine, which credits no TP overlap by default, would trade TP for CP at 8K (TP4 CP4 for Llama 3 405B on 16,384
-GPUs) where practitioners keep TP 8 and CP 1 (Llama 3, Table 4) or 2 (NVIDIA's tuned recipes, rows ``dgxc25-*``
-of ``validation/published``, which the planner therefore does not find unpinned)."""
+CP_LIMITS: tuple[tuple[int, int], ...] = ((32768, 16),)
+"""The largest context-parallel degree searched (Megatron-LM only), by the shortest sequence it applies from: up
+to 16 from 32K tokens, none below.
+
+Published 8K runs disagree on CP: NVIDIA's tuned H100 recipes split 8,192 tokens in two
+(``llama3.1/llama3.1_{8b,70b,405b}.yaml`` at NVIDIA/dgxc-benchmarking 1b9bb6b, rows ``dgxc25-*`` of
+``validation/published``), Llama 3 did not (Dubey et al. 2024, Table 4: TP8 PP16 DP128 on 16,384 GPUs). Searched
+up to 2 from 8K, the planner ranks CP 2 first for Llama 3 405B on 16,384 GPUs (twice the micro-batches, half the
+bubble: Table 4's layout 4.6% behind, out of the top 3); searched up to 16, it trades TP for CP 4 to 16, which no
+published 8K run uses. Until what CP costs on short per-rank sequences is measured, 8K is not searched: a pinned
+``cp`` is still timed."""
+
+
+def cp_limit(seq_len: int) -> int:
+    """The largest CP degree the planner searches at ``seq_len`` (`CP_LIMITS`).
+
+    Examples:
+        >>> cp_limit(4096), cp_limit(8192), cp_limit(131072)
+        (1, 1, 16)
+    """
+    return next((cp for start, cp in CP_LIMITS if seq_len >= start), 1)
 
 
 @dataclass
@@ -178,8 +194,8 @@ def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:
     if pins["cp"]:
         cps = [pins["cp"]]
     else:
-        megatron = x.impl == "megatron" and x.s >= CP_FROM_SEQ
-        cps = [c for c in divs if c == 1 or (megatron and c <= 16 and x.s % (2 * c) == 0)]
+        most = cp_limit(x.s) if x.impl == "megatron" else 1
+        cps = [c for c in divs if c == 1 or (c <= most and x.s % (2 * c) == 0)]
     return heads, pps, cps
 
 

@@ -110,6 +110,7 @@ def plan(
     tp_overlap: float = TP_OVERLAP,
     overlap_param_gather: bool = False,
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
+    tp_comm_overlap: bool = False,
     pod_gpus: int | None = None,
     oversubscription: float = 1.0,
     stack: str = "megatron",
@@ -126,7 +127,7 @@ def plan(
     ``gradient_accumulation=False`` is a framework that runs each data-parallel rank's batch as one micro-batch
     outside pipeline parallelism (torchtitan before its gradient accumulation, pytorch/torchtitan#1238,
     2025-06-05): without ``pp`` the micro-batch is then the whole ``global_batch / dp``. The step-time
-    knobs (``matmul_efficiency`` to ``straggler_per_doubling``) are [`step_time`][calc.timing.steptime.step_time]'s;
+    knobs (``matmul_efficiency`` to ``tp_comm_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s;
     ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s; ``stack`` to
     ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default). ``on_first`` is called
     once, with the layouts kept so far (result rows, best first), as soon as the search keeps its first layout:
@@ -302,7 +303,8 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
         knobs={
             k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")
-        },
+        }
+        | {"tp_comm_overlap": _bool_arg(a["tp_comm_overlap"], "tp_comm_overlap")},
         stack=a["stack"],
         stack_knobs=knobs,
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
@@ -344,6 +346,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "tp_overlap",
     "overlap_param_gather",
     "straggler_per_doubling",
+    "tp_comm_overlap",
     "pod_gpus",
     "oversubscription",
     "stack",
@@ -358,7 +361,7 @@ PLAN_FIELDS: tuple[str, ...] = (
 _INT_FIELDS = {"gpus", "gpus_per_node", "nics_per_node", "seq_len", "global_batch", "dp", "tp", "pp", "cp", "ep"}
 _INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus", "loss_chunk_tokens"}
 _BOOL_FIELDS = ("allow_tp_across_nodes", "overlap_param_gather", "reshard_after_forward", "compile")
-_BOOL_FIELDS += ("gradient_accumulation",)
+_BOOL_FIELDS += ("gradient_accumulation", "tp_comm_overlap")
 _SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
 
 

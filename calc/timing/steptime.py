@@ -52,7 +52,7 @@ from calc.parallel.interconnects import SCALE_UP_FOR_GPU
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_bubble
 from calc.timing._breakdown import _rows, _straggler_why
-from calc.timing._stage import _column_weights, _elementwise_bytes, _op_recomputed_weights
+from calc.timing._stage import _column_weights, _elementwise_bytes, _op_recomputed_weights, _row_weights
 from calc.timing.efficiency import (
     STRAGGLER_PER_DOUBLING,
     matmul_efficiency_for,
@@ -202,6 +202,7 @@ def step_time(
     reshard_after_forward: bool | None = None,
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
     tp_dgrad_overlap: bool | None = None,
+    tp_comm_overlap: bool = False,
 ) -> StepTime:
     """Predict one optimizer step of ``layout`` training ``arch`` (see the module docstring for the model).
 
@@ -222,8 +223,9 @@ def step_time(
         check: Run [`check_layout`][calc.memory.layout.check_layout] first (the planner has already).
         tp_overlap: Share of TP communication hidden; ``overlap_param_gather`` (ZeRO-1/2's gather in the next
             forward), ``p2p_overlap`` (default: with interleaving), ``prefetch_interference`` (ZeRO-3),
-            ``tp_dgrad_overlap`` (Megatron's backward TP ``dgrad``; ``None``: the layout's stack's): the overlap
-            knobs of [`calc.timing.overlap`][calc.timing.overlap].
+            ``tp_dgrad_overlap`` (Megatron's backward TP ``dgrad``; ``None``: the layout's stack's),
+            ``tp_comm_overlap`` (Transformer Engine's userbuffers, Megatron-LM's ``--tp-comm-overlap``): the
+            overlap knobs of [`calc.timing.overlap`][calc.timing.overlap].
         reshard_after_forward: ZeRO-3: ``False`` gathers once per micro-batch; ``None``: the layout's (its stack's).
         straggler_per_doubling: [`straggler_allowance`][calc.timing.efficiency.straggler_allowance]'s rate.
 
@@ -248,7 +250,8 @@ def step_time(
     step = _communication(arch, layout, net, m, reshard_after_forward)
     exposed = exposed_communication(step, layout, c.t_mb, c.layers, bucket_params=dp_bucket_params,
         prefetch_interference=prefetch_interference, tp_overlap=tp_overlap, overlap_param_gather=overlap_param_gather,
-        p2p_overlap=p2p_overlap, wgrad_s=c.wgrad if _dgrad(tp_dgrad_overlap, layout) else None)  # fmt: skip
+        p2p_overlap=p2p_overlap, wgrad_s=c.wgrad if _dgrad(tp_dgrad_overlap, layout) else None,
+        userbuffers=(c.wgrad, c.rgemm) if _bool(tp_comm_overlap, "tp_comm_overlap") else None)  # fmt: skip
     # fsum: exact in any order (a set's follows the hash seed) and on 3.11 too, so Pyodide prints CPython's digits
     critical = math.fsum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
     bubble = _bubble(layout.pp, m, layout.interleave, schedule) * (compute + critical)
@@ -281,6 +284,12 @@ def _dgrad(value: bool | None, layout: Layout) -> bool:
     return value
 
 
+def _bool(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise CalcError(name, "must be true or false", value)
+    return value
+
+
 def _rates(g: GPU, layout: Layout, matmul: float | None, attention: float | None) -> tuple[float, float]:
     """The matmul and attention-core efficiencies: given, or the defaults of `calc.timing.efficiency`."""
     eff = matmul_efficiency_for(g) if matmul is None else _fraction(matmul, "matmul_efficiency")
@@ -303,7 +312,8 @@ def _peaks(g: GPU, dtype: str) -> tuple[float, float]:
 class _Compute:
     """One micro-batch on the busiest stage: FLOPs per micro-batch (model and hardware, whole model), the
     busiest stage's layers, and its seconds of matmuls, attention core and element-wise work on one GPU;
-    ``wgrad``: one layer's seconds of its two column-parallel weight gradients (the fewer of dense and MoE)."""
+    ``wgrad``: one layer's seconds of its two column-parallel weight gradients (the fewer of dense and MoE), which
+    are also their forward GEMMs; ``rgemm``: the same for its two row-parallel linears."""
 
     model_mb: int
     hw_mb: int
@@ -312,6 +322,7 @@ class _Compute:
     t_attn: float
     t_mem: float
     wgrad: tuple[float, float] = (0.0, 0.0)
+    rgemm: tuple[float, float] = (0.0, 0.0)
 
     @property
     def t_mb(self) -> float:
@@ -378,6 +389,7 @@ def _compute_of(
     kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
     model_fwd = hw_mm = hw_attn = mem_bytes = 0
     col = [min(w) for w in zip(*(_column_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
+    row = [min(w) for w in zip(*(_row_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
     for moe, count in kinds:
         if not count:
             continue
@@ -408,6 +420,7 @@ def _compute_of(
         t_attn=float(hw_attn * share / (t * c)) / attn_rate,
         t_mem=float(mem_bytes * share) * memory_passes / hbm,
         wgrad=(2 * s * b * col[0] / (t * c) / mm_rate, 2 * s * b * col[1] / (t * c) / mm_rate),
+        rgemm=(2 * s * b * row[0] / (t * c) / mm_rate, 2 * s * b * row[1] / (t * c) / mm_rate),
     )
 
 

@@ -19,10 +19,10 @@ needs a later feature, so the ranking does not offer it either.
 **How the layout is matched.** The planner keeps one entry per set of degrees (its fastest micro-batch and
 interleaving), so the published layout's rank is 1 + the ranked entries strictly faster than its pinned step time;
 a rank above ``top`` is reported as ``None`` (outside the top 3), and so is a published layout the unpinned search
-cannot offer (context parallelism below ``CP_FROM_SEQ`` tokens: it fails, and ``why`` says so). ``within`` is the
-pinned step time over the top pick's, less 1; a row *passes* at rank ≤ 3 or ``within`` ≤ 5%. ``why`` names, in
-breakdown terms (compute, bubble, exposed communication, recompute), what the top pick saves against the published
-layout.
+cannot offer (a context-parallel degree above ``cp_limit`` at its sequence: it fails, and ``why`` says so).
+``within`` is the pinned step time over the top pick's, less 1; a row *passes* at rank ≤ 3 or ``within`` ≤ 5%.
+``why`` names, in breakdown terms (compute, bubble, exposed communication, recompute), what the top pick saves
+against the published layout.
 
 ``python -m validation.published.rank`` prints the table.
 """
@@ -36,7 +36,7 @@ from typing import Any
 
 from calc.errors import CalcError
 from calc.memory.stacks import STACKS
-from calc.timing.plan_search import CP_FROM_SEQ
+from calc.timing.plan_search import cp_limit
 from calc.timing.planner import plan
 from validation.published.predict import load
 
@@ -76,6 +76,8 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     stages = row.get("framework", {}).get("zero_stages", ())
     if len(stages) == 1:
         kw["zero_stage"] = stages[0]
+    knobs = row.get("knobs", {})
+    kw |= {k: knobs[k] for k in ("overlap_param_gather", "tp_comm_overlap") if k in knobs}  # as the run set them
     if row.get("framework", {}).get("gradient_accumulation") is False:
         kw["gradient_accumulation"] = False
     return kw
@@ -181,13 +183,15 @@ def _outside(pub: dict[str, Any], seq_len: int) -> str:
     """Why the unpinned planner cannot offer the published layout ``pub``, or ``""``.
 
     Examples:
-        >>> _outside({"cp": 2}, 8192)
-        'outside the search: the planner tries CP only from 32768 tokens (CP2 at 8192)'
-        >>> _outside({"cp": 2}, 32768), _outside({"cp": 1}, 8192)
+        >>> _outside({"cp": 4}, 8192)
+        'outside the search: the planner tries no CP at 8192 tokens (CP4)'
+        >>> _outside({"cp": 16}, 32768), _outside({"cp": 1}, 4096)
         ('', '')
     """
-    if pub["cp"] > 1 and seq_len < CP_FROM_SEQ:
-        return f"outside the search: the planner tries CP only from {CP_FROM_SEQ} tokens (CP{pub['cp']} at {seq_len})"
+    if pub["cp"] > cp_limit(seq_len):
+        most = cp_limit(seq_len)
+        tried = f"CP up to {most}" if most > 1 else "no CP"
+        return f"outside the search: the planner tries {tried} at {seq_len} tokens (CP{pub['cp']})"
     return ""
 
 
