@@ -104,6 +104,16 @@ def _tp_exposed(schedule: str = "1f1b") -> float:
     return sum(v for k, v in _tp(schedule).exposed_s.items() if k.startswith("tp-"))
 
 
+@cache
+def _tp_ub():
+    """The same layout with Transformer Engine's userbuffers overlap (``tp_comm_overlap``)."""
+    return step_time(preset(TP_ARCH), TP_LAYOUT, schedule="1f1b", tp_comm_overlap=True)
+
+
+def _tp_ub_exposed() -> float:
+    return sum(v for k, v in _tp_ub().exposed_s.items() if k.startswith("tp-"))
+
+
 NUMBERS.update(
     {
         "g2-ov-bucket": lambda: format_count(max(DP_BUCKET_PARAMS, 1_000_000 * 64)),
@@ -127,6 +137,8 @@ NUMBERS.update(
         "g2-ov-tp-share": lambda: _pct(_tp_exposed() / _tp().step_time_s),
         "g2-ov-tp-mfu": lambda: _pct(_tp().mfu),
         "g2-ov-tp-mfu-hidden": lambda: _pct(_tp().mfu * _tp().step_time_s / (_tp().step_time_s - _tp_exposed())),
+        "g2-ov-tp-ub-exposed": lambda: _s(_tp_ub_exposed()),
+        "g2-ov-tp-ub-mfu": lambda: _pct(_tp_ub().mfu),
     }
 )
 
