@@ -111,6 +111,7 @@ def plan(
     overlap_param_gather: bool = False,
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
     tp_comm_overlap: bool = False,
+    tp_dgrad_overlap: bool | None = None,
     pod_gpus: int | None = None,
     oversubscription: float = 1.0,
     stack: str = "megatron",
@@ -127,7 +128,7 @@ def plan(
     ``gradient_accumulation=False`` is a framework that runs each data-parallel rank's batch as one micro-batch
     outside pipeline parallelism (torchtitan before its gradient accumulation, pytorch/torchtitan#1238,
     2025-06-05): without ``pp`` the micro-batch is then the whole ``global_batch / dp``. The step-time
-    knobs (``matmul_efficiency`` to ``tp_comm_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s;
+    knobs (``matmul_efficiency`` to ``tp_dgrad_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s;
     ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s; ``stack`` to
     ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default). ``on_first`` is called
     once, with the layouts kept so far (result rows, best first), as soon as the search keeps its first layout:
@@ -304,7 +305,12 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         knobs={
             k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")
         }
-        | {"tp_comm_overlap": _bool_arg(a["tp_comm_overlap"], "tp_comm_overlap")},
+        | {"tp_comm_overlap": _bool_arg(a["tp_comm_overlap"], "tp_comm_overlap")}
+        | (
+            {}
+            if a["tp_dgrad_overlap"] is None
+            else {"tp_dgrad_overlap": _bool_arg(a["tp_dgrad_overlap"], "tp_dgrad_overlap")}
+        ),
         stack=a["stack"],
         stack_knobs=knobs,
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
@@ -347,6 +353,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "overlap_param_gather",
     "straggler_per_doubling",
     "tp_comm_overlap",
+    "tp_dgrad_overlap",
     "pod_gpus",
     "oversubscription",
     "stack",
@@ -361,7 +368,7 @@ PLAN_FIELDS: tuple[str, ...] = (
 _INT_FIELDS = {"gpus", "gpus_per_node", "nics_per_node", "seq_len", "global_batch", "dp", "tp", "pp", "cp", "ep"}
 _INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus", "loss_chunk_tokens"}
 _BOOL_FIELDS = ("allow_tp_across_nodes", "overlap_param_gather", "reshard_after_forward", "compile")
-_BOOL_FIELDS += ("gradient_accumulation", "tp_comm_overlap")
+_BOOL_FIELDS += ("gradient_accumulation", "tp_comm_overlap", "tp_dgrad_overlap")
 _SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
 
 

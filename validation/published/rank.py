@@ -77,7 +77,7 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     if len(stages) == 1:
         kw["zero_stage"] = stages[0]
     knobs = row.get("knobs", {})
-    kw |= {k: knobs[k] for k in ("overlap_param_gather", "tp_comm_overlap") if k in knobs}  # as the run set them
+    kw |= {k: knobs[k] for k in ("overlap_param_gather", "tp_comm_overlap", "tp_dgrad_overlap") if k in knobs}
     if row.get("framework", {}).get("gradient_accumulation") is False:
         kw["gradient_accumulation"] = False
     return kw
