@@ -35,7 +35,8 @@ from calc.timing.efficiency import (
     straggler_allowance,
 )
 from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor
-from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _even_split, _stage_compute, step_time
+from calc.timing.plan_space import _counts, _divisors, _interleaves, _search_space, _slot_flags
+from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _stage_compute, step_time
 
 __all__: list[str] = []
 
@@ -55,28 +56,6 @@ when its layout is built."""
 
 MAX_MICRO_BATCH = 64
 """Largest micro-batch searched (any divisor of the per-replica batch up to it, and only while it can fit)."""
-
-CP_LIMITS: tuple[tuple[int, int], ...] = ((32768, 16),)
-"""The largest context-parallel degree searched (Megatron-LM only), by the shortest sequence it applies from: up
-to 16 from 32K tokens, none below.
-
-Published 8K runs disagree on CP: NVIDIA's tuned H100 recipes split 8,192 tokens in two
-(``llama3.1/llama3.1_{8b,70b,405b}.yaml`` at NVIDIA/dgxc-benchmarking 1b9bb6b, rows ``dgxc25-*`` of
-``validation/published``), Llama 3 did not (Dubey et al. 2024, Table 4: TP8 PP16 DP128 on 16,384 GPUs). Searched
-up to 2 from 8K, the planner ranks CP 2 first for Llama 3 405B on 16,384 GPUs (twice the micro-batches, half the
-bubble: Table 4's layout 4.6% behind, out of the top 3); searched up to 16, it trades TP for CP 4 to 16, which no
-published 8K run uses. Until what CP costs on short per-rank sequences is measured, 8K is not searched: a pinned
-``cp`` is still timed."""
-
-
-def cp_limit(seq_len: int) -> int:
-    """The largest CP degree the planner searches at ``seq_len`` (`CP_LIMITS`).
-
-    Examples:
-        >>> cp_limit(4096), cp_limit(8192), cp_limit(131072)
-        (1, 1, 16)
-    """
-    return next((cp for start, cp in CP_LIMITS if seq_len >= start), 1)
 
 
 @dataclass
@@ -111,11 +90,6 @@ def _model(model: str | Architecture) -> Architecture:
     return preset(text)
 
 
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
 def _gb(n: int) -> str:
     return f"{n / 1e9:.0f} GB"
 
@@ -145,6 +119,7 @@ class _Ctx:
     stack: str = "megatron"
     stack_knobs: dict[str, Any] = field(default_factory=dict)
     accumulate: bool = True
+    pipeline_rules: str = "current"
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
@@ -174,31 +149,6 @@ class _Ctx:
                          reshard_after_forward=lay.reshards_after_forward, **self.knobs)  # fmt: skip
 
 
-def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:
-    """The ``tp``, ``pp`` and ``cp`` degrees searched (module docstring, step 1); what is left out is counted."""
-    arch, pins = x.arch, x.pins
-    divs = _divisors(x.n)
-    if pins["tp"]:
-        tps = [pins["tp"]]
-    else:
-        tps = [t for t in divs if t <= x.gpn or x.allow_tp_across_nodes]
-        if len(divs) > len(tps):
-            x.pruned[f"tp beyond the {x.gpn}-GPU NVLink domain"] += len(divs) - len(tps)
-    heads = [t for t in tps if arch.num_heads % t == 0 and (arch.uses_mla or arch.num_kv_heads % t == 0)]
-    if len(tps) > len(heads):
-        x.pruned["tp does not divide the attention or KV heads"] += len(tps) - len(heads)
-    if x.impl != "megatron" and not pins["tp"]:  # calc.memory.activation_layer refuses the rest for these
-        x.pruned[f"tp > 1: the {x.impl} profiles are stock transformers on one GPU"] += len(heads) - (1 in heads)
-        heads = [t for t in heads if t == 1]
-    pps = [pins["pp"]] if pins["pp"] else [p for p in divs if p <= arch.num_layers]
-    if pins["cp"]:
-        cps = [pins["cp"]]
-    else:
-        most = cp_limit(x.s) if x.impl == "megatron" else 1
-        cps = [c for c in divs if c == 1 or (c <= most and x.s % (2 * c) == 0)]
-    return heads, pps, cps
-
-
 def _micro_batches(x: _Ctx, cand: _Candidate, per_replica: int) -> list[int]:
     """Micro-batches searched for a degree set: divisors of the per-replica batch, from 1 up to what can fit (the
     memory floor at the most sharded state and full recomputation grows with the micro-batch)."""
@@ -216,43 +166,6 @@ def _micro_batches(x: _Ctx, cand: _Candidate, per_replica: int) -> list[int]:
             break
         out.append(b)
     return out
-
-
-def _slot_flags(on: bool) -> dict[str, bool]:
-    """Megatron-Core's embedding and loss slots, on for a split of more virtual stages than layers."""
-    return {"account_for_embedding_in_pipeline_split": on, "account_for_loss_in_pipeline_split": on}
-
-
-def _interleaves(x: _Ctx, p: int, m: int) -> list[int]:
-    """Model chunks per stage searched: 1 up to ``layers / pp`` (every chunk at least one layer), when the
-    micro-batches are a multiple of ``pp`` (Megatron-LM's interleaved schedule needs it). Under Megatron-LM, one
-    more where ``pp`` divides ``layers + 2``: one layer per virtual stage with the embedding and the loss each in a
-    slot of their own (``account_for_*_in_pipeline_split``, Llama 3 405B's 16 × 8 chunks), the only split of
-    ``pp × v`` above the layers; any smaller ``v`` the slots allow splits as the weighted rule already does."""
-    if x.pins["interleave"]:
-        return [x.pins["interleave"]]
-    if p == 1:
-        return [1]
-    if m % p:
-        x.pruned["interleaving needs the micro-batches a multiple of pp"] += 1
-        return [1]
-    layers = x.arch.num_layers
-    slotted = [(layers + 2) // p] if x.stack == "megatron" and (layers + 2) % p == 0 and p * 2 <= layers + 2 else []
-    return list(range(1, layers // p + 1)) + [v for v in slotted if p * v > layers]
-
-
-def _counts(x: _Ctx, p: int, v: int) -> tuple[int, ...]:
-    """Layers per stage as the layout's rules place them (``calc.memory.layout``), else as even as they go."""
-    key = (p, v)
-    if key not in x.splits:
-        try:
-            slots = _slot_flags(p * v > x.arch.num_layers)
-            counts = Layout(pp=p, interleave=v, **slots).stage_layer_counts(x.arch.num_layers)
-        except CalcError:
-            counts = ()
-        ok = len(counts) == p and sum(counts) == x.arch.num_layers
-        x.splits[key] = tuple(counts) if ok else _even_split(x.arch.num_layers, p)
-    return x.splits[key]
 
 
 def candidates(x: _Ctx) -> tuple[list[_Candidate], int]:

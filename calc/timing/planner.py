@@ -63,6 +63,7 @@ from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_report import by_reason, least_fits, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
+from calc.timing.plan_space import PIPELINE_RULES
 from calc.units import parse_positive_int
 
 __all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
@@ -120,6 +121,7 @@ def plan(
     reshard_after_forward: bool | None = None,
     compile: bool = False,
     gradient_accumulation: bool = True,
+    pipeline_rules: str = "current",
     on_first: Callable[[list[dict[str, Any]]], object] | None = None,
 ) -> dict[str, Any]:
     """Search the layouts of ``model`` on ``gpus`` GPUs; return the best that fit and the best rejected.
@@ -127,7 +129,9 @@ def plan(
     See the module docstring for the search. Pinned arguments restrict it; ``None`` searches.
     ``gradient_accumulation=False`` is a framework that runs each data-parallel rank's batch as one micro-batch
     outside pipeline parallelism (torchtitan before its gradient accumulation, pytorch/torchtitan#1238,
-    2025-06-05): without ``pp`` the micro-batch is then the whole ``global_batch / dp``. The step-time
+    2025-06-05): without ``pp`` the micro-batch is then the whole ``global_batch / dp``. ``pipeline_rules`` is how
+    the framework may split the layers ([`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES]:
+    ``"megatron-2021"`` for Megatron-LM's even stages and interleaving on more than 2 of them). The step-time
     knobs (``matmul_efficiency`` to ``tp_dgrad_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s;
     ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s; ``stack`` to
     ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default). ``on_first`` is called
@@ -302,20 +306,28 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         zeros=[zero_stage] if zero_stage is not None else list(zeros),
         recs=[recompute] if recompute else [r for r in recs if a["implementation"] == "megatron" or r in hf_ok],
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
-        knobs={
-            k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")
-        }
-        | {"tp_comm_overlap": _bool_arg(a["tp_comm_overlap"], "tp_comm_overlap")}
-        | (
-            {}
-            if a["tp_dgrad_overlap"] is None
-            else {"tp_dgrad_overlap": _bool_arg(a["tp_dgrad_overlap"], "tp_dgrad_overlap")}
-        ),
+        knobs=_step_knobs(a),
         stack=a["stack"],
         stack_knobs=knobs,
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
+        pipeline_rules=_pipeline_rules(a["pipeline_rules"]),
         on_first=a.get("on_first"),
     )
+
+
+def _step_knobs(a: dict[str, Any]) -> dict[str, Any]:
+    """The [`step_time`][calc.timing.steptime.step_time] knobs of ``plan``'s arguments ``a``, checked."""
+    knobs = {k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")}
+    knobs["tp_comm_overlap"] = _bool_arg(a["tp_comm_overlap"], "tp_comm_overlap")
+    if a["tp_dgrad_overlap"] is not None:  # None: the stack's own
+        knobs["tp_dgrad_overlap"] = _bool_arg(a["tp_dgrad_overlap"], "tp_dgrad_overlap")
+    return knobs
+
+
+def _pipeline_rules(value: object) -> str:
+    if value not in PIPELINE_RULES:
+        raise CalcError("pipeline_rules", f"must be one of {', '.join(PIPELINE_RULES)}", value, code="unknown-name")
+    return str(value)
 
 
 def _bool_arg(value: object, name: str) -> bool:
@@ -362,6 +374,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "reshard_after_forward",
     "compile",
     "gradient_accumulation",
+    "pipeline_rules",
 )
 """The ``field=value`` inputs [`plan_from_fields`][calc.timing.planner.plan_from_fields] accepts (blank = search)."""
 

@@ -221,11 +221,8 @@ def step_time(
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
             ``interleaved``, ``zb-h1``, ``dualpipe``); default interleaved when ``interleave > 1``, else 1F1B.
         check: Run [`check_layout`][calc.memory.layout.check_layout] first (the planner has already).
-        tp_overlap: Share of TP communication hidden; ``overlap_param_gather`` (ZeRO-1/2's gather in the next
-            forward), ``p2p_overlap`` (default: with interleaving), ``prefetch_interference`` (ZeRO-3),
-            ``tp_dgrad_overlap`` (Megatron's backward TP ``dgrad``; ``None``: the layout's stack's),
-            ``tp_comm_overlap`` (Transformer Engine's userbuffers, Megatron-LM's ``--tp-comm-overlap``): the
-            overlap knobs of [`calc.timing.overlap`][calc.timing.overlap].
+        tp_overlap: With ``overlap_param_gather``, ``p2p_overlap``, ``prefetch_interference``, ``tp_dgrad_overlap``
+            (``None``: the stack's) and ``tp_comm_overlap``: the knobs of [`calc.timing.overlap`][calc.timing.overlap].
         reshard_after_forward: ZeRO-3: ``False`` gathers once per micro-batch; ``None``: the layout's (its stack's).
         straggler_per_doubling: [`straggler_allowance`][calc.timing.efficiency.straggler_allowance]'s rate.
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from calc.errors import CalcError
 from calc.memory.stacks import STACKS
-from calc.timing.plan_search import cp_limit
+from calc.timing.plan_space import cp_limit
 from calc.timing.planner import plan
 from validation.published.predict import load
 
@@ -78,6 +78,8 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
         kw["zero_stage"] = stages[0]
     knobs = row.get("knobs", {})
     kw |= {k: knobs[k] for k in ("overlap_param_gather", "tp_comm_overlap", "tp_dgrad_overlap") if k in knobs}
+    if "pipeline_rules" in row.get("framework", {}):
+        kw["pipeline_rules"] = row["framework"]["pipeline_rules"]
     if row.get("framework", {}).get("gradient_accumulation") is False:
         kw["gradient_accumulation"] = False
     return kw

@@ -1,0 +1,126 @@
+"""Which layouts the planner searches: the ``tp``, ``pp`` and ``cp`` degrees, the interleavings and the layers on
+each stage, under the rules of the framework that runs them (behind ``calc.timing.plan_search.candidates``).
+
+* ``CP_LIMITS``: the context-parallel degrees searched by sequence length, and why not below 32K.
+* ``PIPELINE_RULES``: how a framework may split the layers. ``"current"``: Megatron-Core's uneven splits, any
+  interleaving that gives every chunk a layer, the embedding and the loss in slots of their own. ``"megatron-2021"``:
+  Megatron-LM as Narayanan et al. 2021 ran it (a8d172b, 2021-04-28): ``megatron/model/transformer.py`` asserts
+  ``num_layers % pipeline_model_parallel_size == 0`` and, interleaved, layers per stage divisible by layers per
+  virtual stage; ``megatron/arguments.py`` asserts ``pipeline_model_parallel_size > 2`` for the interleaved schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from calc.errors import CalcError
+from calc.memory.layout import Layout
+from calc.timing.steptime import _even_split
+
+if TYPE_CHECKING:
+    from calc.timing.plan_search import _Ctx
+
+__all__ = ["CP_LIMITS", "PIPELINE_RULES", "cp_limit"]
+
+PIPELINE_RULES: tuple[str, ...] = ("current", "megatron-2021")
+"""How the framework may split the layers into stages (module docstring); ``plan(pipeline_rules=...)``."""
+
+CP_LIMITS: tuple[tuple[int, int], ...] = ((32768, 16),)
+"""The largest context-parallel degree searched (Megatron-LM only), by the shortest sequence it applies from: up
+to 16 from 32K tokens, none below.
+
+Published 8K runs disagree on CP: NVIDIA's tuned H100 recipes split 8,192 tokens in two
+(``llama3.1/llama3.1_{8b,70b,405b}.yaml`` at NVIDIA/dgxc-benchmarking 1b9bb6b, rows ``dgxc25-*`` of
+``validation/published``), Llama 3 did not (Dubey et al. 2024, Table 4: TP8 PP16 DP128 on 16,384 GPUs). Searched
+up to 2 from 8K, the planner ranks CP 2 first for Llama 3 405B on 16,384 GPUs (twice the micro-batches, half the
+bubble: Table 4's layout 4.6% behind, out of the top 3); searched up to 16, it trades TP for CP 4 to 16, which no
+published 8K run uses. Until what CP costs on short per-rank sequences is measured, 8K is not searched: a pinned
+``cp`` is still timed."""
+
+
+def cp_limit(seq_len: int) -> int:
+    """The largest CP degree the planner searches at ``seq_len`` (`CP_LIMITS`).
+
+    Examples:
+        >>> cp_limit(4096), cp_limit(8192), cp_limit(131072)
+        (1, 1, 16)
+    """
+    return next((cp for start, cp in CP_LIMITS if seq_len >= start), 1)
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _search_space(x: _Ctx) -> tuple[list[int], list[int], list[int]]:
+    """The ``tp``, ``pp`` and ``cp`` degrees searched (module docstring, step 1); what is left out is counted."""
+    arch, pins = x.arch, x.pins
+    divs = _divisors(x.n)
+    if pins["tp"]:
+        tps = [pins["tp"]]
+    else:
+        tps = [t for t in divs if t <= x.gpn or x.allow_tp_across_nodes]
+        if len(divs) > len(tps):
+            x.pruned[f"tp beyond the {x.gpn}-GPU NVLink domain"] += len(divs) - len(tps)
+    heads = [t for t in tps if arch.num_heads % t == 0 and (arch.uses_mla or arch.num_kv_heads % t == 0)]
+    if len(tps) > len(heads):
+        x.pruned["tp does not divide the attention or KV heads"] += len(tps) - len(heads)
+    if x.impl != "megatron" and not pins["tp"]:  # calc.memory.activation_layer refuses the rest for these
+        x.pruned[f"tp > 1: the {x.impl} profiles are stock transformers on one GPU"] += len(heads) - (1 in heads)
+        heads = [t for t in heads if t == 1]
+    pps = [pins["pp"]] if pins["pp"] else [p for p in divs if p <= arch.num_layers]
+    if x.pipeline_rules == "megatron-2021" and not pins["pp"]:
+        even = [p for p in pps if arch.num_layers % p == 0]
+        x.pruned["pp does not divide the layers (Megatron-LM's 2021 rules)"] += len(pps) - len(even)
+        pps = even
+    if pins["cp"]:
+        cps = [pins["cp"]]
+    else:
+        most = cp_limit(x.s) if x.impl == "megatron" else 1
+        cps = [c for c in divs if c == 1 or (c <= most and x.s % (2 * c) == 0)]
+    return heads, pps, cps
+
+
+def _slot_flags(on: bool) -> dict[str, bool]:
+    """Megatron-Core's embedding and loss slots, on for a split of more virtual stages than layers."""
+    return {"account_for_embedding_in_pipeline_split": on, "account_for_loss_in_pipeline_split": on}
+
+
+def _interleaves(x: _Ctx, p: int, m: int) -> list[int]:
+    """Model chunks per stage searched: 1 up to ``layers / pp`` (every chunk at least one layer), when the
+    micro-batches are a multiple of ``pp`` (Megatron-LM's interleaved schedule needs it). Under Megatron-LM, one
+    more where ``pp`` divides ``layers + 2``: one layer per virtual stage with the embedding and the loss each in a
+    slot of their own (``account_for_*_in_pipeline_split``, Llama 3 405B's 16 × 8 chunks), the only split of
+    ``pp × v`` above the layers; any smaller ``v`` the slots allow splits as the weighted rule already does. Under
+    ``pipeline_rules="megatron-2021"``: only on more than 2 stages and with ``v`` dividing the layers per stage."""
+    if x.pins["interleave"]:
+        return [x.pins["interleave"]]
+    if p == 1:
+        return [1]
+    if m % p:
+        x.pruned["interleaving needs the micro-batches a multiple of pp"] += 1
+        return [1]
+    layers = x.arch.num_layers
+    if x.pipeline_rules == "megatron-2021":
+        if p <= 2:
+            x.pruned["interleaving needs more than 2 stages (Megatron-LM's 2021 rules)"] += 1
+            return [1]
+        return [v for v in range(1, layers // p + 1) if (layers // p) % v == 0]
+    slotted = [(layers + 2) // p] if x.stack == "megatron" and (layers + 2) % p == 0 and p * 2 <= layers + 2 else []
+    return list(range(1, layers // p + 1)) + [v for v in slotted if p * v > layers]
+
+
+def _counts(x: _Ctx, p: int, v: int) -> tuple[int, ...]:
+    """Layers per stage as the layout's rules place them (``calc.memory.layout``), else as even as they go."""
+    key = (p, v)
+    if key not in x.splits:
+        try:
+            slots = _slot_flags(p * v > x.arch.num_layers)
+            counts = Layout(pp=p, interleave=v, **slots).stage_layer_counts(x.arch.num_layers)
+        except CalcError:
+            counts = ()
+        ok = len(counts) == p and sum(counts) == x.arch.num_layers
+        x.splits[key] = tuple(counts) if ok else _even_split(x.arch.num_layers, p)
+    return x.splits[key]
