@@ -243,9 +243,9 @@ def _result(
         "assumptions": [
             f"fit: nvidia-smi peak (calc.memory.overheads) within {1 - x.margin:.0%} of {_gb(x.g.memory_bytes)}",
             (
-                "sequence parallelism with tp > 1, FlashAttention, no dropout; ZeRO stages 0 to 3, any pp up to the "
-                f"layers (uneven stages), interleaving and micro-batches searched; activations saved as "
-                f"{implementation} does"
+                "sequence parallelism with tp > 1, FlashAttention, no dropout; ZeRO stages 0 to 3, "
+                + _split_words(x.pipeline_rules)
+                + f", interleaving and micro-batches searched; activations saved as {implementation} does"
             ),
             f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}",  # type: ignore[union-attr]
             *_stack_assumption(x),
@@ -313,6 +313,13 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         pipeline_rules=_pipeline_rules(a["pipeline_rules"]),
         on_first=a.get("on_first"),
     )
+
+
+def _split_words(rules: str) -> str:
+    """How the pipeline split is searched, in words."""
+    if rules == "megatron-2021":
+        return "pp dividing the layers (Megatron-LM's 2021 rules: even stages, interleaving on more than 2)"
+    return "any pp up to the layers (uneven stages)"
 
 
 def _step_knobs(a: dict[str, Any]) -> dict[str, Any]:
