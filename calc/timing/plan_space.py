@@ -34,9 +34,10 @@ Published 8K runs disagree on CP: NVIDIA's tuned H100 recipes split 8,192 tokens
 (``llama3.1/llama3.1_{8b,70b,405b}.yaml`` at NVIDIA/dgxc-benchmarking 1b9bb6b, rows ``dgxc25-*`` of
 ``validation/published``), Llama 3 did not (Dubey et al. 2024, Table 4: TP8 PP16 DP128 on 16,384 GPUs). Searched
 up to 2 from 8K, the planner ranks CP 2 first for Llama 3 405B on 16,384 GPUs (twice the micro-batches, half the
-bubble: Table 4's layout 4.6% behind, out of the top 3); searched up to 16, it trades TP for CP 4 to 16, which no
-published 8K run uses. Until what CP costs on short per-rank sequences is measured, 8K is not searched: a pinned
-``cp`` is still timed."""
+bubble: Table 4's layout 4.6% behind, out of the top 3) and 32 of the 40 published throughput rows pass
+``validation/published/rank.py`` (20 without: the twelve NVIDIA rows are outside the search); searched up to 16,
+it trades TP for CP 4 to 16, which no published 8K run uses. Until what CP costs on short per-rank sequences is
+measured, 8K is not searched: a pinned ``cp`` is still timed."""
 
 
 def cp_limit(seq_len: int) -> int:
