@@ -292,6 +292,31 @@ def _diagnosis(best: dict[str, Any], v: dict[str, str]) -> str:
     return ""
 
 
+def _published(v: dict[str, str], source: str) -> str:
+    """The model's published runs (``calc.timing.published``): who ran it, how, what they measured, and a link that
+    plans it here with their degrees pinned (issue 21: "Meta ran this on ...")."""
+    from calc.timing.published import published_runs  # imported here, with the planner (tests/test_import_alone.py)
+
+    runs = published_runs(v.get("preset", "")) if source == "preset" else ()
+    if not runs:
+        return ""
+    rows = []
+    for run in sorted(runs, key=lambda r: r.gpus):
+        tp, pp, dp, cp, vv = run.degrees
+        layout = f"TP{tp} PP{pp} DP{dp}" + (f" CP{cp}" if cp > 1 else "") + (f" v{vv}" if vv > 1 else "")
+        pins = {"preset": run.preset, "gpus": run.gpus, "gpu": run.gpu, "seq_len": run.seq_len, "stack": run.stack}
+        pins |= {"global_batch": run.global_batch, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "interleave": vv or _ANY}
+        href = "plan/?" + "&amp;".join(f"plan.{k}={val}" for k, val in pins.items()) + "#calc-plan"
+        where = (run.source if run.source.startswith(run.who) else f"{run.who}: {run.source}") + (
+            f" ({run.run})" if run.run else ""
+        )
+        ran = f"{run.gpus:,} × {GPUS[run.gpu].label}, {layout}, batch {run.global_batch:,} × {run.seq_len:,}"
+        link = f'<a class="lc-calc__handoff" data-site-href="{href}">plan it</a>'
+        rows.append((escape(where), escape(ran), escape(run.measured), link))
+    head = f"<p><strong>Published runs of this model</strong> ({plural(len(runs), 'run')})</p>"
+    return head + table(("Who and where", "Ran", "Measured", ""), rows, raw_cells=True)
+
+
 def _bubble_href(pp: int, m: int) -> str:
     """The pipeline-bubble calculator (parallelism/pipeline/#shrink) with these stages and micro-batches."""
     return f"parallelism/pipeline/?pipeline-bubble.pp={pp}&amp;pipeline-bubble.num_microbatches={m}#shrink"
@@ -343,6 +368,7 @@ def _compute(v: dict[str, str]) -> str:
             unit="GB",
         )
         + _where_time_goes(best)
+        + _published(v, choice.source)
         + _rejected(r)
         + _rejected_by_reason(r)
         + '<p class="lc-kv"><small>Analytical ranking: '
