@@ -51,3 +51,23 @@ def test_stack_is_the_rows():
     for run in PUBLISHED_RUNS:
         stack = ROWS[run.id].get("knobs", {}).get("stack", "megatron")
         assert run.stack == (stack if stack in ("megatron", "torchtitan", "deepspeed") else "megatron"), run.id
+
+
+def test_the_planner_lists_them_with_links_that_pin_their_degrees():
+    """Issue 21 Build 4: the plan page shows the published layout of a preset ("Meta ran this on ...")."""
+    import html
+    import re
+
+    from calc.widgets import calculators, render
+
+    fragment = str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"])
+    section = fragment[fragment.index("Published runs of this model") :]
+    assert "Dubey et al. 2024" in section and "16,384 × H100 SXM 80 GB, TP8 PP16 DP128" in section
+    hrefs = [html.unescape(h) for h in re.findall(r'data-site-href="(plan/\?[^"]*)"', section)]
+    assert len(hrefs) == len(published_runs("llama3.1-405b"))
+    fields = set(calculators()["plan"].defaults)
+    for href in hrefs:
+        query, _, anchor = href.removeprefix("plan/?").partition("#")
+        pairs = dict(p.split("=", 1) for p in query.split("&"))
+        assert anchor == "calc-plan" and {k.removeprefix("plan.") for k in pairs} <= fields
+    assert "Published runs" not in str(render("plan", {"preset": "gpt2", "gpus": "8", "global_batch": "64"})["html"])
