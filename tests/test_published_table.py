@@ -34,6 +34,7 @@ def test_each_entry_is_its_row(run):
     value = row["measured"]["value"]
     assert f"{value:,g}" in run.measured or f"{value:.2f}" in run.measured
     assert run.run == row["source"].get("row", "")
+    assert row["hardware"].startswith(run.hardware) and row["hardware"][len(run.hardware) :][:1] in ("", ",")
     assert run.source.split(",")[0] in row["source"]["name"]
 
 
@@ -62,7 +63,7 @@ def test_the_planner_lists_them_with_links_that_pin_their_degrees():
 
     fragment = str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"])
     section = fragment[fragment.index("Published runs of this model") :]
-    assert "Dubey et al. 2024" in section and "16,384 × H100 SXM 80 GB, TP8 PP16 DP128" in section
+    assert "Dubey et al. 2024" in section and "16,384 × H100 80 GB (700 W), TP8 PP16 DP128" in section
     hrefs = [html.unescape(h) for h in re.findall(r'data-site-href="(plan/\?[^"]*)"', section)]
     assert len(hrefs) == len(published_runs("llama3.1-405b"))
     fields = set(calculators()["plan"].defaults)

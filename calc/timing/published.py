@@ -13,13 +13,15 @@ __all__ = ["PUBLISHED_RUNS", "PublishedRun", "published_runs"]
 
 
 class PublishedRun(NamedTuple):
-    """One published run: ``stack`` the training stack the engine times it with (``calc.memory.stacks``),
+    """One published run: ``hardware`` as the source describes it, ``gpu`` the preset the engine times it on,
+    ``stack`` the training stack the engine times it with (``calc.memory.stacks``),
     ``degrees`` ``(tp, pp, dp, cp, interleave)`` (interleave 0: not published), ``run`` the source's name for it."""
 
     id: str
     preset: str
     who: str
     source: str
+    hardware: str
     gpu: str
     stack: str
     gpus: int
@@ -30,28 +32,52 @@ class PublishedRun(NamedTuple):
     run: str
 
 
-_SOURCES: tuple[tuple[str, str], ...] = (
-    ("torchtitan", "torchtitan, Table 1"),
-    ("torchtitan", "torchtitan, Table 3"),
-    ("torchtitan", "torchtitan, Table 2"),
-    ("torchtitan", "torchtitan, Table 4"),
-    ("torchtitan", "torchtitan, Table 5"),
-    ("torchtitan", "torchtitan, Table 6"),
-    ("Trainy", "Trainy on WhiteFiber, Results table"),
-    ("torchtitan", "torchtitan, Llama 3 8B 200M-Token Evidence"),
-    ("Meta", "Dubey et al. 2024, Table 4 (Sec. 3.3.2)"),
-    ("NVIDIA", "Narayanan et al. 2021, Table 1"),
-    ("NVIDIA", "Korthikanti et al. 2022, Tables 3 and 5"),
-    ("NVIDIA", "Korthikanti et al. 2022, Sec. 6.3"),
-    ("Microsoft and NVIDIA", "Chowdhery et al. 2022, Table 3 and Appendix B"),
-    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b BF16"),
-    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b BF16"),
-    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b BF16"),
-    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b FP8"),
-    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b FP8"),
-    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b FP8"),
+_SOURCES: tuple[tuple[str, str, str], ...] = (
+    ("torchtitan", "torchtitan, Table 1", "H100 SXM 96 GB HBM2e (Grand Teton)"),
+    ("torchtitan", "torchtitan, Table 3", "H100 SXM 96 GB HBM2e (Grand Teton)"),
+    ("torchtitan", "torchtitan, Table 2", "H100 SXM 96 GB HBM2e (Grand Teton)"),
+    ("torchtitan", "torchtitan, Table 4", "H100 SXM 96 GB HBM2e (Grand Teton)"),
+    ("torchtitan", "torchtitan, Table 5", "H100 SXM 96 GB HBM2e (Grand Teton)"),
+    ("torchtitan", "torchtitan, Table 6", "H100 SXM 96 GB HBM2e (Grand Teton)"),
+    ("Trainy", "Trainy on WhiteFiber, Results table", "H200 SXM 141 GB"),
+    ("torchtitan", "torchtitan, Llama 3 8B 200M-Token Evidence", "NVIDIA Blackwell"),
+    ("Meta", "Dubey et al. 2024, Table 4 (Sec. 3.3.2)", "H100 80 GB (700 W)"),
+    ("NVIDIA", "Narayanan et al. 2021, Table 1", "A100 80 GB (DGX A100)"),
+    ("NVIDIA", "Korthikanti et al. 2022, Tables 3 and 5", "A100 80 GB (Selene)"),
+    ("NVIDIA", "Korthikanti et al. 2022, Sec. 6.3", "A100 80 GB (Selene)"),
+    ("Microsoft and NVIDIA", "Chowdhery et al. 2022, Table 3 and Appendix B", "A100 80 GB (Selene)"),
+    (
+        "NVIDIA",
+        "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b BF16",
+        "DGX H100 (H100 SXM 80 GB, 700 W)",
+    ),
+    (
+        "NVIDIA",
+        "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b BF16",
+        "DGX H100 (H100 SXM 80 GB, 700 W)",
+    ),
+    (
+        "NVIDIA",
+        "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b BF16",
+        "DGX H100 (H100 SXM 80 GB, 700 W)",
+    ),
+    (
+        "NVIDIA",
+        "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b FP8",
+        "DGX H100 (H100 SXM 80 GB, 700 W)",
+    ),
+    (
+        "NVIDIA",
+        "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b FP8",
+        "DGX H100 (H100 SXM 80 GB, 700 W)",
+    ),
+    (
+        "NVIDIA",
+        "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b FP8",
+        "DGX H100 (H100 SXM 80 GB, 700 W)",
+    ),
 )
-"""``(who ran it, where it is published)`` of the entries below, by index."""
+"""``(who ran it, where it is published, on what hardware)`` of the entries below, by index."""
 
 _TORCHTITAN = ("torchtitan", "Trainy")
 """Who ran torchtitan (every other source ran Megatron-LM, or Meta's own stack that the engine times as it)."""
@@ -60,9 +86,9 @@ _TORCHTITAN = ("torchtitan", "Trainy")
 def _r(
     id_: str, preset: str, source: int, gpu: str, gpus: int, seq: int, batch: int, degrees: tuple[int, ...], *more: str
 ) -> PublishedRun:
-    who, where = _SOURCES[source]
+    who, where, hardware = _SOURCES[source]
     stack = "torchtitan" if who in _TORCHTITAN else "megatron"
-    return PublishedRun(id_, preset, who, where, gpu, stack, gpus, seq, batch, degrees, *more)  # type: ignore[arg-type]
+    return PublishedRun(id_, preset, who, where, hardware, gpu, stack, gpus, seq, batch, degrees, *more)  # type: ignore[arg-type]
 
 
 # fmt: off

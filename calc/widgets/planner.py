@@ -310,7 +310,7 @@ def _published(v: dict[str, str], source: str) -> str:
         where = (run.source if run.source.startswith(run.who) else f"{run.who}: {run.source}") + (
             f" ({run.run})" if run.run else ""
         )
-        ran = f"{run.gpus:,} × {GPUS[run.gpu].label}, {layout}, batch {run.global_batch:,} × {run.seq_len:,}"
+        ran = f"{run.gpus:,} × {run.hardware}, {layout}, batch {run.global_batch:,} × {run.seq_len:,}"
         link = f'<a class="lc-calc__handoff" data-site-href="{href}">plan it</a>'
         rows.append((escape(where), escape(ran), escape(run.measured), link))
     head = f"<p><strong>Published runs of this model</strong> ({plural(len(runs), 'run')})</p>"
