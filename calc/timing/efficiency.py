@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 
 from calc.hardware import GPU
+from calc.hardware import gpu as gpu_preset
 
 _HOPPER = ("h100", "h200", "gh200")
-_H100_SXM_PEAK_TFLOPS = 989.4
-"""The dense bf16 peak of the H100 SXM5 on which `ATTENTION_KERNEL_RATES` were measured."""
 
 __all__ = [
     "ATTENTION_EFFICIENCY",
@@ -185,7 +184,8 @@ def attention_efficiency(gpu: GPU | str, seq_len: int, stack: str | None = None)
     kernel = attention_kernel(gpu, stack)
     if kernel is not None:
         forward, backward = _kernel_rate(kernel, seq_len)
-        return 3 / (_H100_SXM_PEAK_TFLOPS * (1 / forward + 2.5 / backward))
+        peak = gpu_preset("h100-sxm").peak_flops("bf16") / 1e12  # the GPU the paper measured on
+        return 3 / (peak * (1 / forward + 2.5 / backward))
     key = _generation(gpu, ATTENTION_EFFICIENCY)  # type: ignore[arg-type]
     share, half = ATTENTION_EFFICIENCY[key or "h100"]
     return share * seq_len / (seq_len + half)

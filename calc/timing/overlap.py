@@ -136,10 +136,10 @@ def exposed_communication(
         name, t = term.name, term.time_s
         one = t / max(1, term.calls)
         if term.group == "tp":
-            ub = userbuffers is not None and layout.sequence_parallel and layout.tp > 1
-            hidden, why = (
-                _ub_hidden(term, layout, userbuffers, kappa) if ub else _dgrad_hidden(term, layout, wgrad_s, kappa)
-            )
+            if userbuffers is not None and layout.sequence_parallel and layout.tp > 1:
+                hidden, why = _ub_hidden(term, layout, userbuffers, kappa)
+            else:
+                hidden, why = _dgrad_hidden(term, layout, wgrad_s, kappa)
             why = f"on the critical path of every layer{why}, {tp_hidden:.0%} of the rest hidden (tp_overlap)"
             out[name] = ((t - hidden) * (1 - tp_hidden), why)
         elif term.group == "cp":
@@ -201,7 +201,7 @@ def _dgrad_hidden(term: object, layout: Layout, wgrad_s: tuple[float, float] | N
 
 
 def _ub_hidden(
-    term: object, layout: Layout, gemms: tuple[tuple[float, float], tuple[float, float]] | None, kappa: float
+    term: object, layout: Layout, gemms: tuple[tuple[float, float], tuple[float, float]], kappa: float
 ) -> tuple[float, str]:
     """Seconds of a TP term hidden by Transformer Engine's userbuffers overlap, and the words for it.
 
@@ -220,7 +220,7 @@ def _ub_hidden(
     one = term.time_s / max(1, term.calls)  # type: ignore[attr-defined]
     passes = 2 if layout.recompute == "full" else 1
     pairs = term.calls / (2 * (passes + 1))  # type: ignore[attr-defined]
-    col, row = gemms or ((0.0, 0.0), (0.0, 0.0))
+    col, row = gemms
     fwd, bwd = (col, row) if term.name.endswith("all-gather") else (row, col)  # type: ignore[attr-defined]
     chunked = one * (1 - 1 / layout.tp)
     per_pair = passes * sum(min(chunked, g) for g in fwd) + sum(min(chunked, g) for g in bwd)

@@ -64,6 +64,7 @@ from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_report import by_reason, least_fits, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
 from calc.timing.plan_space import PIPELINE_RULES
+from calc.timing.steptime import _bool_arg
 from calc.units import parse_positive_int
 
 __all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
@@ -335,12 +336,6 @@ def _pipeline_rules(value: object) -> str:
     if value not in PIPELINE_RULES:
         raise CalcError("pipeline_rules", f"must be one of {', '.join(PIPELINE_RULES)}", value, code="unknown-name")
     return str(value)
-
-
-def _bool_arg(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise CalcError(name, "must be true or false", value)
-    return value
 
 
 PLAN_FIELDS: tuple[str, ...] = (

@@ -248,7 +248,7 @@ def step_time(
     exposed = exposed_communication(step, layout, c.t_mb, c.layers, bucket_params=dp_bucket_params,
         prefetch_interference=prefetch_interference, tp_overlap=tp_overlap, overlap_param_gather=overlap_param_gather,
         p2p_overlap=p2p_overlap, wgrad_s=c.wgrad if _dgrad(tp_dgrad_overlap, layout) else None,
-        userbuffers=(c.wgrad, c.rgemm) if _bool(tp_comm_overlap, "tp_comm_overlap") else None)  # fmt: skip
+        userbuffers=(c.wgrad, c.rgemm) if _bool_arg(tp_comm_overlap, "tp_comm_overlap") else None)  # fmt: skip
     # fsum: exact in any order (a set's follows the hash seed) and on 3.11 too, so Pyodide prints CPython's digits
     critical = math.fsum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
     bubble = _bubble(layout.pp, m, layout.interleave, schedule) * (compute + critical)
@@ -281,7 +281,7 @@ def _dgrad(value: bool | None, layout: Layout) -> bool:
     return value
 
 
-def _bool(value: object, name: str) -> bool:
+def _bool_arg(value: object, name: str) -> bool:
     if not isinstance(value, bool):
         raise CalcError(name, "must be true or false", value)
     return value
