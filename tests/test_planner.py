@@ -250,3 +250,27 @@ def test_the_calculators_that_search_are_the_ones_that_post_first_fragments() ->
         if got:
             posting.add(name)
     assert posting == set(SEARCHING)
+
+
+def test_short_sequence_cp_is_ranked_only_where_it_pays():
+    """CP 2 at 8K (NVIDIA's Llama 3.1 recipes) is searched; below 32K it is ranked only where it saves more than
+    SHORT_CP_GAIN over the best layout without CP. Llama 3.1 405B at NVIDIA's 2,304 GPUs: it does (the pick is CP 2);
+    at Table 4's 16,384 it saves less, and the reason is counted; at a gain of 0 it is ranked like any degree."""
+    from calc.timing.plan_space import SHORT_CP_GAIN
+
+    kw = dict(seq_len=8192, gpu="h100-sxm", top=3)
+    nvidia = plan("llama3.1-405b", gpus=2304, global_batch=1008, **kw)
+    assert nvidia["layouts"][0]["cp"] == 2
+    meta = plan("llama3.1-405b", gpus=16384, global_batch=2048, **kw)
+    assert {x["cp"] for x in meta["layouts"]} == {1}
+    reasons = {r["reason"]: r["count"] for r in meta["rejected_by_reason"]}
+    assert any(k.startswith(f"CP at 8192 tokens saves at most {SHORT_CP_GAIN:.0%}") and n for k, n in reasons.items())
+    even = plan("llama3.1-405b", gpus=16384, global_batch=2048, short_cp_gain=0, **kw)
+    saved = 1 - even["layouts"][0]["step_time_s"] / meta["layouts"][0]["step_time_s"]
+    assert even["layouts"][0]["cp"] == 2 and 0 < saved <= SHORT_CP_GAIN
+    assert plan("llama3.1-405b", gpus=16384, global_batch=2048, cp=2, **kw)["layouts"][0]["cp"] == 2  # pinned: ranked
+    assert all(x["micro_batch"] % x["cp"] for x in even["layouts"] if x["cp"] > 1)  # CP 2 at mb 2 is CP 1 at 2·dp
+    with pytest.raises(CalcError) as err:
+        plan("llama3-8b", gpus=8, global_batch=8, short_cp_gain=1, **kw)
+    assert err.value.field == "short_cp_gain"
+    assert plan("llama3-8b", gpus=64, seq_len=4096, global_batch=64)["layouts"][0]["cp"] == 1  # none below 8K

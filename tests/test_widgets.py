@@ -274,15 +274,20 @@ def test_plan_step_time_past_1000_s_is_never_in_exponent_notation() -> None:
     assert best.startswith("Best: 1,3") and not re.search(r"\d[eE][+-]\d", text + best), (best, text[:300])
 
 
+_ISSUE19_CASE = {"preset": "llama3.1-405b", "gpus": "16384", "cp": "1"}
+"""Issue 19's plan: Llama 3.1 405B on 16,384 GPUs at the planner's batch (1,024 sequences of 8,192), without CP."""
+
+
 def test_plan_why_each_part_reads_as_prose() -> None:
     """Issue 19's own case, 405B on 16,384 GPUs: the planner's "Why each part takes its time" read "1 micro-batches ×
-    2.12e+03 ms on the busiest stage"; a stage of one layer read "(1 layers)"."""
-    for inputs in ({"preset": "llama3.1-405b", "gpus": "16384"}, {"preset": "deepseek-v3"}):
+    2.12e+03 ms on the busiest stage"; a stage of one layer read "(1 layers)". CP is pinned to 1 to keep the case:
+    searched, CP 2 splits each sequence in two and the plan has 2 micro-batches per pipeline."""
+    for inputs in (_ISSUE19_CASE, {"preset": "deepseek-v3"}):
         fragment = html.unescape(re.sub(r"<[^>]+>", " ", str(render("plan", inputs)["html"])))
         why = fragment[fragment.index("Why each part takes its time") :]
         assert not re.search(r"\d[eE][+-]\d", why), why[:400]
         assert not re.search(r"\b1 (micro-batches|layers)\b", why), why[:400]
-    why = html.unescape(str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"]))
+    why = html.unescape(str(render("plan", _ISSUE19_CASE)["html"]))
     assert re.search(r"1 micro-batch × \d\.\d\d s on the busiest stage \(63 layers\)", why), why[:400]
 
 
@@ -352,8 +357,8 @@ def test_errors_in_the_readers_words(name: str, inputs: dict, said: str) -> None
 
 
 def test_a_low_mfu_plan_names_its_bubble_and_the_fix() -> None:
-    """405B on 16,384 GPUs: one micro-batch per pipeline, a bubble longer than the compute (issue 19)."""
-    fragment = str(render("plan", {"preset": "llama3.1-405b", "gpus": "16384"})["html"])
+    """405B on 16,384 GPUs without CP: one micro-batch per pipeline, a bubble longer than the compute (issue 19)."""
+    fragment = str(render("plan", _ISSUE19_CASE)["html"])
     said = re.search(r'data-output="diagnosis">([^<]*)<', fragment)[1]
     assert "pipeline bubble" in said and "1 micro-batch per pipeline" in said and "A global batch of" in said
     href = html.unescape(re.search(r'class="lc-calc__handoff" data-site-href="([^"]*)"', fragment)[1])

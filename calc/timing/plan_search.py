@@ -35,7 +35,7 @@ from calc.timing.efficiency import (
     straggler_allowance,
 )
 from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor
-from calc.timing.plan_space import _counts, _divisors, _interleaves, _search_space, _slot_flags
+from calc.timing.plan_space import SHORT_CP_GAIN, _counts, _divisors, _interleaves, _search_space, _slot_flags, short_cp
 from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _stage_compute, step_time
 
 __all__: list[str] = []
@@ -120,6 +120,7 @@ class _Ctx:
     stack_knobs: dict[str, Any] = field(default_factory=dict)
     accumulate: bool = True
     pipeline_rules: str = "current"
+    short_cp_gain: float = SHORT_CP_GAIN
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
@@ -282,11 +283,11 @@ def _try_state(x: _Ctx, cand: _Candidate, z: int, r: str, row: dict[str, Any], o
 
 
 def evaluate(
-    x: _Ctx, cand: _Candidate, rejected: list[dict[str, Any]], cutoff: float = math.inf
+    x: _Ctx, cand: _Candidate, rejected: list[dict[str, Any]], cutoff: float = math.inf, slow_why: str = ""
 ) -> tuple[dict[str, Any] | None, int]:
     """The cheapest state of ``cand`` that fits, as a result row (``None`` if none does; the reason goes to
     ``rejected``), and how many states were evaluated in full (module docstring, steps 3 and 4). States whose
-    step time is at least ``cutoff`` are not sized: they could not enter the result."""
+    step time is at least ``cutoff`` are not sized: they could not enter the result (counted as ``slow_why``)."""
     row = {"dp": cand.dp, "tp": cand.tp, "pp": cand.pp, "cp": cand.cp, "ep": cand.ep}
     row |= {"micro_batch": cand.mb, "interleave": cand.v}
     out = _Outcome(rejected, cutoff=cutoff)
@@ -307,7 +308,7 @@ def evaluate(
             break
     if out.best is None:
         if out.too_slow:
-            x.pruned["slower than the top at its fastest state that could fit"] += 1
+            x.pruned[slow_why or "slower than the top at its fastest state that could fit"] += 1
         else:
             _reject_memory(x, cand, row, out)
         return None, out.evaluated
@@ -373,20 +374,27 @@ def _kept_row(
     }
 
 
-def rank(
-    x: _Ctx, cands: list[_Candidate], top: int, flip_within: float
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """Visit the bounded candidates best first and keep the ``top`` fastest that fit (flagging near ties);
-    stop once a bound passes the ``top``-th kept time (the rest are counted as pruned); times within
-    ``flip_within`` could swap. Returns ``(kept, rejected, states evaluated)``; ``kept`` is empty when nothing
-    fits."""
-    kept: list[dict[str, Any]] = []
-    rejected: list[dict[str, Any]] = []
-    evaluated = 0
-    best: dict[tuple[int, ...], dict[str, Any]] = {}  # the fastest kept row of each set of degrees
+@dataclass
+class _Ranking:
+    """What [`rank`][] has kept so far: the ``top`` fastest rows, the fastest of each set of degrees, the rejected."""
+
+    top: int
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    best: dict[tuple[int, ...], dict[str, Any]] = field(default_factory=dict)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    evaluated: int = 0
+
+
+def _visit(x: _Ctx, cands: list[_Candidate], at: _Ranking, gate: float = math.inf) -> None:
+    """Visit ``cands`` best bound first into ``at``; stop once a bound passes the ``top``-th kept time (the rest
+    are counted as pruned). A row must also be faster than ``gate`` (a short-sequence CP layout's, ``rank``)."""
+    top, kept, best = at.top, at.kept, at.best
     for i, cand in enumerate(cands):
         if len(kept) >= top and cand.bound >= kept[top - 1]["step_time_s"]:
             x.pruned[f"slower than the top {top} at best (lower bound on the step time)"] += len(cands) - i
+            break
+        if cand.bound >= gate:
+            x.pruned[_SHORT_CP_WHY.format(s=x.s, gain=x.short_cp_gain)] += len(cands) - i
             break
         degrees = (cand.dp, cand.tp, cand.pp, cand.cp, cand.ep)
         if degrees in best and cand.bound >= best[degrees]["step_time_s"]:
@@ -395,8 +403,10 @@ def rank(
         cutoff = kept[top - 1]["step_time_s"] if len(kept) >= top else math.inf
         if degrees in best:
             cutoff = min(cutoff, best[degrees]["step_time_s"])
-        row, n_eval = evaluate(x, cand, rejected, cutoff)
-        evaluated += n_eval
+        gated = gate < cutoff
+        why = _SHORT_CP_WHY.format(s=x.s, gain=x.short_cp_gain) if gated else ""
+        row, n_eval = evaluate(x, cand, at.rejected, min(cutoff, gate), why)
+        at.evaluated += n_eval
         if row is None:
             continue
         if degrees in best:
@@ -411,6 +421,33 @@ def rank(
         if x.on_first is not None:  # the best so far, once, while the search goes on
             first, x.on_first = x.on_first, None
             first([dict(r) for r in kept])
+
+
+_SHORT_CP_TWIN = (
+    "CP below 32K tokens with a micro-batch it divides: the same tokens per micro-batch and the same micro-batches as "
+    "the layout without CP at cp times the data parallelism, which is searched, less CP's K/V exchange"
+)
+_SHORT_CP_WHY = "CP at {s} tokens saves at most {gain:.0%} over the fastest layout without it (short_cp_gain)"
+
+
+def rank(
+    x: _Ctx, cands: list[_Candidate], top: int, flip_within: float
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """Visit the bounded candidates best first and keep the ``top`` fastest that fit (flagging near ties); times
+    within ``flip_within`` could swap. Below ``LONG_CP`` tokens an unpinned CP layout is visited after the others
+    and kept only if it beats the fastest of them by more than ``short_cp_gain``
+    ([`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN]). Returns ``(kept, rejected, states evaluated)``;
+    ``kept`` is empty when nothing fits."""
+    at = _Ranking(top)
+    short = [] if x.pins["cp"] else [c for c in cands if short_cp(x.s, c.cp)]
+    _visit(x, [c for c in cands if not short_cp(x.s, c.cp)] if short else cands, at)
+    if short and not x.pins["micro_batch"]:
+        twins = [c for c in short if c.mb % c.cp == 0]
+        x.pruned[_SHORT_CP_TWIN] += len(twins)
+        short = [c for c in short if c.mb % c.cp]
+    if short:
+        _visit(x, short, at, at.kept[0]["step_time_s"] * (1 - x.short_cp_gain) if at.kept else math.inf)
+    kept, rejected, evaluated = at.kept, at.rejected, at.evaluated
     if not kept:
         return kept, rejected, evaluated  # the planner says why (calc.timing.plan_report.no_layout)
     for a, b in itertools.pairwise(kept):

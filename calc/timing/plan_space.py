@@ -1,7 +1,8 @@
 """Which layouts the planner searches: the ``tp``, ``pp`` and ``cp`` degrees, the interleavings and the layers on
 each stage, under the rules of the framework that runs them (behind ``calc.timing.plan_search.candidates``).
 
-* ``CP_LIMITS``: the context-parallel degrees searched by sequence length, and why not below 32K.
+* ``CP_LIMITS``: the context-parallel degrees searched by sequence length; below 32K a CP layout is ranked only
+  where it pays (``SHORT_CP_GAIN``).
 * ``PIPELINE_RULES``: how a framework may split the layers. ``"current"``: Megatron-Core's uneven splits, any
   interleaving that gives every chunk a layer, the embedding and the loss in slots of their own. ``"megatron-2021"``:
   Megatron-LM as Narayanan et al. 2021 ran it (a8d172b, 2021-04-28): ``megatron/model/transformer.py`` asserts
@@ -21,23 +22,40 @@ from calc.timing.steptime import _even_split
 if TYPE_CHECKING:
     from calc.timing.plan_search import _Ctx
 
-__all__ = ["CP_LIMITS", "PIPELINE_RULES", "cp_limit"]
+__all__ = ["CP_LIMITS", "LONG_CP", "PIPELINE_RULES", "SHORT_CP_GAIN", "cp_limit", "short_cp"]
 
 PIPELINE_RULES: tuple[str, ...] = ("current", "megatron-2021")
 """How the framework may split the layers into stages (module docstring); ``plan(pipeline_rules=...)``."""
 
-CP_LIMITS: tuple[tuple[int, int], ...] = ((32768, 16),)
+CP_LIMITS: tuple[tuple[int, int], ...] = ((32768, 16), (8192, 2))
 """The largest context-parallel degree searched (Megatron-LM only), by the shortest sequence it applies from: up
-to 16 from 32K tokens, none below.
+to 16 from 32K tokens, up to 2 from 8K, none below.
 
-Published 8K runs disagree on CP: NVIDIA's tuned H100 recipes split 8,192 tokens in two
-(``llama3.1/llama3.1_{8b,70b,405b}.yaml`` at NVIDIA/dgxc-benchmarking 1b9bb6b, rows ``dgxc25-*`` of
-``validation/published``), Llama 3 did not (Dubey et al. 2024, Table 4: TP8 PP16 DP128 on 16,384 GPUs). Searched
-up to 2 from 8K, the planner ranks CP 2 first for Llama 3 405B on 16,384 GPUs (twice the micro-batches, half the
-bubble: Table 4's layout 4.6% behind, out of the top 3) and 32 of the 40 published throughput rows pass
-``validation/published/rank.py`` (20 without: the twelve NVIDIA rows are outside the search); searched up to 16,
-it trades TP for CP 4 to 16, which no published 8K run uses. Until what CP costs on short per-rank sequences is
-measured, 8K is not searched: a pinned ``cp`` is still timed."""
+CP 2 at 8K is NVIDIA's tuned H100 practice (``llama3.1/llama3.1_{8b,70b,405b}.yaml`` at NVIDIA/dgxc-benchmarking
+1b9bb6b, rows ``dgxc25-*`` of ``validation/published``): for Llama 3.1 405B on 576 and 2,304 GPUs the engine times
+it 30% and 17% faster than the best layout without CP. Llama 3 did not split 8K (Dubey et al. 2024, Table 4: TP8
+PP16 DP128 on 16,384 GPUs), where CP 2 would save 4.4%. Below ``LONG_CP`` tokens a CP layout is therefore ranked
+only where it beats the fastest layout without CP by more than [`SHORT_CP_GAIN`][]; searched up to 16 at 8K, the
+planner traded TP for CP 4 to 16, which no published 8K run uses."""
+
+LONG_CP: int = 32768
+"""From this many tokens, context parallelism is ranked like any other degree (Llama 3 at 128K: CP 16)."""
+
+SHORT_CP_GAIN: float = 0.05
+"""Below ``LONG_CP`` tokens, the share of the step a CP layout must save over the fastest layout without CP to be
+ranked (``plan(short_cp_gain=...)``). 5% is issue 21's band within which a published layout counts as the
+planner's equal: a smaller gain is inside the engine's error on published runs (``validation/published``), and
+does not pay for another process group and the ring-attention code path (Meta's choice at 8K, Table 4)."""
+
+
+def short_cp(seq_len: int, cp: int) -> bool:
+    """Whether a ``cp``-way split of ``seq_len`` tokens is ranked only where it pays (``SHORT_CP_GAIN``).
+
+    Examples:
+        >>> short_cp(8192, 2), short_cp(8192, 1), short_cp(131072, 16)
+        (True, False, False)
+    """
+    return cp > 1 and seq_len < LONG_CP
 
 
 def cp_limit(seq_len: int) -> int:
@@ -45,7 +63,7 @@ def cp_limit(seq_len: int) -> int:
 
     Examples:
         >>> cp_limit(4096), cp_limit(8192), cp_limit(131072)
-        (1, 1, 16)
+        (1, 2, 16)
     """
     return next((cp for start, cp in CP_LIMITS if seq_len >= start), 1)
 

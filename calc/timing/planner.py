@@ -8,21 +8,21 @@ micro-batch and interleaving is either pinned or searched (``None``).
 **Search, pruned, not brute-forced.** Every layout a practitioner would consider is in the space; what is not
 timed in full is pruned for a stated reason, counted in ``rejected_by_reason``.
 
-1. Degrees: ``tp`` divides the heads and KV heads and stays inside the NVLink domain
-   (``gpus_per_node``) unless ``tp`` is pinned or ``allow_tp_across_nodes``; ``pp`` is any divisor of the GPU
-   count up to the layer count, with uneven stages where it does not divide the layers (``calc.memory.layout``'s
-   split: Llama 3's 126 layers on 16 stages are 7 + 8 × 14 + 7); ``cp`` is searched only from 32K tokens on
-   (``2·cp`` divides the sequence); ``dp`` follows from the GPU count and must divide the global batch; ``ep``
-   is carved from ``dp × cp`` and divides the experts ([`check_layout`][calc.memory.layout.check_layout] has the
-   rules). Micro-batches: every divisor of the per-replica batch from 1 up to what can still fit (at most
-   64); interleaving: 1 up to ``layers / pp`` chunks per stage when the micro-batches are a multiple of ``pp``;
-   ZeRO 0 to 3; recomputation none, selective, full. The training ``stack`` sets what is searched and the knobs
-   that are not: ``"megatron"`` (the default) as above; ``"torchtitan"`` ZeRO 0 (DDP,
-   ``data_parallel_replicate_degree``) or 3 (FSDP2, ``data_parallel_shard_degree``) and recomputation none,
-   ``op`` (its per-op selective checkpointing) or full, with its loss and ``reshard_after_forward``
-   (``calc.memory.stacks``); ``"deepspeed"`` ZeRO 0 to 3 and recomputation none or full; ``loss``,
-   ``loss_chunk_tokens``, ``reshard_after_forward`` and ``compile`` given explicitly win, and ``recompute`` may
-   pin any mode a [`Layout`][calc.memory.layout.Layout] takes.
+1. Degrees: ``tp`` divides the heads and KV heads and stays inside the NVLink domain (``gpus_per_node``) unless
+   ``tp`` is pinned or ``allow_tp_across_nodes``; ``pp`` is any divisor of the GPU count up to the layer count, with
+   uneven stages where it does not divide the layers (``calc.memory.layout``'s split: Llama 3's 126 layers on 16
+   stages are 7 + 8 × 14 + 7); ``cp`` up to 2 from 8K tokens and up to 16 from 32K (``2·cp`` divides the sequence;
+   ``calc.timing.plan_space.CP_LIMITS``), ranked below 32K only where it saves more than ``short_cp_gain`` over the
+   best layout without CP; ``dp`` follows from the GPU count and must divide the global batch; ``ep`` is carved from
+   ``dp × cp`` and divides the experts ([`check_layout`][calc.memory.layout.check_layout] has the rules).
+   Micro-batches: every divisor of the per-replica batch from 1 up to what can still fit (at most 64); interleaving:
+   1 up to ``layers / pp`` chunks per stage when the micro-batches are a multiple of ``pp``; ZeRO 0 to 3;
+   recomputation none, selective, full. The training ``stack`` sets what is searched and the knobs that are not:
+   ``"megatron"`` (the default) as above; ``"torchtitan"`` ZeRO 0 (DDP, ``data_parallel_replicate_degree``) or 3
+   (FSDP2, ``data_parallel_shard_degree``) and recomputation none, ``op`` (its per-op selective checkpointing) or
+   full, with its loss and ``reshard_after_forward`` (``calc.memory.stacks``); ``"deepspeed"`` ZeRO 0 to 3 and
+   recomputation none or full; ``loss``, ``loss_chunk_tokens``, ``reshard_after_forward`` and ``compile`` given
+   explicitly win, and ``recompute`` may pin any mode a [`Layout`][calc.memory.layout.Layout] takes.
 2. Each set of degrees (with its micro-batch and interleaving) gets a lower bound on its step time: its busiest
    stage's compute and bubble at the fastest state, no communication, times the straggler allowance. Sets are
    visited best bound first; once the bound passes the ``top``-th best kept time, the rest cannot enter and
@@ -63,7 +63,7 @@ from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_report import by_reason, least_fits, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
-from calc.timing.plan_space import PIPELINE_RULES
+from calc.timing.plan_space import PIPELINE_RULES, SHORT_CP_GAIN
 from calc.timing.steptime import _bool_arg
 from calc.units import parse_positive_int
 
@@ -123,21 +123,22 @@ def plan(
     compile: bool = False,
     gradient_accumulation: bool = True,
     pipeline_rules: str = "current",
+    short_cp_gain: float = SHORT_CP_GAIN,
     on_first: Callable[[list[dict[str, Any]]], object] | None = None,
 ) -> dict[str, Any]:
     """Search the layouts of ``model`` on ``gpus`` GPUs; return the best that fit and the best rejected.
 
     See the module docstring for the search. Pinned arguments restrict it; ``None`` searches.
-    ``gradient_accumulation=False`` is a framework that runs each data-parallel rank's batch as one micro-batch
-    outside pipeline parallelism (torchtitan before its gradient accumulation, pytorch/torchtitan#1238,
-    2025-06-05): without ``pp`` the micro-batch is then the whole ``global_batch / dp``. ``pipeline_rules`` is how
-    the framework may split the layers ([`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES]:
-    ``"megatron-2021"`` for Megatron-LM's even stages and interleaving on more than 2 of them). The step-time
-    knobs (``matmul_efficiency`` to ``tp_dgrad_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s;
-    ``pod_gpus`` and ``oversubscription`` the [`Network`][calc.parallel.comm.Network]'s; ``stack`` to
-    ``compile`` the [`Layout`][calc.memory.layout.Layout]'s (``None``: the stack's default). ``on_first`` is called
-    once, with the layouts kept so far (result rows, best first), as soon as the search keeps its first layout:
-    the best so far, while the search goes on (the calculator shows it within a frame or two of a keystroke).
+    ``gradient_accumulation=False`` is a framework that runs each data-parallel rank's batch as one micro-batch outside
+    pipeline parallelism (torchtitan before its gradient accumulation, pytorch/torchtitan#1238, 2025-06-05): without
+    ``pp`` the micro-batch is then the whole ``global_batch / dp``. ``pipeline_rules`` is how the framework may split
+    the layers ([`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES]: ``"megatron-2021"`` for Megatron-LM's even
+    stages and interleaving on more than 2 of them); ``short_cp_gain`` what CP must save below 32K tokens
+    ([`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN]). The step-time knobs (``matmul_efficiency`` to
+    ``tp_dgrad_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s; ``pod_gpus`` and ``oversubscription`` the
+    [`Network`][calc.parallel.comm.Network]'s; ``stack`` to ``compile`` the [`Layout`][calc.memory.layout.Layout]'s
+    (``None``: the stack's default). ``on_first`` is called once, with the layouts kept so far (best first), as soon as
+    the search keeps its first layout, while the search goes on (the calculator shows it at once).
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
@@ -273,8 +274,9 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         oversubscription=a["oversubscription"],
     )
     margin = a["safety_margin"]
-    if not 0 <= float(margin) < 1:
-        raise CalcError("safety_margin", "must be at least 0 and below 1", margin)
+    for key in ("safety_margin", "short_cp_gain"):
+        if not 0 <= float(a[key]) < 1:
+            raise CalcError(key, "must be at least 0 and below 1", a[key])
     pins = {k: a[k] for k in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")}
     for k, val in pins.items():
         if val is not None:
@@ -312,6 +314,7 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         stack_knobs=knobs,
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
         pipeline_rules=_pipeline_rules(a["pipeline_rules"]),
+        short_cp_gain=float(a["short_cp_gain"]),
         on_first=a.get("on_first"),
     )
 
@@ -377,6 +380,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "compile",
     "gradient_accumulation",
     "pipeline_rules",
+    "short_cp_gain",
 )
 """The ``field=value`` inputs [`plan_from_fields`][calc.timing.planner.plan_from_fields] accepts (blank = search)."""
 
@@ -385,6 +389,7 @@ _INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus", "l
 _BOOL_FIELDS = ("allow_tp_across_nodes", "overlap_param_gather", "reshard_after_forward", "compile")
 _BOOL_FIELDS += ("gradient_accumulation", "tp_comm_overlap", "tp_dgrad_overlap")
 _SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
+_SHARE_FIELDS.add("short_cp_gain")
 
 
 def plan_from_fields(

@@ -19,6 +19,7 @@ from calc.models.presets import preset
 from calc.parallel.comm import step_communication
 from calc.parallel.network import Network, collective_cost, group_placement
 from calc.timing.efficiency import attention_efficiency
+from calc.timing.plan_space import SHORT_CP_GAIN, cp_limit
 from calc.timing.planner import plan
 from calc.timing.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
 from prose_numbers import COMM_CALCULATOR
@@ -97,6 +98,9 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "plan-attn-cudnn-8k": lambda: f"{attention_efficiency('h100-sxm', 8192, 'megatron'):.0%}",
     "plan-attn-fa2-8k": lambda: f"{attention_efficiency('h100-sxm', 8192, 'torchtitan'):.0%}",
     "plan-memory-passes": lambda: f"{MEMORY_PASSES:g}",
+    "plan-cp-8k": lambda: str(cp_limit(8192)),
+    "plan-cp-32k": lambda: str(cp_limit(32768)),
+    "plan-short-cp-gain": lambda: f"{SHORT_CP_GAIN:.0%}",
     "plan-145b-published-rank": _published_rank,
     "plan-145b-best": _best_145b,
     "plan-145b-searched": lambda: f"{_plan_145b()['searched']:,}",

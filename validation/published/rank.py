@@ -186,7 +186,9 @@ def _outside(pub: dict[str, Any], seq_len: int) -> str:
 
     Examples:
         >>> _outside({"cp": 4}, 8192)
-        'outside the search: the planner tries no CP at 8192 tokens (CP4)'
+        'outside the search: the planner tries CP up to 2 at 8192 tokens (CP4)'
+        >>> _outside({"cp": 2}, 4096)
+        'outside the search: the planner tries no CP at 4096 tokens (CP2)'
         >>> _outside({"cp": 16}, 32768), _outside({"cp": 1}, 4096)
         ('', '')
     """
