@@ -264,7 +264,7 @@ def test_short_sequence_cp_is_ranked_only_where_it_pays():
     meta = plan("llama3.1-405b", gpus=16384, global_batch=2048, **kw)
     assert {x["cp"] for x in meta["layouts"]} == {1}
     reasons = {r["reason"]: r["count"] for r in meta["rejected_by_reason"]}
-    assert any(k.startswith(f"CP at 8192 tokens saves at most {SHORT_CP_GAIN:.0%}") and n for k, n in reasons.items())
+    assert any(k.startswith(f"CP at 8,192 tokens saves at most {SHORT_CP_GAIN:.0%}") and n for k, n in reasons.items())
     even = plan("llama3.1-405b", gpus=16384, global_batch=2048, short_cp_gain=0, **kw)
     saved = 1 - even["layouts"][0]["step_time_s"] / meta["layouts"][0]["step_time_s"]
     assert even["layouts"][0]["cp"] == 2 and 0 < saved <= SHORT_CP_GAIN

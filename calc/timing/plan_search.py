@@ -394,7 +394,7 @@ def _visit(x: _Ctx, cands: list[_Candidate], at: _Ranking, gate: float = math.in
             x.pruned[f"slower than the top {top} at best (lower bound on the step time)"] += len(cands) - i
             break
         if cand.bound >= gate:
-            x.pruned[_SHORT_CP_WHY.format(s=x.s, gain=x.short_cp_gain)] += len(cands) - i
+            x.pruned[_SHORT_CP_WHY.format(s=f"{x.s:,}", gain=x.short_cp_gain)] += len(cands) - i
             break
         degrees = (cand.dp, cand.tp, cand.pp, cand.cp, cand.ep)
         if degrees in best and cand.bound >= best[degrees]["step_time_s"]:
@@ -404,7 +404,7 @@ def _visit(x: _Ctx, cands: list[_Candidate], at: _Ranking, gate: float = math.in
         if degrees in best:
             cutoff = min(cutoff, best[degrees]["step_time_s"])
         gated = gate < cutoff
-        why = _SHORT_CP_WHY.format(s=x.s, gain=x.short_cp_gain) if gated else ""
+        why = _SHORT_CP_WHY.format(s=f"{x.s:,}", gain=x.short_cp_gain) if gated else ""
         row, n_eval = evaluate(x, cand, at.rejected, min(cutoff, gate), why)
         at.evaluated += n_eval
         if row is None:
