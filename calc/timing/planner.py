@@ -63,7 +63,7 @@ from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_report import by_reason, least_fits, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
-from calc.timing.plan_space import PIPELINE_RULES, SHORT_CP_GAIN
+from calc.timing.plan_space import PIPELINE_RULES, SHORT_CP_GAIN, cp_limit, short_cp
 from calc.timing.steptime import _bool_arg
 from calc.units import parse_positive_int
 
@@ -250,9 +250,17 @@ def _result(
                 + f", interleaving and micro-batches searched; activations saved as {implementation} does"
             ),
             f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}",  # type: ignore[union-attr]
+            *_short_cp_assumption(x),
             *_stack_assumption(x),
         ],
     }
+
+
+def _short_cp_assumption(x: _Ctx) -> list[str]:
+    """The line for CP searched at a sequence where it is ranked only if it pays (``SHORT_CP_GAIN``), else none."""
+    if x.impl != "megatron" or x.pins["cp"] or not short_cp(x.s, cp_limit(x.s)):
+        return []
+    return [f"CP at {x.s:,} tokens ranked where it saves over {x.short_cp_gain:.0%} of the step (short_cp_gain)"]
 
 
 def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
