@@ -282,6 +282,10 @@ def test_short_sequence_cp_is_ranked_only_where_it_pays():
     pinned = plan("llama3.1-405b", gpus=16384, global_batch=2048, cp=2, **kw)
     assert pinned["layouts"][0]["cp"] == 2 and not any(a.startswith("CP at") for a in pinned["assumptions"])
     assert all(x["micro_batch"] % x["cp"] for x in even["layouts"] if x["cp"] > 1)  # CP 2 at mb 2 is CP 1 at 2·dp
+    twin = "CP below 32K tokens with a micro-batch it divides"
+    assert any(r["reason"].startswith(twin) for r in even["rejected_by_reason"])
+    fixed = plan("llama3-8b", gpus=64, seq_len=8192, global_batch=256, dp=16)  # its twin at dp 32 is not searched
+    assert not any(r["reason"].startswith(twin) for r in fixed["rejected_by_reason"])
     with pytest.raises(CalcError) as err:
         plan("llama3-8b", gpus=8, global_batch=8, short_cp_gain=1, **kw)
     assert err.value.field == "short_cp_gain"

@@ -441,7 +441,7 @@ def rank(
     at = _Ranking(top)
     short = [] if x.pins["cp"] else [c for c in cands if short_cp(x.s, c.cp)]
     _visit(x, [c for c in cands if not short_cp(x.s, c.cp)] if short else cands, at)
-    if short and not x.pins["micro_batch"]:
+    if short and not x.pins["micro_batch"] and not x.pins["dp"]:  # the twin at cp × dp is searched
         twins = [c for c in short if c.mb % c.cp == 0]
         x.pruned[_SHORT_CP_TWIN] += len(twins)
         short = [c for c in short if c.mb % c.cp]
