@@ -286,7 +286,8 @@ def test_short_sequence_cp_is_ranked_only_where_it_pays():
     assert any(r["reason"].startswith(twin) for r in even["rejected_by_reason"])
     fixed = plan("llama3-8b", gpus=64, seq_len=8192, global_batch=256, dp=16)  # its twin at dp 32 is not searched
     assert not any(r["reason"].startswith(twin) for r in fixed["rejected_by_reason"])
-    with pytest.raises(CalcError) as err:
-        plan("llama3-8b", gpus=8, global_batch=8, short_cp_gain=1, **kw)
-    assert err.value.field == "short_cp_gain"
+    for bad in (1, -0.1, "lots", True, float("nan")):
+        with pytest.raises(CalcError) as err:
+            plan("llama3-8b", gpus=8, global_batch=8, short_cp_gain=bad, **kw)
+        assert err.value.field == "short_cp_gain"
     assert plan("llama3-8b", gpus=64, seq_len=4096, global_batch=64)["layouts"][0]["cp"] == 1  # none below 8K

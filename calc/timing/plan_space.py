@@ -22,7 +22,7 @@ from calc.timing.steptime import _even_split
 if TYPE_CHECKING:
     from calc.timing.plan_search import _Ctx
 
-__all__ = ["CP_LIMITS", "LONG_CP", "PIPELINE_RULES", "SHORT_CP_GAIN", "cp_limit", "short_cp"]
+__all__ = ["CP_LIMITS", "LONG_CP", "PIPELINE_RULES", "SHORT_CP_GAIN", "cp_limit", "share_below_one", "short_cp"]
 
 PIPELINE_RULES: tuple[str, ...] = ("current", "megatron-2021")
 """How the framework may split the layers into stages (module docstring); ``plan(pipeline_rules=...)``."""
@@ -46,6 +46,26 @@ SHORT_CP_GAIN: float = 0.05
 ranked (``plan(short_cp_gain=...)``). 5% is issue 21's band within which a published layout counts as the
 planner's equal: a smaller gain is inside the engine's error on published runs (``validation/published``), and
 does not pay for another process group and the ring-attention code path (Meta's choice at 8K, Table 4)."""
+
+
+def share_below_one(value: object, name: str) -> float:
+    """``value`` as a share from 0 up to, not including, 1 (``safety_margin``, ``short_cp_gain``); else the error.
+
+    Examples:
+        >>> share_below_one(0.05, "short_cp_gain")
+        0.05
+        >>> share_below_one("lots", "short_cp_gain")
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: short_cp_gain must be a number from 0 to below 1 (got 'lots')
+    """
+    try:
+        share = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        share = math.nan
+    if isinstance(value, bool) or not 0 <= share < 1:
+        raise CalcError(name, "must be a number from 0 to below 1", value)
+    return share
 
 
 def short_cp(seq_len: int, cp: int) -> bool:

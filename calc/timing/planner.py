@@ -63,7 +63,7 @@ from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_report import by_reason, least_fits, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
-from calc.timing.plan_space import PIPELINE_RULES, SHORT_CP_GAIN, cp_limit, short_cp
+from calc.timing.plan_space import PIPELINE_RULES, SHORT_CP_GAIN, cp_limit, share_below_one, short_cp
 from calc.timing.steptime import _bool_arg
 from calc.units import parse_positive_int
 
@@ -281,10 +281,7 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         pod_gpus=a["pod_gpus"],
         oversubscription=a["oversubscription"],
     )
-    margin = a["safety_margin"]
-    for key in ("safety_margin", "short_cp_gain"):
-        if not 0 <= float(a[key]) < 1:
-            raise CalcError(key, "must be at least 0 and below 1", a[key])
+    margin = share_below_one(a["safety_margin"], "safety_margin")
     pins = {k: a[k] for k in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")}
     for k, val in pins.items():
         if val is not None:
@@ -311,8 +308,8 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         dist=a["distributed_optimizer"],
         impl=a["implementation"],
         eff=None if a["matmul_efficiency"] is None else float(a["matmul_efficiency"]),
-        margin=float(margin),
-        capacity=int(g.memory_bytes * (1 - float(margin))),
+        margin=margin,
+        capacity=int(g.memory_bytes * (1 - margin)),
         pins=pins,
         zeros=[zero_stage] if zero_stage is not None else list(zeros),
         recs=[recompute] if recompute else [r for r in recs if a["implementation"] == "megatron" or r in hf_ok],
@@ -322,7 +319,7 @@ def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         stack_knobs=knobs,
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
         pipeline_rules=_pipeline_rules(a["pipeline_rules"]),
-        short_cp_gain=float(a["short_cp_gain"]),
+        short_cp_gain=share_below_one(a["short_cp_gain"], "short_cp_gain"),
         on_first=a.get("on_first"),
     )
 
