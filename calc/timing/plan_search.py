@@ -389,12 +389,13 @@ def _visit(x: _Ctx, cands: list[_Candidate], at: _Ranking, gate: float = math.in
     """Visit ``cands`` best bound first into ``at``; stop once a bound passes the ``top``-th kept time (the rest
     are counted as pruned). A row must also be faster than ``gate`` (a short-sequence CP layout's, ``rank``)."""
     top, kept, best = at.top, at.kept, at.best
+    gate_why = _SHORT_CP_WHY.format(s=f"{x.s:,}", gain=x.short_cp_gain)
     for i, cand in enumerate(cands):
         if len(kept) >= top and cand.bound >= kept[top - 1]["step_time_s"]:
             x.pruned[f"slower than the top {top} at best (lower bound on the step time)"] += len(cands) - i
             break
         if cand.bound >= gate:
-            x.pruned[_SHORT_CP_WHY.format(s=f"{x.s:,}", gain=x.short_cp_gain)] += len(cands) - i
+            x.pruned[gate_why] += len(cands) - i
             break
         degrees = (cand.dp, cand.tp, cand.pp, cand.cp, cand.ep)
         if degrees in best and cand.bound >= best[degrees]["step_time_s"]:
@@ -403,9 +404,7 @@ def _visit(x: _Ctx, cands: list[_Candidate], at: _Ranking, gate: float = math.in
         cutoff = kept[top - 1]["step_time_s"] if len(kept) >= top else math.inf
         if degrees in best:
             cutoff = min(cutoff, best[degrees]["step_time_s"])
-        gated = gate < cutoff
-        why = _SHORT_CP_WHY.format(s=f"{x.s:,}", gain=x.short_cp_gain) if gated else ""
-        row, n_eval = evaluate(x, cand, at.rejected, min(cutoff, gate), why)
+        row, n_eval = evaluate(x, cand, at.rejected, min(cutoff, gate), gate_why if gate < cutoff else "")
         at.evaluated += n_eval
         if row is None:
             continue
@@ -439,7 +438,7 @@ def rank(
     ([`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN]). Returns ``(kept, rejected, states evaluated)``;
     ``kept`` is empty when nothing fits."""
     at = _Ranking(top)
-    short = [] if x.pins["cp"] else [c for c in cands if short_cp(x.s, c.cp)]
+    short: list[_Candidate] = [] if x.pins["cp"] else [c for c in cands if short_cp(x.s, c.cp)]
     _visit(x, [c for c in cands if not short_cp(x.s, c.cp)] if short else cands, at)
     if short and not x.pins["micro_batch"] and not x.pins["dp"]:  # the twin at cp × dp is searched
         twins = [c for c in short if c.mb % c.cp == 0]

@@ -33,8 +33,9 @@ to 16 from 32K tokens, up to 2 from 8K, none below.
 
 CP 2 at 8K is NVIDIA's tuned H100 practice (``llama3.1/llama3.1_{8b,70b,405b}.yaml`` at NVIDIA/dgxc-benchmarking
 1b9bb6b, rows ``dgxc25-*`` of ``validation/published``): for Llama 3.1 405B on 576 and 2,304 GPUs the engine times
-it 30% and 17% faster than the best layout without CP. Llama 3 did not split 8K (Dubey et al. 2024, Table 4: TP8
-PP16 DP128 on 16,384 GPUs), where CP 2 would save 4.4%. Below ``LONG_CP`` tokens a CP layout is therefore ranked
+it well over 5% faster than the best layout without CP. Llama 3 did not split 8K (Dubey et al. 2024, Table 4: TP8
+PP16 DP128 on 16,384 GPUs), where CP 2 would save less (``tests/test_planner.py`` holds both). Below ``LONG_CP``
+tokens a CP layout is therefore ranked
 only where it beats the fastest layout without CP by more than [`SHORT_CP_GAIN`][]; searched up to 16 at 8K, the
 planner traded TP for CP 4 to 16, which no published 8K run uses."""
 

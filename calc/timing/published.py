@@ -32,6 +32,9 @@ class PublishedRun(NamedTuple):
     run: str
 
 
+_DGX_H100 = "DGX H100 (H100 SXM 80 GB, 700 W)"
+"""NVIDIA's DGX Cloud Benchmarking hardware, as its READMEs name it."""
+
 _SOURCES: tuple[tuple[str, str, str], ...] = (
     ("torchtitan", "torchtitan, Table 1", "H100 SXM 96 GB HBM2e (Grand Teton)"),
     ("torchtitan", "torchtitan, Table 3", "H100 SXM 96 GB HBM2e (Grand Teton)"),
@@ -46,36 +49,12 @@ _SOURCES: tuple[tuple[str, str, str], ...] = (
     ("NVIDIA", "Korthikanti et al. 2022, Tables 3 and 5", "A100 80 GB (Selene)"),
     ("NVIDIA", "Korthikanti et al. 2022, Sec. 6.3", "A100 80 GB (Selene)"),
     ("Microsoft and NVIDIA", "Chowdhery et al. 2022, Table 3 and Appendix B", "A100 80 GB (Selene)"),
-    (
-        "NVIDIA",
-        "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b BF16",
-        "DGX H100 (H100 SXM 80 GB, 700 W)",
-    ),
-    (
-        "NVIDIA",
-        "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b BF16",
-        "DGX H100 (H100 SXM 80 GB, 700 W)",
-    ),
-    (
-        "NVIDIA",
-        "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b BF16",
-        "DGX H100 (H100 SXM 80 GB, 700 W)",
-    ),
-    (
-        "NVIDIA",
-        "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b FP8",
-        "DGX H100 (H100 SXM 80 GB, 700 W)",
-    ),
-    (
-        "NVIDIA",
-        "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b FP8",
-        "DGX H100 (H100 SXM 80 GB, 700 W)",
-    ),
-    (
-        "NVIDIA",
-        "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b FP8",
-        "DGX H100 (H100 SXM 80 GB, 700 W)",
-    ),
+    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b BF16", _DGX_H100),
+    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b BF16", _DGX_H100),
+    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b BF16", _DGX_H100),
+    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_8b.md, Expected Performance, Llama 3.1 8b FP8", _DGX_H100),
+    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_70b.md, Expected Performance, Llama 3.1 70b FP8", _DGX_H100),
+    ("NVIDIA", "NVIDIA DGX Cloud Benchmarking, README_405b.md, Expected Performance, Llama 3.1 405b FP8", _DGX_H100),
 )
 """``(who ran it, where it is published, on what hardware)`` of the entries below, by index."""
 
