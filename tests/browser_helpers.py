@@ -15,8 +15,9 @@ from conftest import READY_TIMEOUT_MS
 ROOT = Path(__file__).resolve().parent.parent
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
-CALCULATORS_SETTLED = """() => [...document.querySelectorAll('[data-calc]')].every(el =>
-  el.dataset.state === 'ready' && el.dataset.answered === el.dataset.seq
+CALCULATORS_SETTLED = """() => !document.documentElement.dataset.lcScrollers
+  && [...document.querySelectorAll('[data-calc]')].every(el =>
+  el.dataset.state === 'ready' && el.dataset.answered === el.dataset.seq && el.dataset.address === el.dataset.seq
   && !el.querySelector('[data-results]').dataset.stale)"""
 
 

@@ -92,7 +92,8 @@ def _layer(item: pytest.Item) -> int:
 SHARD_OPTION = "--lc-shard"
 """``--lc-shard K/N`` runs only every N-th selected test from the K-th (0-based): ``tests/test_pyodide.py`` splits
 the engine suite under Pyodide into N Node runs this way, one per xdist worker. Whole tests are dealt round-robin
-in collected order, so the slow neighbours (the planner's presets in ``tests/test_extremes.py``) spread evenly."""
+in collected order, so the slow neighbours (the planner's presets in ``tests/test_extremes.py``) spread evenly; a module
+marked ``one_shard`` goes whole to the shard of its first test (its module fixture computed once, not N times)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,8 +106,15 @@ def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
         return
     k, n = (int(x) for x in spec.split("/"))
     assert 0 <= k < n, f"{SHARD_OPTION} {spec}: K must be from 0 to N - 1"
-    config.hook.pytest_deselected(items=[item for i, item in enumerate(items) if i % n != k])
-    items[:] = items[k::n]
+    dealt = []  # the shard of each item
+    whole: dict[str, int] = {}  # a one_shard module -> its shard
+    for i, item in enumerate(items):
+        if item.get_closest_marker("one_shard") is None:
+            dealt.append(i % n)
+        else:  # the whole module goes to the shard of its first test, so its module fixture is computed once
+            dealt.append(whole.setdefault(item.nodeid.split("::", 1)[0], i % n))
+    config.hook.pytest_deselected(items=[item for item, s in zip(items, dealt, strict=True) if s != k])
+    items[:] = [item for item, s in zip(items, dealt, strict=True) if s == k]
 
 
 @pytest.hookimpl(trylast=True)  # after -m / -k deselection: order what will run
@@ -265,9 +273,13 @@ def _fewer_examples(items: list[pytest.Item]) -> None:
 
 SETTLED_JS = (
     "el => el.dataset.state === 'ready' && el.dataset.answered !== undefined && el.dataset.answered === el.dataset.seq"
+    " && (!el.matches('[data-calc]') || el.dataset.address === el.dataset.seq)"
+    " && !document.documentElement.dataset.lcScrollers"
 )
-"""A calculator is settled when the engine is ready and the shown result (or input error) answers
-the current inputs: ``data-answered`` equals ``data-seq`` (both set by calc.mjs)."""
+"""A calculator is settled when the engine is ready, the shown result (or input error) answers the current inputs
+(``data-answered`` equals ``data-seq``), a calculator's address bar holds them (``data-address``, written once the
+answer is painted; all three set by calc.mjs; an exercise has no address to wait for) and a11y.js has checked which
+result boxes scroll (``<html data-lc-scrollers>`` gone)."""
 
 
 def wait_settled(page, root_or_name="will-it-fit", timeout: float = READY_TIMEOUT_MS) -> None:

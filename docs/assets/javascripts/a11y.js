@@ -22,19 +22,37 @@
   };
   // A calculator patches its result tables on every answer (new cells, new tables): a table can start to
   // overflow without changing its own size, which ResizeObserver would not see, so every change re-checks
-  // the table it happened in, and new tables are watched as they arrive.
+  // the table it happened in, and new tables are watched as they arrive. The checks measure the page, so they wait
+  // until the answer is painted (a task after the next frame, or 500 ms if no frame comes): measured in the answer's
+  // own task they forced a layout of 2-3 ms before the new numbers could be shown. While checks wait, <html> carries
+  // data-lc-scrollers="pending" (tests wait for it to go).
+  const due = new Set();
+  let timer = 0;
+  const checkDue = () => {
+    clearTimeout(timer);
+    timer = 0;
+    for (const el of due) if (el.isConnected) sync(el);
+    due.clear();
+    delete document.documentElement.dataset.lcScrollers;
+  };
+  const later = (el) => {
+    due.add(el);
+    if (timer) return;
+    document.documentElement.dataset.lcScrollers = "pending";
+    timer = setTimeout(checkDue, 500);
+    requestAnimationFrame(() => setTimeout(() => timer && checkDue(), 0));
+  };
   const added = new MutationObserver((records) => {
     for (const record of records) {
       const at = record.target.nodeType === 1 ? record.target : record.target.parentElement;
       const scroller = at && at.closest(SCROLLERS);
-      if (scroller) sync(scroller);
+      if (scroller) later(scroller);
       for (const node of record.addedNodes) {
         if (node.nodeType !== 1) continue;
-        if (node.matches(SCROLLERS)) {
-          sync(node);
-          observer.observe(node);
+        for (const el of [...(node.matches(SCROLLERS) ? [node] : []), ...node.querySelectorAll(SCROLLERS)]) {
+          later(el);
+          observer.observe(el);
         }
-        watch(node);
       }
     }
   });

@@ -46,8 +46,32 @@ const started = performance.now();
 // `inPlace: false` replaces the results' HTML wholesale instead of patching it (for measuring the two).
 // `staleAfterMs`: an edit's previous result is marked stale (dimmed, "Updating…") only if the new answer is not back
 // by then; an answer within a frame or two replaces it with no flicker and no second paint (0: at once).
-const DEFAULTS = { bootTimeoutMs: 120_000, renderTimeoutMs: 30_000, maxRestarts: 3, inPlace: true, staleAfterMs: 100 };
+// `addressLatestMs`: with the engine live, an edit's inputs reach the address bar after its answer is painted
+// (`history.replaceState` costs Chromium 2-5 ms of main thread, which an answer would wait behind), or this long after
+// the edit if no answer comes first.
+const DEFAULTS = {
+  bootTimeoutMs: 120_000,
+  renderTimeoutMs: 30_000,
+  maxRestarts: 3,
+  inPlace: true,
+  staleAfterMs: 100,
+  addressLatestMs: 1000,
+};
 const settings = () => ({ ...DEFAULTS, ...(globalThis.__lcCalcTest || {}) });
+
+/** Run `fn` once the next frame has been painted (a task after the next animation frame), or after `latestMs` if no
+ * frame comes first (a hidden tab paints none); whichever comes first, once. */
+function afterPaint(fn, latestMs) {
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    fn();
+  };
+  const timer = setTimeout(once, latestMs);
+  requestAnimationFrame(() => setTimeout(once, 0));
+}
 
 const QUOTE_CHARS = 40;
 const INVISIBLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
@@ -689,6 +713,7 @@ function mount(root) {
     }, after);
   };
   root.dataset.seq = String(seq);
+  root.dataset.address = String(seq); // the address holds the inputs the page opened with
   const line = answerLine(root, form, results, alert, status);
   let lastValues = null; // the inputs last acted on (a blur's change event after an input event changes nothing)
 
@@ -909,21 +934,43 @@ function mount(root) {
     return stateUrl(true) || linkUrl();
   }
 
-  /** Put the current inputs in the address bar (after packing, for a pasted config; newest inputs only). */
+  /** Put the current inputs in the address bar (after packing, for a pasted config; newest inputs only);
+   *  `data-address` then names the inputs' number it holds (tests wait for it to equal `data-seq`). */
   function syncUrl() {
+    addressDue = false;
+    const mine = seq;
     const url = stateUrl();
     if (url) {
       history.replaceState(history.state, "", url);
+      root.dataset.address = String(mine);
       return;
     }
-    const mine = seq;
     linkUrl().then(
       () => {
         const packed = stateUrl();
-        if (packed && mine === seq && owned()) history.replaceState(history.state, "", packed);
+        if (!packed || mine !== seq || !owned()) return;
+        history.replaceState(history.state, "", packed);
+        root.dataset.address = String(mine);
       },
       () => {},
     );
+  }
+
+  /** The address follows an edit off the answer's path: after the answer is painted (`addressAfterAnswer`), or
+   *  `addressLatestMs` after the edit if no answer has come by then. */
+  let addressDue = false;
+  function syncUrlLater() {
+    if (addressDue) return;
+    addressDue = true;
+    setTimeout(() => {
+      if (addressDue && owned()) syncUrl();
+    }, settings().addressLatestMs);
+  }
+  function addressAfterAnswer() {
+    if (!addressDue) return;
+    afterPaint(() => {
+      if (addressDue && owned()) syncUrl();
+    }, settings().addressLatestMs);
   }
 
   /** Before the first live answer: the build's results answer the defaults, so for other inputs they are hidden
@@ -991,7 +1038,7 @@ function mount(root) {
     }
     if (!filled) return;
     lastValues = JSON.stringify(readValues(root));
-    syncUrl(); // the address holds what the form shows
+    syncUrlLater(); // the address holds what the form shows (written after this answer is painted)
   }
 
   /** A searching calculator's best answer so far for the current inputs, in a block on top of the results until
@@ -1064,6 +1111,7 @@ function mount(root) {
     if (reply.type === "dead" || reply.superseded) return; // a death is reported to every calculator
     if (reply.seq !== seq) return; // answers older inputs: a newer request owns the result
     show(reply);
+    addressAfterAnswer(); // the edit's inputs (and a box the answer filled) reach the address once it is painted
   }
 
   function start() {
@@ -1098,7 +1146,7 @@ function mount(root) {
       // "superseded"), so the engine works while this thread updates the form, the address and the status.
       compute();
       syncEnabled(root);
-      syncUrl();
+      syncUrlLater();
       markStaleSoon("Updating…");
       holdForFirstAnswer();
       return;
