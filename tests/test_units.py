@@ -166,3 +166,42 @@ def test_format_seconds_is_never_in_exponent_notation(seconds: float) -> None:
 )
 def test_format_seconds_rounds_up_into_the_next_unit(seconds: float, text: str) -> None:
     assert format_seconds(seconds) == text
+
+
+def _decimal_round_sig(value: Fraction, digits: int) -> str:
+    """The reference: ``Decimal``'s ROUND_HALF_UP quantize, at a precision wide enough to be exact here."""
+    import math
+    from decimal import ROUND_HALF_UP, Decimal, localcontext
+
+    if value == 0:
+        return "0"
+    with localcontext() as ctx:
+        ctx.prec = len(str(value.numerator)) + len(str(value.denominator)) + digits + 10
+        dec = Decimal(value.numerator) / Decimal(value.denominator)
+        if dec >= 1:
+            places = max(digits - len(str(int(dec))), 0)
+        else:
+            places = digits - 1 - math.floor(math.log10(float(value)))
+        return f"{dec.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):,.{places}f}"
+
+
+@given(
+    st.integers(min_value=0, max_value=10**30),
+    st.sampled_from([1, 8, 1000, 1024, 10**6, 2**20, 10**9, 2**30, 10**12, 2**40, 10**15, 7, 10**5 * 3]),
+    st.integers(min_value=1, max_value=5),
+)
+def test_round_sig_in_integers_equals_decimals_half_up(n: int, d: int, digits: int) -> None:
+    from calc.units import _round_sig
+
+    assert _round_sig(Fraction(n, d), digits) == _decimal_round_sig(Fraction(n, d), digits)
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "digits", "text"),
+    [(125, 1000, 2, "0.13"), (1235, 100, 3, "12.4"), (1234567, 1, 3, "1,234,567"), (99950, 1000, 3, "100.0"),
+     (5, 10**7, 1, "0.0000005"), (0, 1, 3, "0")],
+)  # fmt: skip
+def test_round_sig_ties_round_up(n: int, d: int, digits: int, text: str) -> None:
+    from calc.units import _round_sig
+
+    assert _round_sig(Fraction(n, d), digits) == text
