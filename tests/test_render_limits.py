@@ -132,23 +132,17 @@ def _id(case: tuple[str, dict[str, str]]) -> str:
     return name + ":" + (",".join(f"{k}={v[:12]}" for k, v in changed.items()) or "defaults")
 
 
-def _ceiling(name: str) -> float:
-    """The CPU seconds a render of ``name`` passes within: ``CPU_CEILING_S``, or a search's own ceiling."""
-    return SEARCH_CEILINGS_S[name][0] if name in SEARCH_CEILINGS_S else CPU_CEILING_S
-
-
 def _cpu_seconds(name: str, inputs: dict[str, str]) -> tuple[float, dict]:
     """CPU time of one render, the smallest of up to three tries (a first call may fill caches; under Pyodide the
-    clock is the wall clock, which a loaded machine stretches). A try within the calculator's ceiling ends it (a
-    search's 0.2-0.9 s used to be tried three times over, a third of the Pyodide shards' time, though it passed)."""
-    ceiling = _ceiling(name)
+    clock is the wall clock, which a loaded machine stretches). A search is timed once: over its own ceiling it is an
+    xfail either way, and its 0.2-3 s renders, tried three times over, took a third of the Pyodide shards' time."""
     best = float("inf")
     result: dict = {}
-    for _ in range(3):
+    for _ in range(1 if name in SEARCH_CEILINGS_S else 3):
         start = time.process_time()
         result = render(name, inputs)
         best = min(best, time.process_time() - start)
-        if best <= ceiling or best > 4 * ceiling:  # within, or clearly over: another try would not change it
+        if best <= CPU_CEILING_S or best > 4 * CPU_CEILING_S:  # clearly over: a second try would not help
             break
     return best, result
 
