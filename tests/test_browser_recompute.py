@@ -36,12 +36,14 @@ ORDER = """
 """
 
 
-def _edit(page, name: str, field: str, value: str) -> None:
-    page.evaluate(
+def _edit(page, name: str, field: str, value: str) -> list[str] | None:
+    """Type ``value`` into ``field``; what ``ORDER`` recorded by the end of the edit's task, if it was installed."""
+    return page.evaluate(
         """([name, field, value]) => {
           const control = document.querySelector(`[data-calc="${name}"] [name="${field}"]`);
           control.value = value;
           control.dispatchEvent(new Event('input', {bubbles: true}));
+          return window.__order ? [...window.__order] : null;
         }""",
         [name, field, value],
     )
@@ -53,8 +55,8 @@ def test_the_request_leaves_before_the_address_changes(instrumented, site_url) -
     root = page.locator('[data-calc="pipeline-bubble"]').first
     wait_settled(page, root)
     page.evaluate(ORDER)
-    _edit(page, "pipeline-bubble", "num_microbatches", "12")
-    assert page.evaluate("window.__order") == ["request"]  # the address waits for the answer to be painted
+    # In the edit's own task (no answer can have come yet): the request left, the address waits for the answer.
+    assert _edit(page, "pipeline-bubble", "num_microbatches", "12") == ["request"]
     wait_settled(page, root)
     assert page.evaluate("window.__order") == ["request", "address"]
     assert "pipeline-bubble.num_microbatches=12" in page.url
