@@ -61,3 +61,14 @@ def test_too_few_gpus_say_why_in_words_and_the_fewest_that_hold_a_layout(inputs:
 def test_the_command_line_says_the_fewest_gpus_too() -> None:
     proc = run_captured([sys.executable, "-m", "calc", "plan", "llama3.1-405b", "gpus=8"], timeout=120)
     assert proc.returncode != 0 and "set GPUs to 120 (15 nodes of 8), the fewest whole nodes" in proc.stderr
+
+
+def test_the_cp_hint_states_the_searched_cp_limits() -> None:
+    """The form says which CP the planner searches (it said "from 32K tokens" after CP 2 at 8K joined the search)."""
+    from calc.timing.plan_space import CP_LIMITS
+    from calc.widgets import calculators
+
+    hint = next(f.help for f in calculators()["plan"].fields if f.name == "cp")
+    assert hint.count("up to ") == len(CP_LIMITS)
+    for tokens, cp in CP_LIMITS:
+        assert f"up to {cp} from {tokens // 1024}K" in hint, hint

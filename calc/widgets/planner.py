@@ -35,6 +35,10 @@ _SEARCHED = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")
 
 
 _ANY = "any"
+
+_CP_HELP = "searched up to 2 from 8K tokens, up to 16 from 32K"
+"""The cp field's hint: ``calc.timing.plan_space.CP_LIMITS`` in words (that module pulls in the step-time model,
+which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
 _RECOMPUTE = (_ANY, "none", "selective", "op", "full")
 _NETWORKS = tuple(name for name, link in INTERCONNECTS.items() if link.scope == "scale-out")
 
@@ -423,7 +427,7 @@ CALCULATOR = accept_legacy_model(
             Field("dp", "dp", _ANY, help="a number pins it; any (or blank) searches it"),
             Field("tp", "tp", _ANY, help="searched within the node"),
             Field("pp", "pp", _ANY),
-            Field("cp", "cp", _ANY, help="searched from 32K tokens"),
+            Field("cp", "cp", _ANY, help=_CP_HELP),
             Field("ep", "ep", _ANY, help="MoE only; carved from dp × cp"),
             select("zero_stage", "ZeRO stage", _ANY, ((_ANY, "search"), *((z, z) for z in "0123"))),
             recompute_field(_ANY, ((_ANY, "search"), *((r, r) for r in _RECOMPUTE[1:]))),
