@@ -64,6 +64,11 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     **dict.fromkeys(
         [(name, "zero_stage") for name in ("will-it-fit", "training-memory", "communication", "plan")], frozenset({"0"})
     ),
+    # The planner's step-time knobs: 0 hides no TP communication and allows no straggler; a blank attention
+    # efficiency is the stack's kernel's measured rate.
+    ("plan", "tp_overlap"): frozenset({"0"}),
+    ("plan", "straggler_per_doubling"): frozenset({"0"}),
+    ("plan", "attention_efficiency"): _BLANK,
     # Real-valued fields take 1.5.
     **dict.fromkeys(_REAL, frozenset({"1.5"})),
     ("serving-memory", "reserved_pct"): frozenset({"0", "1.5"}),

@@ -62,7 +62,7 @@ MOST_ON_IMPORT: dict[str, int] = {  # +1 with calc.memo (issue 20: the planner's
     "finetune-memory": 45,
     "parameter-count": 23,
     "pipeline-bubble": 19,
-    "plan": 41,  # +1: calc.widgets._partial (its first answer while it searches)
+    "plan": 42,  # +1: calc.widgets._partial (its first answer while it searches); +1: _plan_knobs (issue 21)
     "serving-memory": 26,
     "serving-time": 30,
     "training-compute": 27,

@@ -72,3 +72,36 @@ def test_the_cp_hint_states_the_searched_cp_limits() -> None:
     assert hint.count("up to ") == len(CP_LIMITS)
     for tokens, cp in CP_LIMITS:
         assert f"up to {cp} from {tokens // 1024}K" in hint, hint
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "kwarg"),
+    [
+        ("tp_overlap", "0.5", "tp_overlap=0.5"),
+        ("tp_comm_overlap", "1", "tp_comm_overlap=True"),
+        ("overlap_param_gather", "1", "overlap_param_gather=True"),
+        ("attention_efficiency", "0.3", "attention_efficiency=0.3"),
+        ("straggler_per_doubling", "0", "straggler_per_doubling=0.0"),
+    ],
+)
+def test_the_step_time_knobs_are_on_the_form(field: str, value: str, kwarg: str) -> None:
+    """Issue 21: every knob visible and overridable on the page too (folded under the hardware group's "More
+    options"): each moves the best layout's step time, and the copied Python passes it to plan()."""
+    calc = calculators()["plan"]
+    assert next(f for f in calc.fields if f.name == field).folded
+    defaults = dict(calc.defaults)
+    step = re.compile(r'data-output="step_time"[^>]*>([^<]*)<')
+    base, got = render("plan", defaults), render("plan", {**defaults, field: value})
+    assert got["ok"], got
+    assert step.search(got["html"])[1] != step.search(base["html"])[1]
+    assert kwarg in calc.python({**defaults, field: value})
+    assert field not in calc.python(defaults)  # a default is left out of the copied call
+
+
+def test_the_forms_knob_defaults_are_the_engines() -> None:
+    """The form types plan's defaults (their modules pull in the step-time model, which the form does not import)."""
+    from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
+    from calc.timing.overlap import TP_OVERLAP
+    from calc.widgets._plan_knobs import STRAGGLER_DEFAULT, TP_OVERLAP_DEFAULT
+
+    assert (float(TP_OVERLAP_DEFAULT), float(STRAGGLER_DEFAULT)) == (TP_OVERLAP, STRAGGLER_PER_DOUBLING)

@@ -27,6 +27,7 @@ from calc.widgets._html import out, table, verdict, why_list
 from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._partial import listening, post_partial
 from calc.widgets._parts import duration, kv, plural
+from calc.widgets._plan_knobs import SHARE_KNOBS, STEP_KNOB_FIELDS, SWITCH_KNOBS, step_knobs
 from calc.widgets._stack_fields import STACK_DEFAULT, convention_field, loss_field, stack_field
 
 __all__ = ["CALCULATOR", "plan_result"]
@@ -149,7 +150,7 @@ def _plan_fields(v: dict[str, str]) -> tuple[Any, dict[str, str]]:
     fields["matmul_efficiency"] = _share(v, "matmul_efficiency", 0.05, 1)
     fields["zero_stage"] = "" if v["zero_stage"] == _ANY else v["zero_stage"]
     fields["recompute"] = "" if v["recompute"] == _ANY else v["recompute"]
-    return choice, fields
+    return choice, {**fields, **step_knobs(v)}
 
 
 def _verdict_line(label: str, r: dict[str, Any]) -> str:
@@ -387,11 +388,12 @@ def _python(v: dict[str, str]) -> str:
 
     _, fields = _plan_fields(v)
     kw: dict[str, object] = {}
+    shares = ("safety_margin", "matmul_efficiency", *SHARE_KNOBS)
     for key, text in fields.items():
-        if text != "":
-            kw[key] = (
-                float(text) if key in ("safety_margin", "matmul_efficiency") else int(text) if text.isdigit() else text
-            )
+        if key in SWITCH_KNOBS:
+            kw[key] = True  # set only when on (step_knobs)
+        elif text != "":
+            kw[key] = float(text) if key in shares else int(text) if text.isdigit() else text
     body = [
         f"arch = {model_code(v)}",
         "result = " + call("plan", Code("arch"), fn=plan, **kw),
@@ -442,6 +444,7 @@ CALCULATOR = accept_legacy_model(
                 "0.68",
                 help="fitted to Narayanan et al. 2021 Table 1; put your measured value",
             ),
+            *STEP_KNOB_FIELDS,
         ),
         compute=_compute,
         python=_python,

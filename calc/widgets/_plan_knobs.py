@@ -1,0 +1,89 @@
+"""The planner form's step-time knobs (issue 21: every knob visible and overridable, on the page too).
+
+[`STEP_KNOB_FIELDS`][calc.widgets._plan_knobs.STEP_KNOB_FIELDS] are [`plan`][calc.timing.planner.plan]'s
+[`step_time`][calc.timing.steptime.step_time] knobs, folded under the hardware group's "More options";
+[`step_knobs`][calc.widgets._plan_knobs.step_knobs] reads them, checked, leaving out those at ``plan``'s defaults.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from calc.units import parse_decimal
+from calc.widgets import Field
+from calc.widgets._html import checked
+
+__all__ = ["SHARE_KNOBS", "STEP_KNOB_FIELDS", "SWITCH_KNOBS", "step_knobs"]
+
+TP_OVERLAP_DEFAULT = "0"
+"""``calc.timing.overlap.TP_OVERLAP`` as the form types it (that module pulls in the communication model, which
+the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
+
+STRAGGLER_DEFAULT = "0.015"
+"""``calc.timing.efficiency.STRAGGLER_PER_DOUBLING`` as the form types it (held equal by the same test)."""
+
+_SHARES = {"attention_efficiency": (Fraction(1, 20), ""), "tp_overlap": (Fraction(0), TP_OVERLAP_DEFAULT)}
+_SHARES["straggler_per_doubling"] = (Fraction(0), STRAGGLER_DEFAULT)
+SHARE_KNOBS = tuple(_SHARES)
+"""The knobs that are a share from their floor to 1: ``(floor, the form's default)``; a blank attention efficiency
+is the stack's attention kernel's measured rate."""
+
+SWITCH_KNOBS = ("tp_comm_overlap", "overlap_param_gather")
+"""The on/off knobs (``plan``'s default: off)."""
+
+
+def _folded(name: str, label: str, default: str, **kw: object) -> Field:
+    return Field(name, label, default, group="Hardware", advanced=True, **kw)
+
+
+STEP_KNOB_FIELDS = (
+    _folded(
+        "attention_efficiency",
+        "Attention efficiency (share of peak)",
+        "",
+        help="blank: the measured rate of the stack's attention kernel; put your measured value",
+    ),
+    _folded(
+        "tp_overlap",
+        "TP communication hidden (share)",
+        TP_OVERLAP_DEFAULT,
+        help="besides Transformer Engine's overlap below; 0 exposes it all",
+    ),
+    _folded("tp_comm_overlap", "Transformer Engine TP comm overlap (--tp-comm-overlap)", "0", kind="checkbox"),
+    _folded("overlap_param_gather", "Overlap the parameter all-gather (--overlap-param-gather)", "0", kind="checkbox"),
+    _folded(
+        "straggler_per_doubling",
+        "Straggler allowance per doubling of the GPUs (share)",
+        STRAGGLER_DEFAULT,
+        help="fitted to published runs; 0 for none",
+    ),
+)
+"""The knobs' fields, in the order the form shows them."""
+
+
+def step_knobs(v: dict[str, str]) -> dict[str, str]:
+    """The knobs set away from ``plan``'s defaults, as ``plan_from_fields`` strings, checked.
+
+    Examples:
+        >>> step_knobs({"attention_efficiency": "", "tp_overlap": "0.5", "straggler_per_doubling": "0.015",
+        ...             "tp_comm_overlap": "1", "overlap_param_gather": "0"})
+        {'tp_overlap': '0.5', 'tp_comm_overlap': '1'}
+        >>> step_knobs({"attention_efficiency": "2", "tp_overlap": "0", "straggler_per_doubling": "0",
+        ...             "tp_comm_overlap": "0", "overlap_param_gather": "0"})
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: attention_efficiency must be a number from 0.05 to 1 (got '2')
+    """
+    knobs = {}
+    for name, (floor, default) in _SHARES.items():
+        text = v[name].strip()
+        if text == default or (text == "" and name == "attention_efficiency"):
+            continue
+        rule = f"must be a number from {float(floor):g} to 1"
+        value = parse_decimal(text, name, rule, minimum=floor, maximum=1)
+        if value != parse_decimal(default or "0", name, rule):
+            knobs[name] = repr(float(value))
+    for name in SWITCH_KNOBS:
+        if checked(v[name]):
+            knobs[name] = "1"
+    return knobs
