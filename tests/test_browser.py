@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from calc import format_bytes, model_state_bytes
-from conftest import READY_TIMEOUT_MS, Watch, visit, wait_settled
+from conftest import PAGE_IN_PLACE, READY_TIMEOUT_MS, Watch, visit, wait_settled
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.browser
@@ -200,11 +200,14 @@ def test_instant_navigation_keeps_one_worker(session, site_url) -> None:
     page, watch = session
     page.goto(f"{site_url}/")
     wait_ready(page)
+    # Each page in place before the next step: the URL changes before Material swaps the content, so on a loaded
+    # machine a URL wait let the edit reach the home page's calculator that the API reference was about to replace.
     page.locator('a[href$="reference/api/"]').first.click()
-    page.wait_for_url(re.compile(r"reference/api/"))
+    page.wait_for_function(PAGE_IN_PLACE, arg=f"{site_url}/reference/api/", timeout=READY_TIMEOUT_MS)
     page.go_back()
-    page.wait_for_url(re.compile(r"/$"))
+    page.wait_for_function(PAGE_IN_PLACE, arg=f"{site_url}/", timeout=READY_TIMEOUT_MS)
     wait_ready(page)
+    assert page.locator('[data-calc="will-it-fit"]').count() == 1
     calc(page).locator('[name="params"]').fill("13B")
     wait_settled(page)
     assert total_text(page) == format_bytes(model_state_bytes("13B").total)
