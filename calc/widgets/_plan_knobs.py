@@ -13,7 +13,7 @@ from calc.units import parse_decimal
 from calc.widgets import Field
 from calc.widgets._html import checked
 
-__all__ = ["SHARE_KNOBS", "STEP_KNOB_FIELDS", "SWITCH_KNOBS", "step_knobs"]
+__all__ = ["SHARE_KNOBS", "STEP_KNOB_FIELDS", "STRAGGLER_DEFAULT", "SWITCH_KNOBS", "TP_OVERLAP_DEFAULT", "step_knobs"]
 
 TP_OVERLAP_DEFAULT = "0"
 """``calc.timing.overlap.TP_OVERLAP`` as the form types it (that module pulls in the communication model, which
