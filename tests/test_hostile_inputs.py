@@ -69,6 +69,7 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("plan", "tp_overlap"): frozenset({"0"}),
     ("plan", "straggler_per_doubling"): frozenset({"0"}),
     ("plan", "attention_efficiency"): _BLANK,
+    ("plan", "p2p_overlap"): frozenset({"0"}),  # a choice: the pipeline's sends exposed
     # Real-valued fields take 1.5.
     **dict.fromkeys(_REAL, frozenset({"1.5"})),
     ("serving-memory", "reserved_pct"): frozenset({"0", "1.5"}),

@@ -82,6 +82,7 @@ def test_the_cp_hint_states_the_searched_cp_limits() -> None:
         ("overlap_param_gather", "1", "overlap_param_gather=True"),
         ("attention_efficiency", "0.3", "attention_efficiency=0.3"),
         ("straggler_per_doubling", "0", "straggler_per_doubling=0.0"),
+        ("p2p_overlap", "0", "p2p_overlap=False"),
     ],
 )
 def test_the_step_time_knobs_are_on_the_form(field: str, value: str, kwarg: str) -> None:

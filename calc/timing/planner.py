@@ -51,20 +51,13 @@ from typing import Any
 
 from calc.errors import CalcError
 from calc.hardware import GPU
-from calc.hardware import gpu as gpu_preset
-from calc.memory.activation_layer import HF_RECOMPUTE_MODES
-from calc.memory.activations import LAYOUT_RECOMPUTE_MODES
-from calc.memory.layout import Layout
-from calc.memory.model_state import CONVENTIONS
 from calc.models.architecture import Architecture
-from calc.parallel.interconnects import SCALE_UP_FOR_GPU, interconnect
-from calc.parallel.network import Network
 from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
-from calc.timing.plan_report import by_reason, least_fits, no_layout, state_bytes, tp_across
-from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model, bound, candidates, rank
-from calc.timing.plan_space import PIPELINE_RULES, SHORT_CP_GAIN, cp_limit, share_below_one, short_cp
-from calc.timing.steptime import _bool_arg
+from calc.timing.plan_context import context, result
+from calc.timing.plan_report import least_fits, no_layout, state_bytes, tp_across
+from calc.timing.plan_search import _Ctx, bound, candidates, rank
+from calc.timing.plan_space import SHORT_CP_GAIN
 from calc.units import parse_positive_int
 
 __all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
@@ -114,6 +107,7 @@ def plan(
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
     tp_comm_overlap: bool = False,
     tp_dgrad_overlap: bool | None = None,
+    p2p_overlap: bool | None = None,
     pod_gpus: int | None = None,
     oversubscription: float = 1.0,
     stack: str = "megatron",
@@ -135,10 +129,9 @@ def plan(
     the layers ([`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES]: ``"megatron-2021"`` for Megatron-LM's even
     stages and interleaving on more than 2 of them); ``short_cp_gain`` what CP must save below 32K tokens
     ([`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN]). The step-time knobs (``matmul_efficiency`` to
-    ``tp_dgrad_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s; ``pod_gpus`` and ``oversubscription`` the
+    ``p2p_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s; ``pod_gpus`` and ``oversubscription`` the
     [`Network`][calc.parallel.comm.Network]'s; ``stack`` to ``compile`` the [`Layout`][calc.memory.layout.Layout]'s
-    (``None``: the stack's default). ``on_first`` is called once, with the layouts kept so far (best first), as soon as
-    the search keeps its first layout, while the search goes on (the calculator shows it at once).
+    (``None``: the stack's default). ``on_first`` gets the layouts kept so far once, as the first is kept (mid-search).
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
@@ -171,7 +164,7 @@ count whose fully sharded model states fit)."""
 def _plan(a: dict[str, Any], *, advise: bool) -> dict[str, Any]:
     """[`plan`][calc.timing.planner.plan] of its arguments ``a``; with ``advise``, an error for no layout names the
     fewest GPUs that hold one (``_fewest_gpus``)."""
-    x = _context(a["model"], a)
+    x = context(a["model"], a)
     cands, searched = candidates(x)
     kept: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
@@ -184,7 +177,7 @@ def _plan(a: dict[str, Any], *, advise: bool) -> dict[str, Any]:
     if not a["allow_tp_across_nodes"] and not x.pins["tp"]:
         tp_across(x, kept, rejected)
     rejected.sort(key=lambda r: r.pop("bound_s", 0.0))
-    return _result(x, kept, rejected, (searched, len(cands), evaluated, a["top"]), a["implementation"])
+    return result(x, kept, rejected, (searched, len(cands), evaluated, a["top"]), a["implementation"])
 
 
 def _fewest_gpus(a: dict[str, Any], x: _Ctx) -> tuple[int | None, int]:
@@ -201,7 +194,7 @@ def _fewest_gpus(a: dict[str, Any], x: _Ctx) -> tuple[int | None, int]:
     counts = [m for m in counts if m <= 1 << 20][:_FEWEST_TRIES]
     for m in counts:
         try:
-            y = _context(a["model"], {**a, "gpus": m, "on_first": None})
+            y = context(a["model"], {**a, "gpus": m, "on_first": None})
             if not least_fits(y, candidates(y)[0]):
                 continue  # the cheap test: nothing fits at its least memory
             _plan({**a, "gpus": m, "top": 1, "on_first": None}, advise=False)
@@ -209,141 +202,6 @@ def _fewest_gpus(a: dict[str, Any], x: _Ctx) -> tuple[int | None, int]:
             continue
         return m, len(counts)
     return None, len(counts)
-
-
-def _stack_assumption(x: _Ctx) -> list[str]:
-    """The assumption line a non-default stack or stack knob adds (none for Megatron's defaults)."""
-    if x.stack == "megatron" and all(v in (None, False) for v in x.stack_knobs.values()):
-        return []
-    probe = Layout(pp=2, **x.stack_knobs, stack=x.stack)  # the loss and resharding the stack gives under PP
-    reshard = "as the stack sets it" if x.stack_knobs["reshard_after_forward"] is None else "as given"
-    line = (
-        f"stack {x.stack}: ZeRO {', '.join(map(str, x.zeros))}, recomputation {', '.join(x.recs)}, loss "
-        f"{probe.loss_kind}; FSDP reshards after forward {reshard} (torchtitan: not under pipeline parallelism)"
-    )
-    return [line]
-
-
-def _result(
-    x: _Ctx,
-    kept: list[dict[str, Any]],
-    rejected: list[dict[str, Any]],
-    counts: tuple[int, int, int, int],
-    implementation: str,
-) -> dict[str, Any]:
-    """[`plan`][calc.timing.planner.plan]'s answer as plain data (``counts``: searched, candidates, evaluated, top)."""
-    searched, n_cands, evaluated, top = counts
-    eff = kept[0]["time"][0]["why"].split("matmuls at ")[1].split(" ")[0]
-    return {
-        "layouts": kept,
-        "rejected": rejected[:top],
-        "rejected_by_reason": by_reason(x, rejected),
-        "searched": searched,
-        "candidates": n_cands,
-        "evaluated": evaluated,
-        "best_step_time_s": kept[0]["step_time_s"],
-        "assumptions": [
-            f"fit: nvidia-smi peak (calc.memory.overheads) within {1 - x.margin:.0%} of {_gb(x.g.memory_bytes)}",
-            (
-                "sequence parallelism with tp > 1, FlashAttention, no dropout; ZeRO stages 0 to 3, "
-                + _split_words(x.pipeline_rules)
-                + f", interleaving and micro-batches searched; activations saved as {implementation} does"
-            ),
-            f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}",  # type: ignore[union-attr]
-            *_short_cp_assumption(x),
-            *_stack_assumption(x),
-        ],
-    }
-
-
-def _short_cp_assumption(x: _Ctx) -> list[str]:
-    """The line for CP searched at a sequence where it is ranked only if it pays (``SHORT_CP_GAIN``), else none."""
-    if x.impl != "megatron" or x.pins["cp"] or not short_cp(x.s, cp_limit(x.s)):
-        return []
-    return [f"CP at {x.s:,} tokens ranked where it saves over {x.short_cp_gain:.0%} of the step (short_cp_gain)"]
-
-
-def _context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
-    """Parse and check [`plan`][calc.timing.planner.plan]'s arguments ``a`` (its keywords, by name) once."""
-    arch = _model(model)
-    n = parse_positive_int(a["gpus"], "gpus", maximum=1 << 20)
-    g = a["gpu"] if isinstance(a["gpu"], GPU) else gpu_preset(a["gpu"])
-    gpn = parse_positive_int(a["gpus_per_node"] or g.gpus_per_node, "gpus_per_node", maximum=1024)
-    if a["convention"] not in CONVENTIONS:
-        raise CalcError("convention", f"must be one of {', '.join(sorted(CONVENTIONS))}", a["convention"])
-    knobs = {k: a[k] for k in ("loss", "loss_chunk_tokens", "reshard_after_forward", "compile")}
-    Layout(implementation=a["implementation"], stack=a["stack"], **knobs)  # raises, naming a field, when unknown
-    net = Network(
-        interconnect(a["intra"] or SCALE_UP_FOR_GPU.get(g.name, "nvlink4")),
-        interconnect(a["inter"]),
-        gpus_per_node=gpn,
-        nics_per_node=a["nics_per_node"],
-        pod_gpus=a["pod_gpus"],
-        oversubscription=a["oversubscription"],
-    )
-    margin = share_below_one(a["safety_margin"], "safety_margin")
-    pins = {k: a[k] for k in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")}
-    for k, val in pins.items():
-        if val is not None:
-            pins[k] = parse_positive_int(val, k, maximum=n if k in ("dp", "tp", "pp", "cp", "ep") else 1 << 20)
-    zero_stage, recompute = a["zero_stage"], a["recompute"]
-    if zero_stage is not None:
-        zero_stage = parse_positive_int(zero_stage, "zero_stage", minimum=0, maximum=3)
-    if recompute is not None and recompute not in LAYOUT_RECOMPUTE_MODES:
-        raise CalcError("recompute", f"must be one of {', '.join(LAYOUT_RECOMPUTE_MODES)}", recompute)
-    zeros, recs = _STACK_SEARCH[a["stack"]]
-    hf_ok = HF_RECOMPUTE_MODES  # what the hf-* profiles take (calc.memory refuses the rest)
-    for k in ("tp", "pp", "cp", "dp"):
-        if pins[k] is not None and n % pins[k]:
-            raise CalcError(k, f"must divide gpus (gpus={n})", pins[k], code="not-divisible")
-    return _Ctx(
-        arch=arch,
-        n=n,
-        s=parse_positive_int(a["seq_len"], "seq_len", maximum=1 << 24),
-        batch=parse_positive_int(a["global_batch"], "global_batch", maximum=1 << 30),
-        g=g,
-        gpn=gpn,
-        net=net,
-        convention=a["convention"],
-        dist=a["distributed_optimizer"],
-        impl=a["implementation"],
-        eff=None if a["matmul_efficiency"] is None else float(a["matmul_efficiency"]),
-        margin=margin,
-        capacity=int(g.memory_bytes * (1 - margin)),
-        pins=pins,
-        zeros=[zero_stage] if zero_stage is not None else list(zeros),
-        recs=[recompute] if recompute else [r for r in recs if a["implementation"] == "megatron" or r in hf_ok],
-        allow_tp_across_nodes=a["allow_tp_across_nodes"],
-        knobs=_step_knobs(a),
-        stack=a["stack"],
-        stack_knobs=knobs,
-        accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
-        pipeline_rules=_pipeline_rules(a["pipeline_rules"]),
-        short_cp_gain=share_below_one(a["short_cp_gain"], "short_cp_gain"),
-        on_first=a.get("on_first"),
-    )
-
-
-def _split_words(rules: str) -> str:
-    """How the pipeline split is searched, in words."""
-    if rules == "megatron-2021":
-        return "pp dividing the layers (Megatron-LM's 2021 rules: even stages, interleaving on more than 2)"
-    return "any pp up to the layers (uneven stages)"
-
-
-def _step_knobs(a: dict[str, Any]) -> dict[str, Any]:
-    """The [`step_time`][calc.timing.steptime.step_time] knobs of ``plan``'s arguments ``a``, checked."""
-    knobs = {k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")}
-    knobs["tp_comm_overlap"] = _bool_arg(a["tp_comm_overlap"], "tp_comm_overlap")
-    if a["tp_dgrad_overlap"] is not None:  # None: the stack's own
-        knobs["tp_dgrad_overlap"] = _bool_arg(a["tp_dgrad_overlap"], "tp_dgrad_overlap")
-    return knobs
-
-
-def _pipeline_rules(value: object) -> str:
-    if value not in PIPELINE_RULES:
-        raise CalcError("pipeline_rules", f"must be one of {', '.join(PIPELINE_RULES)}", value, code="unknown-name")
-    return str(value)
 
 
 PLAN_FIELDS: tuple[str, ...] = (
@@ -376,6 +234,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "straggler_per_doubling",
     "tp_comm_overlap",
     "tp_dgrad_overlap",
+    "p2p_overlap",
     "pod_gpus",
     "oversubscription",
     "stack",
@@ -392,7 +251,7 @@ PLAN_FIELDS: tuple[str, ...] = (
 _INT_FIELDS = {"gpus", "gpus_per_node", "nics_per_node", "seq_len", "global_batch", "dp", "tp", "pp", "cp", "ep"}
 _INT_FIELDS |= {"zero_stage", "micro_batch", "interleave", "top", "pod_gpus", "loss_chunk_tokens"}
 _BOOL_FIELDS = ("allow_tp_across_nodes", "overlap_param_gather", "reshard_after_forward", "compile")
-_BOOL_FIELDS += ("gradient_accumulation", "tp_comm_overlap", "tp_dgrad_overlap")
+_BOOL_FIELDS += ("gradient_accumulation", "tp_comm_overlap", "tp_dgrad_overlap", "p2p_overlap")
 _SHARE_FIELDS = {"safety_margin", "matmul_efficiency", "attention_efficiency", "tp_overlap", "straggler_per_doubling"}
 _SHARE_FIELDS.add("short_cp_gain")
 

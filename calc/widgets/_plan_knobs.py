@@ -11,9 +11,18 @@ from fractions import Fraction
 
 from calc.units import parse_decimal
 from calc.widgets import Field
+from calc.widgets._fields import one_of
 from calc.widgets._html import checked
 
-__all__ = ["SHARE_KNOBS", "STEP_KNOB_FIELDS", "STRAGGLER_DEFAULT", "SWITCH_KNOBS", "TP_OVERLAP_DEFAULT", "step_knobs"]
+__all__ = [
+    "P2P_CHOICES",
+    "SHARE_KNOBS",
+    "STEP_KNOB_FIELDS",
+    "STRAGGLER_DEFAULT",
+    "SWITCH_KNOBS",
+    "TP_OVERLAP_DEFAULT",
+    "step_knobs",
+]
 
 TP_OVERLAP_DEFAULT = "0"
 """``calc.timing.overlap.TP_OVERLAP`` as the form types it (that module pulls in the communication model, which
@@ -30,6 +39,14 @@ is the stack's attention kernel's measured rate."""
 
 SWITCH_KNOBS = ("tp_comm_overlap", "overlap_param_gather")
 """The on/off knobs (``plan``'s default: off)."""
+
+P2P_CHOICES = (
+    ("schedule", "as the schedule does (overlapped when interleaved)"),
+    ("1", "overlapped (--overlap-p2p-communication)"),
+    ("0", "exposed"),
+)
+"""The pipeline sends' overlap: ``plan``'s ``p2p_overlap`` left to the schedule (``None``: Megatron-LM overlaps the
+interleaved schedule's sends, ``calc.timing.overlap``), forced on, or forced off."""
 
 
 def _folded(name: str, label: str, default: str, **kw: object) -> Field:
@@ -52,6 +69,14 @@ STEP_KNOB_FIELDS = (
     _folded("tp_comm_overlap", "Transformer Engine TP comm overlap (--tp-comm-overlap)", "0", kind="checkbox"),
     _folded("overlap_param_gather", "Overlap the parameter all-gather (--overlap-param-gather)", "0", kind="checkbox"),
     _folded(
+        "p2p_overlap",
+        "Pipeline sends hidden behind compute",
+        "schedule",
+        kind="select",
+        options=P2P_CHOICES,
+        help="the NCCL latency of every send shows either way",
+    ),
+    _folded(
         "straggler_per_doubling",
         "Straggler allowance per doubling of the GPUs (share)",
         STRAGGLER_DEFAULT,
@@ -66,10 +91,10 @@ def step_knobs(v: dict[str, str]) -> dict[str, str]:
 
     Examples:
         >>> step_knobs({"attention_efficiency": "", "tp_overlap": "0.5", "straggler_per_doubling": "0.015",
-        ...             "tp_comm_overlap": "1", "overlap_param_gather": "0"})
-        {'tp_overlap': '0.5', 'tp_comm_overlap': '1'}
+        ...             "tp_comm_overlap": "1", "overlap_param_gather": "0", "p2p_overlap": "0"})
+        {'tp_overlap': '0.5', 'tp_comm_overlap': '1', 'p2p_overlap': '0'}
         >>> step_knobs({"attention_efficiency": "2", "tp_overlap": "0", "straggler_per_doubling": "0",
-        ...             "tp_comm_overlap": "0", "overlap_param_gather": "0"})
+        ...             "tp_comm_overlap": "0", "overlap_param_gather": "0", "p2p_overlap": "schedule"})
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: attention_efficiency must be a number from 0.05 to 1 (got '2')
@@ -86,4 +111,6 @@ def step_knobs(v: dict[str, str]) -> dict[str, str]:
     for name in SWITCH_KNOBS:
         if checked(v[name]):
             knobs[name] = "1"
+    if one_of(v, "p2p_overlap", (value for value, _ in P2P_CHOICES)) != "schedule":
+        knobs["p2p_overlap"] = v["p2p_overlap"]
     return knobs

@@ -392,6 +392,8 @@ def _python(v: dict[str, str]) -> str:
     for key, text in fields.items():
         if key in SWITCH_KNOBS:
             kw[key] = True  # set only when on (step_knobs)
+        elif key == "p2p_overlap":  # forced on or off; left to the schedule, it is not passed
+            kw[key] = text == "1"
         elif text != "":
             kw[key] = float(text) if key in shares else int(text) if text.isdigit() else text
     body = [
