@@ -75,16 +75,17 @@ test-site: setup
 	@start=$$(date +%s%N); env -u SITE_URL $(BIN)/mkdocs build --strict --quiet --site-dir $(TEST_SITE) \
 	  && echo "site built in $$(( ($$(date +%s%N) - start) / 1000000 )) ms" && touch $(TEST_SITE).done
 
-# pytest-xdist (pinned): first every test but the browser layer on JOBS workers (default: one per core), each
-# handed whole test files, slowest first (tests/conftest.py::LAYERS: the Pyodide suite's Node runs, one shard per
-# worker, the wheel, then the engine, hook and doctest files around them); then the browser layer in one process as
-# before (one Chromium, one Pyodide boot per tour). `make test JOBS=0` runs the first pass in one process too.
+# pytest-xdist (pinned): one pass of every test on JOBS workers (default: one per core), each handed whole test
+# files (a class of the Pyodide suite is a unit of its own), slowest first (tests/conftest.py::LAYERS: the Pyodide
+# suite's Node runs, one shard per worker, then the browser tours, one Chromium per worker and one Pyodide boot per
+# tour, then the wheel), with the engine, hook and doctest files filling the workers around them. One pass, not
+# two: axe's audit and a Node run each keep one core busy, and the other core takes the rest meanwhile.
+# `make test JOBS=0` runs it in one process.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST := -n $(JOBS) --dist loadscope --no-loadscope-reorder
 
 test: lint $(pyodide-site) $(STAMPS)/chromium test-site
-	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest $(XDIST) -m "not browser"
-	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest -m browser
+	LC_BUILT_SITE=$(TEST_SITE) $(BIN)/python -m pytest $(XDIST)
 
 # The engine, hook and site tests (doctests included) over pyproject's testpaths, without Pyodide or a browser.
 test-engine: setup test-site

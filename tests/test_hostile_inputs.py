@@ -70,6 +70,8 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("plan", "straggler_per_doubling"): frozenset({"0"}),
     ("plan", "attention_efficiency"): _BLANK,
     ("plan", "p2p_overlap"): frozenset({"0"}),  # a choice: the pipeline's sends exposed
+    ("plan", "pod_gpus"): _BLANK,  # blank: one non-blocking fabric
+    ("plan", "oversubscription"): frozenset({"1.5"}),  # 1:1.5 above the pods
     # Real-valued fields take 1.5.
     **dict.fromkeys(_REAL, frozenset({"1.5"})),
     ("serving-memory", "reserved_pct"): frozenset({"0", "1.5"}),

@@ -99,6 +99,27 @@ def test_the_step_time_knobs_are_on_the_form(field: str, value: str, kwarg: str)
     assert field not in calc.python(defaults)  # a default is left out of the copied call
 
 
+def test_a_pod_size_with_oversubscription_slows_a_plan_that_spans_pods() -> None:
+    """Llama 3's fabric (Dubey et al. 2024 Sec. 3.3.1: 3,072-GPU pods, 1:7 above them) on the form: the pod size
+    alone changes nothing (a non-blocking spine); with 1:7 above it the best layout's step is longer, as
+    ``plan`` says for the same inputs, and the copied Python carries both."""
+    from calc.timing.planner import plan
+
+    calc = calculators()["plan"]
+    wide = {**dict(calc.defaults), "gpus": "8192"}
+    fabric = {"pod_gpus": "3072", "oversubscription": "7"}
+    base = render("plan", wide)
+    pods = render("plan", {**wide, "pod_gpus": "3072"})
+    blocked = render("plan", {**wide, **fabric})
+    assert base["ok"] and pods["ok"] and blocked["ok"], blocked
+    answer = {k: r["html"].split('class="lc-code')[0] for k, r in (("base", base), ("pods", pods), ("7", blocked))}
+    assert answer["pods"] == answer["base"] != answer["7"]  # the copied code aside
+    run = {"gpus": 8192, "seq_len": 8192, "global_batch": 1024, "safety_margin": 0.1, "matmul_efficiency": 0.68}
+    slow = plan("llama3-70b", **run, pod_gpus=3072, oversubscription=7)["best_step_time_s"]
+    assert slow > plan("llama3-70b", **run)["best_step_time_s"]
+    assert "pod_gpus=3072,\n    oversubscription=7.0" in calc.python({**wide, **fabric})
+
+
 def test_the_forms_knob_defaults_are_the_engines() -> None:
     """The form types plan's defaults (their modules pull in the step-time model, which the form does not import)."""
     from calc.timing.efficiency import STRAGGLER_PER_DOUBLING

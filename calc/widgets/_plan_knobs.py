@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from calc.units import parse_decimal
+from calc.units import parse_decimal, parse_positive_int
 from calc.widgets import Field
 from calc.widgets._fields import one_of
 from calc.widgets._html import checked
 
 __all__ = [
+    "MAX_OVERSUBSCRIPTION",
     "P2P_CHOICES",
     "SHARE_KNOBS",
     "STEP_KNOB_FIELDS",
@@ -77,6 +78,19 @@ STEP_KNOB_FIELDS = (
         help="the NCCL latency of every send shows either way",
     ),
     _folded(
+        "pod_gpus",
+        "GPUs per non-blocking pod",
+        "",
+        kind="number",
+        help="blank: one non-blocking fabric; Llama 3's pods hold 3,072",
+    ),
+    _folded(
+        "oversubscription",
+        "Oversubscription above a pod (N for 1:N)",
+        "1",
+        help="a group spanning pods gets 1/N of its NIC bandwidth; Llama 3's fabric: 7",
+    ),
+    _folded(
         "straggler_per_doubling",
         "Straggler allowance per doubling of the GPUs (share)",
         STRAGGLER_DEFAULT,
@@ -93,6 +107,10 @@ def step_knobs(v: dict[str, str]) -> dict[str, str]:
         >>> step_knobs({"attention_efficiency": "", "tp_overlap": "0.5", "straggler_per_doubling": "0.015",
         ...             "tp_comm_overlap": "1", "overlap_param_gather": "0", "p2p_overlap": "0"})
         {'tp_overlap': '0.5', 'tp_comm_overlap': '1', 'p2p_overlap': '0'}
+        >>> step_knobs({"attention_efficiency": "", "tp_overlap": "0", "straggler_per_doubling": "0.015",
+        ...             "tp_comm_overlap": "0", "overlap_param_gather": "0", "p2p_overlap": "schedule",
+        ...             "pod_gpus": "3,072", "oversubscription": "7"})
+        {'pod_gpus': '3072', 'oversubscription': '7.0'}
         >>> step_knobs({"attention_efficiency": "2", "tp_overlap": "0", "straggler_per_doubling": "0",
         ...             "tp_comm_overlap": "0", "overlap_param_gather": "0", "p2p_overlap": "schedule"})
         Traceback (most recent call last):
@@ -111,6 +129,24 @@ def step_knobs(v: dict[str, str]) -> dict[str, str]:
     for name in SWITCH_KNOBS:
         if checked(v[name]):
             knobs[name] = "1"
+    knobs.update(_fabric(v))
     if one_of(v, "p2p_overlap", (value for value, _ in P2P_CHOICES)) != "schedule":
         knobs["p2p_overlap"] = v["p2p_overlap"]
+    return knobs
+
+
+MAX_OVERSUBSCRIPTION = 64
+"""The most oversubscription the form takes (1:64; Llama 3's fabric is 1:7 above its pods)."""
+
+
+def _fabric(v: dict[str, str]) -> dict[str, str]:
+    """The pod size and the oversubscription above it (``calc.parallel.network.Network``), when set."""
+    knobs = {}
+    if v.get("pod_gpus", "").strip():
+        knobs["pod_gpus"] = str(parse_positive_int(v["pod_gpus"], "pod_gpus", maximum=1 << 20))
+    text = v.get("oversubscription", "1").strip()
+    rule = f"must be a number from 1 (non-blocking) to {MAX_OVERSUBSCRIPTION}"
+    ratio = parse_decimal(text, "oversubscription", rule, minimum=1, maximum=MAX_OVERSUBSCRIPTION)
+    if ratio != 1:
+        knobs["oversubscription"] = repr(float(ratio))
     return knobs
