@@ -174,6 +174,14 @@ READY_TIMEOUT_MS = 90_000
 """Upper bound for Pyodide to boot on a loaded 2-core machine; tests wait on signals, this only ends a hang."""
 
 
+JS_FLAGS = () if os.environ.get("LC_TURBOFAN") else ("--js-flags=--liftoff-only",)
+"""V8 compiles the tests' WebAssembly with its baseline compiler only (Liftoff), not also with TurboFan in the
+background: measured on 2 cores, a Pyodide boot took 3.65 CPU-seconds instead of 5.3 (the worker's own thread
+the same), and ``make test`` boots Pyodide about a hundred times on two busy cores. It changes how fast the code
+runs, never what it computes; ``make bench`` launches its own Chromium without it, as readers have it.
+``LC_TURBOFAN=1`` runs the tests with both tiers."""
+
+
 @pytest.fixture(scope="session")
 def browser():
     """One headless Debian Chromium for the whole run (Playwright cannot download its own browser here)."""
@@ -190,6 +198,7 @@ def browser():
                 "--disable-background-networking",
                 "--disable-component-update",
                 "--disable-sync",
+                *JS_FLAGS,
             ],
         )
         yield b

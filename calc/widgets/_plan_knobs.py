@@ -42,8 +42,8 @@ SWITCH_KNOBS = ("tp_comm_overlap", "overlap_param_gather")
 """The on/off knobs (``plan``'s default: off)."""
 
 P2P_CHOICES = (
-    ("schedule", "as the schedule does (overlapped when interleaved)"),
-    ("1", "overlapped (--overlap-p2p-communication)"),
+    ("schedule", "as the schedule does"),
+    ("1", "overlapped"),
     ("0", "exposed"),
 )
 """The pipeline sends' overlap: ``plan``'s ``p2p_overlap`` left to the schedule (``None``: Megatron-LM overlaps the
@@ -75,7 +75,7 @@ STEP_KNOB_FIELDS = (
         "schedule",
         kind="select",
         options=P2P_CHOICES,
-        help="the NCCL latency of every send shows either way",
+        help="Megatron-LM overlaps the interleaved schedule's (--overlap-p2p-communication); each send's latency shows",
     ),
     _folded(
         "pod_gpus",
