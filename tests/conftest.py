@@ -225,8 +225,12 @@ class Watch:
 
 @pytest.fixture
 def session(browser, site_url):
-    """A fresh browser context and page; at the end, no foreign request and no console error may have happened."""
+    """A fresh browser context and page; at the end, no foreign request and no console error may have happened.
+
+    Its waits end a hang after ``READY_TIMEOUT_MS``, not Playwright's 30 s: they wait on signals, and on a loaded
+    2-core machine Material's search worker once took longer than 30 s to answer a query."""
     context = browser.new_context()
+    context.set_default_timeout(READY_TIMEOUT_MS)
     watch = Watch(context, site_url)
     page = context.new_page()
     watch.attach(page)

@@ -200,10 +200,14 @@ def test_instant_navigation_keeps_one_worker(session, site_url) -> None:
     page, watch = session
     page.goto(f"{site_url}/")
     wait_ready(page)
-    # Each page in place before the next step: the URL changes before Material swaps the content, so on a loaded
-    # machine a URL wait let the edit reach the home page's calculator that the API reference was about to replace.
+    # Each page in place before the next step: the URL changes before Material swaps the content, so the content
+    # that is leaving is marked (as conftest.visit does) and PAGE_IN_PLACE waits until it is gone. Unmarked, a loaded
+    # machine let the edit reach the home page's old calculator that Material then replaced (seen under CI load).
+    leaving = "() => { document.querySelector('.md-content').dataset.left = ''; }"
+    page.evaluate(leaving)
     page.locator('a[href$="reference/api/"]').first.click()
     page.wait_for_function(PAGE_IN_PLACE, arg=f"{site_url}/reference/api/", timeout=READY_TIMEOUT_MS)
+    page.evaluate(leaving)
     page.go_back()
     page.wait_for_function(PAGE_IN_PLACE, arg=f"{site_url}/", timeout=READY_TIMEOUT_MS)
     wait_ready(page)
