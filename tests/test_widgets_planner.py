@@ -114,6 +114,7 @@ def test_a_pod_size_with_oversubscription_slows_a_plan_that_spans_pods() -> None
     assert base["ok"] and pods["ok"] and blocked["ok"], blocked
     answer = {k: r["html"].split('class="lc-code')[0] for k, r in (("base", base), ("pods", pods), ("7", blocked))}
     assert answer["pods"] == answer["base"] != answer["7"]  # the copied code aside
+    assert "1:7 above pods of 3,072 GPUs" in answer["7"]  # said in the assumptions
     run = {"gpus": 8192, "seq_len": 8192, "global_batch": 1024, "safety_margin": 0.1, "matmul_efficiency": 0.68}
     slow = plan("llama3-70b", **run, pod_gpus=3072, oversubscription=7)["best_step_time_s"]
     assert slow > plan("llama3-70b", **run)["best_step_time_s"]

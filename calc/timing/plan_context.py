@@ -68,11 +68,20 @@ def result(
                 + _split_words(x.pipeline_rules)
                 + f", interleaving and micro-batches searched; activations saved as {implementation} does"
             ),
-            f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}",  # type: ignore[union-attr]
+            f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}"  # type: ignore[union-attr]
+            + _fabric_words(x),
             *_short_cp_assumption(x),
             *_stack_assumption(x),
         ],
     }
+
+
+def _fabric_words(x: _Ctx) -> str:
+    """The spine above the pods, in words, when it is oversubscribed (``calc.parallel.network.Network``)."""
+    net = x.net
+    if net.pod_gpus is None or net.oversubscription == 1:
+        return ""
+    return f", 1:{float(net.oversubscription):g} above pods of {net.pod_gpus:,} GPUs"
 
 
 def _short_cp_assumption(x: _Ctx) -> list[str]:

@@ -1,7 +1,8 @@
 """The planner form's step-time knobs (issue 21: every knob visible and overridable, on the page too).
 
 [`STEP_KNOB_FIELDS`][calc.widgets._plan_knobs.STEP_KNOB_FIELDS] are [`plan`][calc.timing.planner.plan]'s
-[`step_time`][calc.timing.steptime.step_time] knobs, folded under the hardware group's "More options";
+[`step_time`][calc.timing.steptime.step_time] knobs and its fabric's (the pod size and the oversubscription above
+it), folded under the hardware group's "More options";
 [`step_knobs`][calc.widgets._plan_knobs.step_knobs] reads them, checked, leaving out those at ``plan``'s defaults.
 """
 
