@@ -959,18 +959,16 @@ function mount(root) {
   /** The address follows an edit off the answer's path: after the answer is painted (`addressAfterAnswer`), or
    *  `addressLatestMs` after the edit if no answer has come by then. */
   let addressDue = false;
+  const syncUrlIfDue = () => {
+    if (addressDue && owned()) syncUrl();
+  };
   function syncUrlLater() {
     if (addressDue) return;
     addressDue = true;
-    setTimeout(() => {
-      if (addressDue && owned()) syncUrl();
-    }, settings().addressLatestMs);
+    setTimeout(syncUrlIfDue, settings().addressLatestMs);
   }
   function addressAfterAnswer() {
-    if (!addressDue) return;
-    afterPaint(() => {
-      if (addressDue && owned()) syncUrl();
-    }, settings().addressLatestMs);
+    if (addressDue) afterPaint(syncUrlIfDue, settings().addressLatestMs);
   }
 
   /** Before the first live answer: the build's results answer the defaults, so for other inputs they are hidden
