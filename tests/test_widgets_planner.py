@@ -128,3 +128,37 @@ def test_the_forms_knob_defaults_are_the_engines() -> None:
     from calc.widgets._plan_knobs import STRAGGLER_DEFAULT, TP_OVERLAP_DEFAULT
 
     assert (float(TP_OVERLAP_DEFAULT), float(STRAGGLER_DEFAULT)) == (TP_OVERLAP, STRAGGLER_PER_DOUBLING)
+
+
+def test_the_forms_precisions_and_efficiencies_are_the_planners() -> None:
+    """The form's matmul precisions are the planner's, and its help names each GPU generation's default efficiency
+    (``calc.timing.efficiency``), as the engine has them."""
+    from calc.timing.efficiency import MATMUL_EFFICIENCY_BY_GPU
+    from calc.timing.plan_context import PLAN_DTYPES
+    from calc.widgets.planner import DTYPES, EFFICIENCY_BY_GENERATION
+
+    assert tuple(k for k, _ in DTYPES) == PLAN_DTYPES
+    said = dict(EFFICIENCY_BY_GENERATION)
+    assert float(said.pop("A100")) == MATMUL_EFFICIENCY_BY_GPU["a100"]
+    later = {v for k, v in MATMUL_EFFICIENCY_BY_GPU.items() if k != "a100"}
+    assert {float(v) for v in said.values()} == later
+
+
+def test_a_blank_matmul_efficiency_is_the_gpus_own_and_fp8_reaches_the_planner() -> None:
+    """Blank, the page plans at the GPU generation's efficiency, as ``plan`` does (A100 0.68, H100 0.6); FP8 times
+    the linear layers at the FP8 peak and adds the cached weight copies; the copied Python carries it."""
+    from calc.timing.planner import plan
+
+    calc = calculators()["plan"]
+    run = {"gpus": 1024, "seq_len": 8192, "global_batch": 1024, "safety_margin": 0.1}
+    for gpu in ("a100-80", "h100-sxm"):
+        _, shown = plan_result({**calc.defaults, "gpu": gpu})
+        assert shown["layouts"] == plan("llama3-70b", gpu=gpu, **run)["layouts"]
+    _, fp8 = plan_result({**calc.defaults, "dtype": "fp8"})
+    _, bf16 = plan_result(dict(calc.defaults))
+    assert fp8["best_step_time_s"] < bf16["best_step_time_s"]
+    assert fp8["layouts"] == plan("llama3-70b", dtype="fp8", **run)["layouts"]
+    assert "FP8 in the linear layers" in render("plan", {**calc.defaults, "dtype": "fp8"})["html"]
+    assert 'dtype="fp8"' in calc.python({**calc.defaults, "dtype": "fp8"})
+    refused = render("plan", {**calc.defaults, "dtype": "fp8", "gpu": "a100-80"})["error"]
+    assert refused["field"] == "dtype" and "no FP8 tensor cores" in refused["said"]

@@ -27,7 +27,7 @@ from calc.timing.plan_space import PIPELINE_RULES, cp_limit, share_below_one, sh
 from calc.timing.steptime import _bool_arg
 from calc.units import parse_positive_int
 
-__all__ = ["context", "result", "step_knobs"]
+__all__ = ["PLAN_DTYPES", "context", "plan_dtype", "result", "step_knobs"]
 
 
 def _stack_assumption(x: _Ctx) -> list[str]:
@@ -68,12 +68,23 @@ def result(
                 + _split_words(x.pipeline_rules)
                 + f", interleaving and micro-batches searched; activations saved as {implementation} does"
             ),
-            f"matmuls at {eff} of peak; links {x.net.intra.name} and {x.net.inter.name}"  # type: ignore[union-attr]
+            f"matmuls at {eff} of peak{_fp8_words(x)}; links {x.net.intra.name} and {x.net.inter.name}"  # type: ignore[union-attr]
             + _fabric_words(x),
             *_short_cp_assumption(x),
             *_stack_assumption(x),
         ],
     }
+
+
+def _fp8_words(x: _Ctx) -> str:
+    """FP8 in words, when the plan uses it: what it speeds up, and the weight memory it does not add."""
+    if x.knobs.get("dtype") != "fp8":
+        return ""
+    return (
+        " (FP8 in the linear layers, at the FP8 peak; attention and the rest in BF16. Memory as BF16: FP8 weights "
+        "stand in for the BF16 ones, as NeMo's fp8_param_gather and torchao's per-step casts run; Transformer "
+        "Engine's cached copies beside BF16 weights, 1 to 2 bytes per parameter more (calc.memory.fp8), not counted)"
+    )
 
 
 def _fabric_words(x: _Ctx) -> str:
@@ -110,6 +121,7 @@ def context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         oversubscription=a["oversubscription"],
     )
     margin = share_below_one(a["safety_margin"], "safety_margin")
+    dtype = plan_dtype(g, a["dtype"])
     pins = {k: a[k] for k in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")}
     for k, val in pins.items():
         if val is not None:
@@ -142,7 +154,7 @@ def context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         zeros=[zero_stage] if zero_stage is not None else list(zeros),
         recs=[recompute] if recompute else [r for r in recs if a["implementation"] == "megatron" or r in hf_ok],
         allow_tp_across_nodes=a["allow_tp_across_nodes"],
-        knobs=step_knobs(a),
+        knobs={**step_knobs(a), "dtype": dtype},
         stack=a["stack"],
         stack_knobs=knobs,
         accumulate=_bool_arg(a["gradient_accumulation"], "gradient_accumulation"),
@@ -150,6 +162,30 @@ def context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
         short_cp_gain=share_below_one(a["short_cp_gain"], "short_cp_gain"),
         on_first=a.get("on_first"),
     )
+
+
+PLAN_DTYPES: tuple[str, ...] = ("bf16", "fp8")
+"""The matmul precisions a plan takes: BF16, or FP8 in the linear layers (Transformer Engine's recipes)."""
+
+
+def plan_dtype(g: GPU, dtype: object) -> str:
+    """``dtype`` checked for ``g``: ``"bf16"``, or ``"fp8"`` on a GPU with FP8 tensor cores.
+
+    Examples:
+        >>> from calc.hardware import gpu
+        >>> plan_dtype(gpu("h100-sxm"), "fp8")
+        'fp8'
+        >>> plan_dtype(gpu("a100-80"), "fp8")
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: dtype must be bf16 on the A100 80 GB: it has no FP8 tensor cores (got 'fp8')
+    """
+    if dtype not in PLAN_DTYPES:
+        raise CalcError("dtype", f"must be one of {', '.join(PLAN_DTYPES)}", dtype, code="unknown-name")
+    if dtype == "fp8" and not g.fp8_flops:
+        rule = f"must be bf16 on the {g.label}: it has no FP8 tensor cores"
+        raise CalcError("dtype", rule, dtype, code="unsupported")
+    return str(dtype)
 
 
 def _split_words(rules: str) -> str:

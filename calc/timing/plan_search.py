@@ -36,7 +36,7 @@ from calc.timing.efficiency import (
 )
 from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor
 from calc.timing.plan_space import SHORT_CP_GAIN, _counts, _divisors, _interleaves, _search_space, _slot_flags, short_cp
-from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _stage_compute, step_time
+from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _peaks, _stage_compute, step_time
 
 __all__: list[str] = []
 
@@ -202,7 +202,7 @@ def bound(x: _Ctx, cands: list[_Candidate]) -> None:
     """Give each candidate a lower bound on its step time and sort them best first (module docstring, step 2):
     the busiest stage's compute and bubble without recomputation, communication or overlap, times the
     straggler allowance. Every state of the candidate takes at least that long."""
-    peak = x.g.peak_flops("bf16")
+    peak, attn_peak = _peaks(x.g, x.knobs.get("dtype", "bf16"))  # FP8: the linear layers only
     eff = matmul_efficiency_for(x.g) if x.eff is None else x.eff
     fixed = x.knobs.get("attention_efficiency")
     allowance = 1 + straggler_allowance(x.n, x.knobs.get("straggler_per_doubling", STRAGGLER_PER_DOUBLING))
@@ -211,7 +211,7 @@ def bound(x: _Ctx, cands: list[_Candidate]) -> None:
         key = (cand.tp, cand.pp, cand.cp, cand.mb)
         if key not in cache:
             attn = fixed or attention_efficiency(x.g, x.s // cand.cp, x.stack)  # a CP rank's kernel: s / cp rows
-            rates = (peak * eff, peak * attn)
+            rates = (peak * eff, attn_peak * attn)
             like = SimpleNamespace(tp=cand.tp, cp=cand.cp, pp=cand.pp, micro_batch=cand.mb, seq_len=x.s,
                                    recompute="none", flash_attention=True, sequence_parallel=cand.tp > 1)  # fmt: skip
             c = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, MEMORY_PASSES, cand.counts)  # type: ignore[arg-type]

@@ -86,6 +86,7 @@ def plan(
     inter: str = "ib-ndr",
     nics_per_node: int | None = None,
     convention: str = "mixed-adam-16",
+    dtype: str = "bf16",
     distributed_optimizer: bool = False,
     implementation: str = "megatron",
     dp: int | None = None,
@@ -122,16 +123,15 @@ def plan(
 ) -> dict[str, Any]:
     """Search the layouts of ``model`` on ``gpus`` GPUs; return the best that fit and the best rejected.
 
-    See the module docstring for the search. Pinned arguments restrict it; ``None`` searches.
-    ``gradient_accumulation=False`` is a framework that runs each data-parallel rank's batch as one micro-batch outside
-    pipeline parallelism (torchtitan before its gradient accumulation, pytorch/torchtitan#1238, 2025-06-05): without
-    ``pp`` the micro-batch is then the whole ``global_batch / dp``. ``pipeline_rules`` is how the framework may split
-    the layers ([`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES]: ``"megatron-2021"`` for Megatron-LM's even
-    stages and interleaving on more than 2 of them); ``short_cp_gain`` what CP must save below 32K tokens
-    ([`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN]). The step-time knobs (``matmul_efficiency`` to
-    ``p2p_overlap``) are [`step_time`][calc.timing.steptime.step_time]'s; ``pod_gpus`` and ``oversubscription`` the
-    [`Network`][calc.parallel.comm.Network]'s; ``stack`` to ``compile`` the [`Layout`][calc.memory.layout.Layout]'s
-    (``None``: the stack's default). ``on_first`` gets the layouts kept so far once, as the first is kept (mid-search).
+    Pinned arguments restrict the search (module docstring); ``None`` searches. ``gradient_accumulation=False``: each
+    rank's batch is one micro-batch outside pipeline parallelism (torchtitan before pytorch/torchtitan#1238).
+    ``pipeline_rules``: [`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES] (``"megatron-2021"``: even stages,
+    interleaving on more than 2); ``short_cp_gain``: [`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN], what CP
+    must save below 32K tokens. ``dtype="fp8"``: linear layers at the FP8 peak, plus cached FP8 weight copies
+    ([`calc.memory.fp8`][calc.memory.fp8]). Step-time knobs (``matmul_efficiency`` to ``p2p_overlap``):
+    [`step_time`][calc.timing.steptime.step_time]'s; ``pod_gpus``, ``oversubscription``: the
+    [`Network`][calc.parallel.comm.Network]'s; ``stack`` to ``compile``: the [`Layout`][calc.memory.layout.Layout]'s
+    (``None``: the stack's default). ``on_first``: called once with the layouts kept so far.
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
@@ -214,6 +214,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "seq_len",
     "global_batch",
     "convention",
+    "dtype",
     "implementation",
     "dp",
     "tp",

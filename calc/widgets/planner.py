@@ -30,7 +30,7 @@ from calc.widgets._parts import duration, kv, plural
 from calc.widgets._plan_knobs import SHARE_KNOBS, STEP_KNOB_FIELDS, SWITCH_KNOBS, step_knobs
 from calc.widgets._stack_fields import STACK_DEFAULT, convention_field, loss_field, stack_field
 
-__all__ = ["CALCULATOR", "plan_result"]
+__all__ = ["CALCULATOR", "DTYPES", "EFFICIENCY_BY_GENERATION", "plan_result"]
 
 _SEARCHED = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")
 
@@ -52,6 +52,25 @@ def _searched(v: dict[str, str], name: str) -> str:
     """A degree field: blank or ``any`` searches it (returned as blank), anything else is passed on to be checked."""
     text = v[name].strip()
     return "" if text.lower() in ("", _ANY) else text
+
+
+DTYPES: tuple[tuple[str, str], ...] = (
+    ("bf16", "BF16"),
+    ("fp8", "FP8 in the linear layers (Transformer Engine; Hopper and later)"),
+)
+"""The matmul precisions the form offers: ``calc.timing.plan_context.PLAN_DTYPES`` (that module pulls in the
+planner, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
+
+
+EFFICIENCY_BY_GENERATION: tuple[tuple[str, str], ...] = (("A100", "0.68"), ("Hopper and later", "0.6"))
+"""``calc.timing.efficiency.MATMUL_EFFICIENCY_BY_GPU`` as the form's help says it (that module is the step-time
+model's, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
+
+
+def _efficiency_help() -> str:
+    """The matmul efficiency's help: what a blank takes, by GPU generation."""
+    gpus = "; ".join(f"{generation} {eff}" for generation, eff in EFFICIENCY_BY_GENERATION)
+    return f"blank: the GPU's own ({gpus}; A100's fitted to Narayanan et al. 2021 Table 1); put your measured value"
 
 
 def _share(v: dict[str, str], name: str, low: float, high: float) -> str:
@@ -133,6 +152,7 @@ def _plan_fields(v: dict[str, str]) -> tuple[Any, dict[str, str]]:
         ("gpu", tuple(GPUS)),
         ("inter", _NETWORKS),
         ("convention", tuple(CONVENTIONS)),
+        ("dtype", tuple(k for k, _ in DTYPES)),
         ("implementation", IMPLEMENTATIONS),
         ("zero_stage", (_ANY, "0", "1", "2", "3")),
         ("recompute", _RECOMPUTE),
@@ -141,13 +161,14 @@ def _plan_fields(v: dict[str, str]) -> tuple[Any, dict[str, str]]:
     )
     for name, known in selects:
         one_of(v, name, known)
-    for name in ("gpu", "inter", "convention", "implementation"):
+    for name in ("gpu", "inter", "convention", "dtype", "implementation"):
         fields[name] = v[name]
     fields["stack"] = "" if v["stack"] == "megatron" else v["stack"]  # blank: the planner's default, megatron
     fields["loss"] = "" if v["loss"] == STACK_DEFAULT else v["loss"]
     fields.update({k: _searched(v, k) for k in _SEARCHED})
     fields["safety_margin"] = _share(v, "safety_margin", 0.01, 0.9)
-    fields["matmul_efficiency"] = _share(v, "matmul_efficiency", 0.05, 1)
+    blank = not v["matmul_efficiency"].strip()  # the GPU generation's default (calc.timing.efficiency)
+    fields["matmul_efficiency"] = "" if blank else _share(v, "matmul_efficiency", 0.05, 1)
     fields["zero_stage"] = "" if v["zero_stage"] == _ANY else v["zero_stage"]
     fields["recompute"] = "" if v["recompute"] == _ANY else v["recompute"]
     return choice, {**fields, **step_knobs(v)}
@@ -422,6 +443,7 @@ CALCULATOR = accept_legacy_model(
             seq_len_field("8192"),
             Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
             convention_field("Bytes per parameter (precision and optimizer)", tuple((k, k) for k in CONVENTIONS)),
+            select("dtype", "Matmul precision", "bf16", DTYPES),
             select(
                 "implementation",
                 "Implementation (whose kernels save activations)",
@@ -443,8 +465,8 @@ CALCULATOR = accept_legacy_model(
             Field(
                 "matmul_efficiency",
                 "Matmul efficiency (share of peak)",
-                "0.68",
-                help="fitted to Narayanan et al. 2021 Table 1; put your measured value",
+                "",
+                help=_efficiency_help(),
             ),
             *STEP_KNOB_FIELDS,
         ),

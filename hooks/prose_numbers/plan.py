@@ -18,7 +18,7 @@ from calc.memory.layout import Layout
 from calc.models.presets import preset
 from calc.parallel.comm import step_communication
 from calc.parallel.network import Network, collective_cost, group_placement
-from calc.timing.efficiency import attention_efficiency
+from calc.timing.efficiency import attention_efficiency, matmul_efficiency_for
 from calc.timing.plan_space import SHORT_CP_GAIN, cp_limit
 from calc.timing.planner import plan
 from calc.timing.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
@@ -95,6 +95,7 @@ def _ar_call(tp: int) -> float:
 NUMBERS: dict[str, Callable[[], str]] = {
     "plan-table1-max-err": lambda: f"{max(abs(e) for e in _table1_errors()):.0%}",
     "plan-matmul-eff": lambda: f"{MATMUL_EFFICIENCY:.0%}",
+    "plan-matmul-eff-h100": lambda: f"{matmul_efficiency_for('h100-sxm'):.0%}",
     "plan-attn-cudnn-8k": lambda: f"{attention_efficiency('h100-sxm', 8192, 'megatron'):.0%}",
     "plan-attn-fa2-8k": lambda: f"{attention_efficiency('h100-sxm', 8192, 'torchtitan'):.0%}",
     "plan-memory-passes": lambda: f"{MEMORY_PASSES:g}",

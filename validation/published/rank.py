@@ -65,6 +65,8 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
         "seq_len": lay["seq_len"],
         "global_batch": lay["global_batch"],
     }
+    if row.get("predict", {}).get("dtype"):  # an FP8 run is planned in FP8 (its linear layers and weight copies)
+        kw["dtype"] = row["predict"]["dtype"]
     net = row.get("predict", {}).get("network")
     if isinstance(net, dict):  # the links, and the pod and its oversubscription where the row names them
         kw |= {k: net[k] for k in ("intra", "inter", "pod_gpus", "oversubscription") if k in net}
