@@ -56,7 +56,7 @@ def _searched(v: dict[str, str], name: str) -> str:
 
 DTYPES: tuple[tuple[str, str], ...] = (
     ("bf16", "BF16"),
-    ("fp8", "FP8 in the linear layers (Transformer Engine; Hopper and later)"),
+    ("fp8", "FP8 (linear layers)"),
 )
 """The matmul precisions the form offers: ``calc.timing.plan_context.PLAN_DTYPES`` (that module pulls in the
 planner, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
@@ -443,7 +443,13 @@ CALCULATOR = accept_legacy_model(
             seq_len_field("8192"),
             Field("global_batch", "Global batch (sequences)", "1024", kind="number"),
             convention_field("Bytes per parameter (precision and optimizer)", tuple((k, k) for k in CONVENTIONS)),
-            select("dtype", "Matmul precision", "bf16", DTYPES),
+            select(
+                "dtype",
+                "Matmul precision",
+                "bf16",
+                DTYPES,
+                help="FP8: the linear layers at the FP8 peak (Hopper and later); attention stays BF16",
+            ),
             select(
                 "implementation",
                 "Implementation (whose kernels save activations)",
