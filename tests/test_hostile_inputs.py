@@ -70,6 +70,7 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("plan", "straggler_per_doubling"): frozenset({"0"}),
     ("plan", "attention_efficiency"): _BLANK,
     ("plan", "matmul_efficiency"): _BLANK,  # blank: the GPU generation's own
+    ("plan", "gpus_per_node"): _BLANK,  # blank: the GPU's standard server
     ("plan", "p2p_overlap"): frozenset({"0"}),  # a choice: the pipeline's sends exposed
     ("plan", "pod_gpus"): _BLANK,  # blank: one non-blocking fabric
     ("plan", "oversubscription"): frozenset({"1.5"}),  # 1:1.5 above the pods

@@ -59,8 +59,11 @@ def test_too_few_gpus_say_why_in_words_and_the_fewest_that_hold_a_layout(inputs:
 
 @pytest.mark.skipif(sys.platform == "emscripten", reason="runs python -m calc in a subprocess: host only")
 def test_the_command_line_says_the_fewest_gpus_too() -> None:
+    """The command line says what the page says (it reads the same form): 405B's fewest whole H100 nodes."""
     proc = run_captured([sys.executable, "-m", "calc", "plan", "llama3.1-405b", "gpus=8"], timeout=120)
-    assert proc.returncode != 0 and "set GPUs to 120 (15 nodes of 8), the fewest whole nodes" in proc.stderr
+    page = render("plan", {**calculators()["plan"].defaults, "preset": "llama3.1-405b", "gpus": "8"})["error"]
+    fix = re.search(r"set GPUs to [\d,]+ \(\d+ nodes of 8\), the fewest whole nodes", page["message"])
+    assert fix and proc.returncode != 0 and fix[0] in proc.stderr, (page["message"], proc.stderr)
 
 
 def test_the_cp_hint_states_the_searched_cp_limits() -> None:
@@ -118,7 +121,7 @@ def test_a_pod_size_with_oversubscription_slows_a_plan_that_spans_pods() -> None
     run = {"gpus": 8192, "seq_len": 8192, "global_batch": 1024, "safety_margin": 0.1, "matmul_efficiency": 0.68}
     slow = plan("llama3-70b", **run, pod_gpus=3072, oversubscription=7)["best_step_time_s"]
     assert slow > plan("llama3-70b", **run)["best_step_time_s"]
-    assert "pod_gpus=3072,\n    oversubscription=7.0" in calc.python({**wide, **fabric})
+    assert re.search(r"pod_gpus=3072,\s+oversubscription=7\.0", calc.python({**wide, **fabric}))
 
 
 def test_the_forms_knob_defaults_are_the_engines() -> None:
@@ -135,7 +138,7 @@ def test_the_forms_precisions_and_efficiencies_are_the_planners() -> None:
     (``calc.timing.efficiency``), as the engine has them."""
     from calc.timing.efficiency import MATMUL_EFFICIENCY_BY_GPU
     from calc.timing.plan_context import PLAN_DTYPES
-    from calc.widgets.planner import DTYPES, EFFICIENCY_BY_GENERATION
+    from calc.widgets._plan_knobs import DTYPES, EFFICIENCY_BY_GENERATION
 
     assert tuple(k for k, _ in DTYPES) == PLAN_DTYPES
     said = dict(EFFICIENCY_BY_GENERATION)
@@ -150,7 +153,7 @@ def test_a_blank_matmul_efficiency_is_the_gpus_own_and_fp8_reaches_the_planner()
     from calc.timing.planner import plan
 
     calc = calculators()["plan"]
-    run = {"gpus": 1024, "seq_len": 8192, "global_batch": 1024, "safety_margin": 0.1}
+    run = {"gpus": 1024, "seq_len": 8192, "global_batch": 1024}
     for gpu in ("a100-80", "h100-sxm"):
         _, shown = plan_result({**calc.defaults, "gpu": gpu})
         assert shown["layouts"] == plan("llama3-70b", gpu=gpu, **run)["layouts"]
@@ -162,3 +165,17 @@ def test_a_blank_matmul_efficiency_is_the_gpus_own_and_fp8_reaches_the_planner()
     assert 'dtype="fp8"' in calc.python({**calc.defaults, "dtype": "fp8"})
     refused = render("plan", {**calc.defaults, "dtype": "fp8", "gpu": "a100-80"})["error"]
     assert refused["field"] == "dtype" and "no FP8 tensor cores" in refused["said"]
+
+
+def test_the_forms_blanks_and_margin_are_plans_defaults() -> None:
+    """Blank GPUs per node is the GPU's standard server and the memory kept free is plan()'s margin, so the page,
+    the CLI (which reads the form) and plan() answer the same inputs alike (GB200: 4 per node)."""
+    from calc.timing.planner import SAFETY_MARGIN, plan
+    from calc.widgets._plan_knobs import SAFETY_MARGIN_DEFAULT
+
+    assert float(SAFETY_MARGIN_DEFAULT) == SAFETY_MARGIN
+    calc = calculators()["plan"]
+    assert calc.defaults["gpus_per_node"] == "" and calc.defaults["safety_margin"] == SAFETY_MARGIN_DEFAULT
+    for gpu in ("h100-sxm", "gb200"):
+        _, shown = plan_result({**calc.defaults, "gpu": gpu, "gpus": "512", "global_batch": "512"})
+        assert shown["layouts"] == plan("llama3-70b", gpu=gpu, gpus=512, seq_len=8192, global_batch=512)["layouts"]

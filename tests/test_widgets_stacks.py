@@ -92,7 +92,7 @@ def test_the_planner_takes_the_stack_loss_and_recompute() -> None:
     fields = {**base, "stack": "torchtitan", "loss": "stock", "recompute": "op"}
     _, shown = plan_result(fields)
     page_fields = {"gpus": "64", "gpu": "h100-sxm", "gpus_per_node": "8", "inter": "ib-ndr", "seq_len": "8192"}
-    page_fields |= {"global_batch": "256", "safety_margin": "0.1", "matmul_efficiency": ""}
+    page_fields |= {"global_batch": "256", "safety_margin": "0.05", "matmul_efficiency": ""}
     engine = plan_from_fields("llama3-8b", {**page_fields, "stack": "torchtitan", "loss": "stock", "recompute": "op"})
     assert shown["layouts"] == engine["layouts"] and shown["layouts"]
     assert {x["recompute"] for x in shown["layouts"]} == {"op"}

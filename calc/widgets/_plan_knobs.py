@@ -4,25 +4,33 @@
 [`step_time`][calc.timing.steptime.step_time] knobs and its fabric's (the pod size and the oversubscription above
 it), folded under the hardware group's "More options";
 [`step_knobs`][calc.widgets._plan_knobs.step_knobs] reads them, checked, leaving out those at ``plan``'s defaults.
+Beside them: the form's precisions and the defaults it shares with ``plan`` (a blank matmul efficiency and GPUs per
+node are the GPU's own; the memory kept free is ``plan``'s margin), said in the fields' help.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
+from calc.hardware import GPUS
 from calc.units import parse_decimal, parse_positive_int
 from calc.widgets import Field
 from calc.widgets._fields import one_of
 from calc.widgets._html import checked
 
 __all__ = [
+    "DTYPES",
+    "EFFICIENCY_BY_GENERATION",
     "MAX_OVERSUBSCRIPTION",
     "P2P_CHOICES",
+    "SAFETY_MARGIN_DEFAULT",
     "SHARE_KNOBS",
     "STEP_KNOB_FIELDS",
     "STRAGGLER_DEFAULT",
     "SWITCH_KNOBS",
     "TP_OVERLAP_DEFAULT",
+    "efficiency_help",
+    "server_help",
     "step_knobs",
 ]
 
@@ -49,6 +57,39 @@ P2P_CHOICES = (
 )
 """The pipeline sends' overlap: ``plan``'s ``p2p_overlap`` left to the schedule (``None``: Megatron-LM overlaps the
 interleaved schedule's sends, ``calc.timing.overlap``), forced on, or forced off."""
+
+
+SAFETY_MARGIN_DEFAULT = "0.05"
+"""``calc.timing.planner.SAFETY_MARGIN`` as the form types it (that module is the planner's, which the form does not
+import; ``tests/test_widgets_planner.py`` holds the two equal)."""
+
+DTYPES: tuple[tuple[str, str], ...] = (
+    ("bf16", "BF16"),
+    ("fp8", "FP8 (linear layers)"),
+)
+"""The matmul precisions the form offers: ``calc.timing.plan_context.PLAN_DTYPES`` (that module pulls in the
+planner, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
+
+
+EFFICIENCY_BY_GENERATION: tuple[tuple[str, str], ...] = (("A100", "0.68"), ("Hopper and later", "0.6"))
+"""``calc.timing.efficiency.MATMUL_EFFICIENCY_BY_GPU`` as the form's help says it (that module is the step-time
+model's, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
+
+
+def server_help() -> str:
+    """The GPUs per node's help: what a blank takes, by GPU (``GPU.gpus_per_node``)."""
+    by_count: dict[int, list[str]] = {}
+    for g in GPUS.values():
+        by_count.setdefault(g.gpus_per_node, []).append(g.label.split(" ")[0])
+    common = max(by_count, key=lambda k: len(by_count[k]))
+    odd = "; ".join(f"{', '.join(dict.fromkeys(names))} {k}" for k, names in by_count.items() if k != common)
+    return f"blank: the GPU's standard server ({odd}; the others {common})"
+
+
+def efficiency_help() -> str:
+    """The matmul efficiency's help: what a blank takes, by GPU generation."""
+    gpus = "; ".join(f"{generation} {eff}" for generation, eff in EFFICIENCY_BY_GENERATION)
+    return f"blank: the GPU's own ({gpus}; A100's fitted to Narayanan et al. 2021 Table 1); put your measured value"
 
 
 def _folded(name: str, label: str, default: str, **kw: object) -> Field:

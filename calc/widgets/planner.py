@@ -27,10 +27,19 @@ from calc.widgets._html import out, table, verdict, why_list
 from calc.widgets._model import accept_legacy_model, model_chip, model_fields, read_model
 from calc.widgets._partial import listening, post_partial
 from calc.widgets._parts import duration, kv, plural
-from calc.widgets._plan_knobs import SHARE_KNOBS, STEP_KNOB_FIELDS, SWITCH_KNOBS, step_knobs
+from calc.widgets._plan_knobs import (
+    DTYPES,
+    SAFETY_MARGIN_DEFAULT,
+    SHARE_KNOBS,
+    STEP_KNOB_FIELDS,
+    SWITCH_KNOBS,
+    efficiency_help,
+    server_help,
+    step_knobs,
+)
 from calc.widgets._stack_fields import STACK_DEFAULT, convention_field, loss_field, stack_field
 
-__all__ = ["CALCULATOR", "DTYPES", "EFFICIENCY_BY_GENERATION", "plan_result"]
+__all__ = ["CALCULATOR", "plan_result"]
 
 _SEARCHED = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave")
 
@@ -43,7 +52,9 @@ which the form does not import; ``tests/test_widgets_planner.py`` holds the two 
 _RECOMPUTE = (_ANY, "none", "selective", "op", "full")
 _NETWORKS = tuple(name for name, link in INTERCONNECTS.items() if link.scope == "scale-out")
 
-_MAXIMA = {"gpus": 1 << 20, "gpus_per_node": 1024, "seq_len": 1 << 24, "global_batch": 1 << 24}
+_MAXIMA = {"gpus": 1 << 20, "seq_len": 1 << 24, "global_batch": 1 << 24}
+
+
 """Upper bounds of the whole-number fields: a million GPUs, 16M-token sequences and 16M-sequence batches are
 far beyond any published run (Llama 3 405B: 16,384 GPUs, 16M tokens per batch)."""
 
@@ -52,25 +63,6 @@ def _searched(v: dict[str, str], name: str) -> str:
     """A degree field: blank or ``any`` searches it (returned as blank), anything else is passed on to be checked."""
     text = v[name].strip()
     return "" if text.lower() in ("", _ANY) else text
-
-
-DTYPES: tuple[tuple[str, str], ...] = (
-    ("bf16", "BF16"),
-    ("fp8", "FP8 (linear layers)"),
-)
-"""The matmul precisions the form offers: ``calc.timing.plan_context.PLAN_DTYPES`` (that module pulls in the
-planner, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
-
-
-EFFICIENCY_BY_GENERATION: tuple[tuple[str, str], ...] = (("A100", "0.68"), ("Hopper and later", "0.6"))
-"""``calc.timing.efficiency.MATMUL_EFFICIENCY_BY_GPU`` as the form's help says it (that module is the step-time
-model's, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
-
-
-def _efficiency_help() -> str:
-    """The matmul efficiency's help: what a blank takes, by GPU generation."""
-    gpus = "; ".join(f"{generation} {eff}" for generation, eff in EFFICIENCY_BY_GENERATION)
-    return f"blank: the GPU's own ({gpus}; A100's fitted to Narayanan et al. 2021 Table 1); put your measured value"
 
 
 def _share(v: dict[str, str], name: str, low: float, high: float) -> str:
@@ -117,7 +109,8 @@ def _no_layout(choice, fields: dict[str, str]) -> CalcError | None:
     """Why no layout exists, naming the field the reader set, in the reader's words (issue 19); ``None`` leaves the
     planner's own reason."""
     arch, label, pins = choice.arch, choice.label, _pins(fields)
-    n, gpn, batch = int(fields["gpus"]), int(fields["gpus_per_node"]), int(fields["global_batch"])
+    n, batch = int(fields["gpus"]), int(fields["global_batch"])
+    gpn = int(fields["gpus_per_node"] or GPUS[fields["gpu"]].gpus_per_node)
     tp, pp = pins.get("tp"), pins.get("pp")
     nvlink = f"the {gpn} GPUs that share NVLink"
     if tp and (arch.num_heads % tp or (not arch.uses_mla and arch.num_kv_heads % tp)):
@@ -148,6 +141,8 @@ def _plan_fields(v: dict[str, str]) -> tuple[Any, dict[str, str]]:
     """The model and the planner's ``field=value`` strings, checked (blank: searched)."""
     choice = read_model(v)
     fields = {k: str(parse_positive_int(v[k], k, maximum=m)) for k, m in _MAXIMA.items()}
+    gpn = v["gpus_per_node"].strip()  # blank: the GPU's standard server, as plan() takes it
+    fields["gpus_per_node"] = str(parse_positive_int(gpn, "gpus_per_node", maximum=1024)) if gpn else ""
     selects = (
         ("gpu", tuple(GPUS)),
         ("inter", _NETWORKS),
@@ -436,7 +431,7 @@ CALCULATOR = accept_legacy_model(
             *model_fields("llama3-70b"),
             Field("gpus", "GPUs", "1024", kind="number"),
             select("gpu", "GPU", "h100-sxm", tuple((k, g.label) for k, g in GPUS.items())),
-            Field("gpus_per_node", "GPUs per node (NVLink domain)", "8", kind="number"),
+            Field("gpus_per_node", "GPUs per node (NVLink domain)", "", kind="number", help=server_help()),
             select(
                 "inter", "Network (one NIC per GPU)", "ib-ndr", tuple((n, INTERCONNECTS[n].label) for n in _NETWORKS)
             ),
@@ -467,12 +462,17 @@ CALCULATOR = accept_legacy_model(
             loss_field(),
             Field("micro_batch", "Micro-batch", _ANY),
             Field("interleave", "Interleave (model chunks per stage)", _ANY),
-            Field("safety_margin", "Memory kept free (share)", "0.1", help="from 0.01 to 0.9"),
+            Field(
+                "safety_margin",
+                "Memory kept free (share)",
+                SAFETY_MARGIN_DEFAULT,
+                help="from 0.01 to 0.9, beyond the nvidia-smi peak (allocator and CUDA context already counted)",
+            ),
             Field(
                 "matmul_efficiency",
                 "Matmul efficiency (share of peak)",
                 "",
-                help=_efficiency_help(),
+                help=efficiency_help(),
             ),
             *STEP_KNOB_FIELDS,
         ),
