@@ -34,6 +34,7 @@ def test_each_entry_is_its_row(run):
     value = row["measured"]["value"]
     assert f"{value:,g}" in run.measured or f"{value:.2f}" in run.measured
     assert run.run == row["source"].get("row", "")
+    assert run.dtype == row.get("predict", {}).get("dtype", "bf16")  # "plan it" plans an FP8 run in FP8
     assert row["hardware"].startswith(run.hardware) and row["hardware"][len(run.hardware) :][:1] in ("", ",")
     assert run.source.split(",")[0] in row["source"]["name"]
 
@@ -71,4 +72,6 @@ def test_the_planner_lists_them_with_links_that_pin_their_degrees():
         query, _, anchor = href.removeprefix("plan/?").partition("#")
         pairs = dict(p.split("=", 1) for p in query.split("&"))
         assert anchor == "calc-plan" and {k.removeprefix("plan.") for k in pairs} <= fields
+    fp8 = [h for h in hrefs if "plan.dtype=fp8" in h]  # NVIDIA's FP8 runs are planned in FP8
+    assert len(fp8) == sum(r.dtype == "fp8" for r in published_runs("llama3.1-405b")) > 0
     assert "Published runs" not in str(render("plan", {"preset": "gpt2", "gpus": "8", "global_batch": "64"})["html"])

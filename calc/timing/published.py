@@ -15,7 +15,8 @@ __all__ = ["PUBLISHED_RUNS", "PublishedRun", "published_runs"]
 class PublishedRun(NamedTuple):
     """One published run: ``hardware`` as the source describes it, ``gpu`` the preset the engine times it on,
     ``stack`` the training stack the engine times it with (``calc.memory.stacks``),
-    ``degrees`` ``(tp, pp, dp, cp, interleave)`` (interleave 0: not published), ``run`` the source's name for it."""
+    ``degrees`` ``(tp, pp, dp, cp, interleave)`` (interleave 0: not published), ``run`` the source's name for it,
+    ``dtype`` the matmul precision the engine times it in (``fp8``: the row's FP8 linear layers)."""
 
     id: str
     preset: str
@@ -30,6 +31,7 @@ class PublishedRun(NamedTuple):
     degrees: tuple[int, int, int, int, int]
     measured: str
     run: str
+    dtype: str = "bf16"
 
 
 _DGX_H100 = "DGX H100 (H100 SXM 80 GB, 700 W)"
@@ -63,11 +65,20 @@ _TORCHTITAN = ("torchtitan", "Trainy")
 
 
 def _r(
-    id_: str, preset: str, source: int, gpu: str, gpus: int, seq: int, batch: int, degrees: tuple[int, ...], *more: str
+    id_: str,
+    preset: str,
+    source: int,
+    gpu: str,
+    gpus: int,
+    seq: int,
+    batch: int,
+    degrees: tuple[int, ...],
+    *more: str,
+    dtype: str = "bf16",
 ) -> PublishedRun:
     who, where, hardware = _SOURCES[source]
     stack = "torchtitan" if who in _TORCHTITAN else "megatron"
-    return PublishedRun(id_, preset, who, where, hardware, gpu, stack, gpus, seq, batch, degrees, *more)  # type: ignore[arg-type]
+    return PublishedRun(id_, preset, who, where, hardware, gpu, stack, gpus, seq, batch, degrees, *more, dtype)  # type: ignore[arg-type]
 
 
 # fmt: off
@@ -77,45 +88,45 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     _r('tt24-8b-fsdp8-compile-tps', 'llama3-8b', 0, 'h100-sxm', 8, 8192, 16, (1, 1, 8, 1, 1),
        '6,667 tokens/s per GPU', 'FSDP + torch.compile'),
     _r('tt24-8b-fsdp8-compile-fp8-tps', 'llama3-8b', 0, 'h100-sxm', 8, 8192, 16, (1, 1, 8, 1, 1),
-       '8,532 tokens/s per GPU', 'FSDP + torch.compile + Float8'),
+       '8,532 tokens/s per GPU', 'FSDP + torch.compile + Float8', dtype='fp8'),
     _r('tt24-8b-fsdp128-tps', 'llama3-8b', 1, 'h100-sxm', 128, 8192, 256, (1, 1, 128, 1, 1),
        '5,605 tokens/s per GPU', 'FSDP'),
     _r('tt24-8b-fsdp128-compile-tps', 'llama3-8b', 1, 'h100-sxm', 128, 8192, 256, (1, 1, 128, 1, 1),
        '6,514 tokens/s per GPU', 'FSDP + torch.compile'),
     _r('tt24-8b-fsdp128-compile-fp8-tps', 'llama3-8b', 1, 'h100-sxm', 128, 8192, 256, (1, 1, 128, 1, 1),
-       '8,380 tokens/s per GPU', 'FSDP + torch.compile + Float8'),
+       '8,380 tokens/s per GPU', 'FSDP + torch.compile + Float8', dtype='fp8'),
     _r('tt24-8b-fsdp8-cp1-tps', 'llama3-8b', 2, 'h100-sxm', 8, 32768, 8, (1, 1, 8, 1, 1),
-       '3,890 tokens/s per GPU', 'FSDP 8, CP 1'),
+       '3,890 tokens/s per GPU', 'FSDP 8, CP 1', dtype='fp8'),
     _r('tt24-8b-fsdp4-cp2-tps', 'llama3-8b', 2, 'h100-sxm', 8, 65536, 4, (1, 1, 4, 2, 1),
-       '2,540 tokens/s per GPU', 'FSDP 4, CP 2'),
+       '2,540 tokens/s per GPU', 'FSDP 4, CP 2', dtype='fp8'),
     _r('tt24-8b-fsdp2-cp4-tps', 'llama3-8b', 2, 'h100-sxm', 8, 131072, 2, (1, 1, 2, 4, 1),
-       '1,071 tokens/s per GPU', 'FSDP 2, CP 4'),
+       '1,071 tokens/s per GPU', 'FSDP 2, CP 4', dtype='fp8'),
     _r('tt24-8b-fsdp1-cp8-tps', 'llama3-8b', 2, 'h100-sxm', 8, 262144, 1, (1, 1, 1, 8, 1),
-       '548 tokens/s per GPU', 'FSDP 1, CP 8'),
+       '548 tokens/s per GPU', 'FSDP 1, CP 8', dtype='fp8'),
     _r('tt24-70b-2d-tps', 'llama3-70b', 3, 'h100-sxm', 256, 8192, 512, (8, 1, 32, 1, 1),
-       '829 tokens/s per GPU', '2D'),
+       '829 tokens/s per GPU', '2D', dtype='fp8'),
     _r('tt24-70b-2d-asynctp-tps', 'llama3-70b', 3, 'h100-sxm', 256, 8192, 512, (8, 1, 32, 1, 1),
-       '876 tokens/s per GPU', '2D + AsyncTP'),
+       '876 tokens/s per GPU', '2D + AsyncTP', dtype='fp8'),
     _r('tt24-405b-3d-1f1b-tps', 'llama3.1-405b', 4, 'h100-sxm', 512, 8192, 256, (8, 8, 8, 1, 1),
-       '100 tokens/s per GPU', '1F1B'),
+       '100 tokens/s per GPU', '1F1B', dtype='fp8'),
     _r('tt24-405b-3d-interleaved-tps', 'llama3.1-405b', 4, 'h100-sxm', 512, 8192, 256, (8, 8, 8, 1, 2),
-       '128 tokens/s per GPU', 'Interleaved 1F1B'),
+       '128 tokens/s per GPU', 'Interleaved 1F1B', dtype='fp8'),
     _r('tt24-405b-4d-fsdp8-cp1-tps', 'llama3.1-405b', 5, 'h100-sxm', 512, 32768, 64, (8, 8, 8, 1, 1),
-       '76 tokens/s per GPU', 'FSDP 8, CP 1'),
+       '76 tokens/s per GPU', 'FSDP 8, CP 1', dtype='fp8'),
     _r('tt24-405b-4d-fsdp4-cp2-tps', 'llama3.1-405b', 5, 'h100-sxm', 512, 65536, 32, (8, 8, 4, 2, 1),
-       '47 tokens/s per GPU', 'FSDP 4, CP 2'),
+       '47 tokens/s per GPU', 'FSDP 4, CP 2', dtype='fp8'),
     _r('tt24-405b-4d-fsdp2-cp4-tps', 'llama3.1-405b', 5, 'h100-sxm', 512, 131072, 16, (8, 8, 2, 4, 1),
-       '31 tokens/s per GPU', 'FSDP 2, CP 4'),
+       '31 tokens/s per GPU', 'FSDP 2, CP 4', dtype='fp8'),
     _r('tt24-405b-4d-fsdp1-cp8-tps', 'llama3.1-405b', 5, 'h100-sxm', 512, 262144, 8, (8, 8, 1, 8, 1),
-       '16 tokens/s per GPU', 'FSDP 1, CP 8'),
+       '16 tokens/s per GPU', 'FSDP 1, CP 8', dtype='fp8'),
     _r('trainy25-8b-h200-fsdp32-tps', 'llama3-8b', 6, 'h200', 32, 8192, 64, (1, 1, 32, 1, 1),
-       '10,938 tokens/s per GPU', 'NUM_NODES 4'),
+       '10,938 tokens/s per GPU', 'NUM_NODES 4', dtype='fp8'),
     _r('trainy25-8b-h200-fsdp64-tps', 'llama3-8b', 6, 'h200', 64, 8192, 128, (1, 1, 64, 1, 1),
-       '10,753 tokens/s per GPU', 'NUM_NODES 8'),
+       '10,753 tokens/s per GPU', 'NUM_NODES 8', dtype='fp8'),
     _r('tt26-8b-gb200-fsdp4-nvfp4-tps', 'llama3-8b', 7, 'gb200', 4, 2048, 128, (1, 1, 4, 1, 1),
-       '30,040 tokens/s per GPU', 'NVFP4 (bf16 tail)'),
+       '30,040 tokens/s per GPU', 'NVFP4 (bf16 tail)', dtype='fp8'),
     _r('tt26-8b-gb200-fsdp4-mxfp8-tps', 'llama3-8b', 7, 'gb200', 4, 2048, 128, (1, 1, 4, 1, 1),
-       '28,084 tokens/s per GPU', 'MXFP8'),
+       '28,084 tokens/s per GPU', 'MXFP8', dtype='fp8'),
     _r('tt26-8b-gb200-fsdp4-bf16-tps', 'llama3-8b', 7, 'gb200', 4, 2048, 128, (1, 1, 4, 1, 1),
        '21,919 tokens/s per GPU', 'BF16'),
     _r('llama3-405b-8k-8192', 'llama3.1-405b', 8, 'h100-sxm', 8192, 8192, 2048, (8, 16, 64, 1, 0),
@@ -177,17 +188,17 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     _r('dgxc25-llama3.1-405b-h100-2304', 'llama3.1-405b', 15, 'h100-sxm', 2304, 8192, 1008, (8, 9, 16, 2, 7),
        '17.70 s per step', 'Throughput on 2304x H100 GPUs (GBS=1008): 17.70 s'),
     _r('dgxc25-llama3.1-8b-h100-fp8-8', 'llama3-8b', 16, 'h100-sxm', 8, 8192, 128, (1, 1, 4, 2, 1),
-       '9.44 s per step', 'Throughput on 8x H100 GPUs (GBS=128): 9.44 s'),
+       '9.44 s per step', 'Throughput on 8x H100 GPUs (GBS=128): 9.44 s', dtype='fp8'),
     _r('dgxc25-llama3.1-8b-h100-fp8-128', 'llama3-8b', 16, 'h100-sxm', 128, 8192, 2048, (1, 1, 64, 2, 1),
-       '9.73 s per step', 'Throughput on 128x H100 GPUs (GBS=2048): 9.73 s'),
+       '9.73 s per step', 'Throughput on 128x H100 GPUs (GBS=2048): 9.73 s', dtype='fp8'),
     _r('dgxc25-llama3.1-70b-h100-fp8-64', 'llama3-70b', 17, 'h100-sxm', 64, 8192, 128, (4, 4, 2, 2, 5),
-       '10.46 s per step', 'Throughput on 64x H100 GPUs (GBS=128): 10.46 s'),
+       '10.46 s per step', 'Throughput on 64x H100 GPUs (GBS=128): 10.46 s', dtype='fp8'),
     _r('dgxc25-llama3.1-70b-h100-fp8-1024', 'llama3-70b', 17, 'h100-sxm', 1024, 8192, 2048, (4, 4, 32, 2, 5),
-       '10.83 s per step', 'Throughput on 1024x H100 GPUs (GBS=2048): 10.83 s'),
+       '10.83 s per step', 'Throughput on 1024x H100 GPUs (GBS=2048): 10.83 s', dtype='fp8'),
     _r('dgxc25-llama3.1-405b-h100-fp8-576', 'llama3.1-405b', 18, 'h100-sxm', 576, 8192, 252, (8, 9, 4, 2, 7),
-       '11.00 s per step', 'Throughput on 576x H100 GPUs (GBS=252): 11.00 s'),
+       '11.00 s per step', 'Throughput on 576x H100 GPUs (GBS=252): 11.00 s', dtype='fp8'),
     _r('dgxc25-llama3.1-405b-h100-fp8-2304', 'llama3.1-405b', 18, 'h100-sxm', 2304, 8192, 1008, (8, 9, 16, 2, 7),
-       '11.20 s per step', 'Throughput on 2304x H100 GPUs (GBS=1008): 11.20 s'),
+       '11.20 s per step', 'Throughput on 2304x H100 GPUs (GBS=1008): 11.20 s', dtype='fp8'),
 )
 # fmt: on
 """Every published throughput run of a preset model, in ``runs.json``'s order."""

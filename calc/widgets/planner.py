@@ -327,11 +327,13 @@ def _published(v: dict[str, str], source: str) -> str:
         layout = f"TP{tp} PP{pp} DP{dp}" + (f" CP{cp}" if cp > 1 else "") + (f" v{vv}" if vv > 1 else "")
         pins = {"preset": run.preset, "gpus": run.gpus, "gpu": run.gpu, "seq_len": run.seq_len, "stack": run.stack}
         pins |= {"global_batch": run.global_batch, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "interleave": vv or _ANY}
+        pins |= {"dtype": run.dtype} if run.dtype != "bf16" else {}
         href = "plan/?" + "&amp;".join(f"plan.{k}={val}" for k, val in pins.items()) + "#calc-plan"
         where = (run.source if run.source.startswith(run.who) else f"{run.who}: {run.source}") + (
             f" ({run.run})" if run.run else ""
         )
         ran = f"{run.gpus:,} × {run.hardware}, {layout}, batch {run.global_batch:,} × {run.seq_len:,}"
+        ran += ", FP8" if run.dtype == "fp8" else ""
         link = f'<a class="lc-calc__handoff" data-site-href="{href}">plan it</a>'
         rows.append((escape(where), escape(ran), escape(run.measured), link))
     head = f"<p><strong>Published runs of this model</strong> ({plural(len(runs), 'run')})</p>"
