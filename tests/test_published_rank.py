@@ -21,7 +21,7 @@ ranks third; 20 of 40, 50%, once the same NVIDIA recipes' six FP8 rows joined (C
 once CP 2 was searched at 8K and ranked where it saves more than 5% over the best layout without CP
 (``calc.timing.plan_space.SHORT_CP_GAIN``): the twelve NVIDIA rows pass, and Table 4's layout stays first on 16,384
 GPUs, where CP 2 would save 4.4%; still 32 of 40 once the FP8 rows were planned in FP8 (``plan(dtype="fp8")``):
-all six of NVIDIA's pass, three of them at a closer margin. The ratchet
+all six of NVIDIA's still pass. The ratchet
 counts passing rows, so a new row the planner misses does not lower it; a row made more faithful to its source
 may.
 """
