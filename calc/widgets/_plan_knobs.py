@@ -71,7 +71,7 @@ DTYPES: tuple[tuple[str, str], ...] = (
 planner, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
 
 
-EFFICIENCY_BY_GENERATION: tuple[tuple[str, str], ...] = (("A100", "0.68"), ("Hopper and later", "0.6"))
+EFFICIENCY_BY_GENERATION: tuple[tuple[str, str], ...] = (("A100", "0.68"), ("the others", "0.6"))
 """``calc.timing.efficiency.MATMUL_EFFICIENCY_BY_GPU`` as the form's help says it (that module is the step-time
 model's, which the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)."""
 

@@ -445,7 +445,7 @@ CALCULATOR = accept_legacy_model(
                 "Matmul precision",
                 "bf16",
                 DTYPES,
-                help="FP8: the linear layers at the FP8 peak (Hopper and later); attention stays BF16",
+                help="FP8: the linear layers at the FP8 peak (GPUs with FP8 tensor cores); attention stays BF16",
             ),
             select(
                 "implementation",
