@@ -165,7 +165,7 @@ def context(model: str | Architecture, a: dict[str, Any]) -> _Ctx:
 
 
 PLAN_DTYPES: tuple[str, ...] = ("bf16", "fp8")
-"""The matmul precisions a plan takes: BF16, or FP8 in the linear layers (Transformer Engine's recipes)."""
+"""The matmul precisions a plan takes: BF16, or FP8 in the linear layers (Transformer Engine's and torchao's)."""
 
 
 def plan_dtype(g: GPU, dtype: object) -> str:
