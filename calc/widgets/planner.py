@@ -53,8 +53,6 @@ _RECOMPUTE = (_ANY, "none", "selective", "op", "full")
 _NETWORKS = tuple(name for name, link in INTERCONNECTS.items() if link.scope == "scale-out")
 
 _MAXIMA = {"gpus": 1 << 20, "seq_len": 1 << 24, "global_batch": 1 << 24}
-
-
 """Upper bounds of the whole-number fields: a million GPUs, 16M-token sequences and 16M-sequence batches are
 far beyond any published run (Llama 3 405B: 16,384 GPUs, 16M tokens per batch)."""
 
