@@ -169,7 +169,9 @@ PLAN_DTYPES: tuple[str, ...] = ("bf16", "fp8")
 
 
 def plan_dtype(g: GPU, dtype: object) -> str:
-    """``dtype`` checked for ``g``: ``"bf16"``, or ``"fp8"`` on a GPU with FP8 tensor cores.
+    """``dtype`` checked for ``g``: ``"bf16"``, or ``"fp8"`` on a GPU with FP8 tensor cores. FP8 times the linear
+    layers at the FP8 peak; memory stays as in BF16, the FP8 weights standing in for the BF16 ones (NeMo's
+    ``fp8_param_gather`` recipes, torchao's per-step casts; Transformer Engine's cached copies are not counted).
 
     Examples:
         >>> from calc.hardware import gpu

@@ -127,8 +127,8 @@ def plan(
     rank's batch is one micro-batch outside pipeline parallelism (torchtitan before pytorch/torchtitan#1238).
     ``pipeline_rules``: [`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES] (``"megatron-2021"``: even stages,
     interleaving on more than 2); ``short_cp_gain``: [`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN], what CP
-    must save below 32K tokens. ``dtype="fp8"``: linear layers at the FP8 peak, plus cached FP8 weight copies
-    ([`calc.memory.fp8`][calc.memory.fp8]). Step-time knobs (``matmul_efficiency`` to ``p2p_overlap``):
+    must save below 32K tokens. ``dtype="fp8"``: linear layers at the FP8 peak, memory as BF16 (FP8 weights stand in
+    for the BF16 ones, ``plan_context.plan_dtype``). Step-time knobs (``matmul_efficiency`` to ``p2p_overlap``):
     [`step_time`][calc.timing.steptime.step_time]'s; ``pod_gpus``, ``oversubscription``: the
     [`Network`][calc.parallel.comm.Network]'s; ``stack`` to ``compile``: the [`Layout`][calc.memory.layout.Layout]'s
     (``None``: the stack's default). ``on_first``: called once with the layouts kept so far.
