@@ -291,3 +291,34 @@ def test_short_sequence_cp_is_ranked_only_where_it_pays():
             plan("llama3-8b", gpus=8, global_batch=8, short_cp_gain=bad, **kw)
         assert err.value.field == "short_cp_gain"
     assert plan("llama3-8b", gpus=64, seq_len=4096, global_batch=64)["layouts"][0]["cp"] == 1  # none below 8K
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus", "gpu", "extra"),
+    [
+        ("gpt2-large", 64, "h100-sxm", {}),  # interleavings of one pp once shared the first one's stage counts
+        ("llama3-8b", 64, "h100-sxm", {}),
+        ("qwen2.5-7b", 64, "h100-sxm", {}),
+        ("llama3-8b", 32, "a100-80", {"stack": "torchtitan"}),
+        ("mixtral-8x7b", 64, "h100-sxm", {"dtype": "fp8"}),
+        ("llama3-70b", 1024, "h100-sxm", {"seq_len": 8192, "global_batch": 1024}),  # the plan page's defaults
+    ],
+)
+def test_pruning_keeps_exactly_the_exhaustive_top(monkeypatch, model, gpus, gpu, extra):
+    """Branch and bound is a speed-up, never a filter (issue 21: "keep it fast by pruning, not by leaving layouts
+    out"): the top 5 equal those of the same search with every lower bound at zero, which evaluates every candidate."""
+    from calc.timing import plan_search
+    from calc.timing import planner as planner_module
+
+    keys = ("dp", "tp", "pp", "cp", "ep", "zero_stage", "micro_batch", "interleave", "recompute", "step_time_s")
+    kw = {"gpus": gpus, "seq_len": 4096, "global_batch": 256, "gpu": gpu, "top": 5, **extra}
+    pruned = [tuple(r[k] for k in keys) for r in plan(model, **kw)["layouts"]]
+
+    def no_bound(_x, cands):
+        for cand in cands:
+            cand.bound = 0.0
+
+    monkeypatch.setattr(planner_module, "bound", no_bound)
+    monkeypatch.setattr(plan_search, "state_bound", lambda *_: 0.0)
+    exhaustive = [tuple(r[k] for k in keys) for r in plan(model, **kw)["layouts"]]
+    assert pruned == exhaustive

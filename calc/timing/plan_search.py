@@ -70,6 +70,7 @@ class _Candidate:
     v: int
     bound: float
     counts: tuple[int, ...] = ()
+    bounds: dict[str, float] = field(default_factory=dict)
 
 
 def _why(err: CalcError) -> str:
@@ -124,6 +125,14 @@ class _Ctx:
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
+    bounds: dict[tuple[Any, ...], float] = field(default_factory=dict)
+    allowance: float | None = None
+
+    @property
+    def floor_args(self) -> tuple[int, int, str, bool]:
+        """``_memory_floor``'s arguments after the state: sequence, batch, convention, distributed optimizer."""
+        return self.s, self.batch, self.convention, self.dist
+
     on_first: Callable[[list[dict[str, Any]]], object] | None = None
 
     @property
@@ -200,26 +209,36 @@ def candidates(x: _Ctx) -> tuple[list[_Candidate], int]:
 
 def bound(x: _Ctx, cands: list[_Candidate]) -> None:
     """Give each candidate a lower bound on its step time and sort them best first (module docstring, step 2):
-    the busiest stage's compute and bubble without recomputation, communication or overlap, times the
-    straggler allowance. Every state of the candidate takes at least that long."""
-    peak, attn_peak = _peaks(x.g, x.knobs.get("dtype", "bf16"))  # FP8: the linear layers only
-    eff = matmul_efficiency_for(x.g) if x.eff is None else x.eff
-    fixed = x.knobs.get("attention_efficiency")
-    allowance = 1 + straggler_allowance(x.n, x.knobs.get("straggler_per_doubling", STRAGGLER_PER_DOUBLING))
-    cache: dict[tuple[int, int, int, int], float] = {}
+    the busiest stage's compute and bubble at the least recomputation whose memory floor fits (none, unless even
+    the most sharded ZeRO stage's floor overflows without it), without communication or overlap, times the
+    straggler allowance. Every state of the candidate that fits takes at least that long."""
+    zmax = max(x.zeros)
     for cand in cands:
-        key = (cand.tp, cand.pp, cand.cp, cand.mb)
-        if key not in cache:
-            attn = fixed or attention_efficiency(x.g, x.s // cand.cp, x.stack)  # a CP rank's kernel: s / cp rows
-            rates = (peak * eff, attn_peak * attn)
-            like = SimpleNamespace(tp=cand.tp, cp=cand.cp, pp=cand.pp, micro_batch=cand.mb, seq_len=x.s,
-                                   recompute="none", flash_attention=True, sequence_parallel=cand.tp > 1)  # fmt: skip
-            c = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, MEMORY_PASSES, cand.counts)  # type: ignore[arg-type]
-            cache[key] = c.t_mb
-        m = x.batch // (cand.dp * cand.mb)
-        compute = m * cache[key]
-        cand.bound = compute * (1 + _bubble(cand.pp, m, cand.v, None)) * allowance
+        fits = (r for r in x.recs if _memory_floor(x.arch, cand, zmax, r, *x.floor_args) <= x.capacity)
+        least = next(fits, x.recs[0])
+        cand.bound = state_bound(x, cand, least)
     cands.sort(key=lambda c: (c.bound, c.v))
+
+
+def state_bound(x: _Ctx, cand: _Candidate, r: str) -> float:
+    """A lower bound on the step time of ``cand``'s states at recomputation ``r``, any ZeRO stage: the busiest
+    stage's compute (recomputation included) and bubble, no communication, times the straggler allowance."""
+    if r in cand.bounds:
+        return cand.bounds[r]
+    key = (cand.tp, cand.pp, cand.cp, cand.mb, r, cand.counts)
+    if key not in x.bounds:
+        peak, attn_peak = _peaks(x.g, x.knobs.get("dtype", "bf16"))  # FP8: the linear layers only
+        eff = matmul_efficiency_for(x.g) if x.eff is None else x.eff
+        attn = x.knobs.get("attention_efficiency") or attention_efficiency(x.g, x.s // cand.cp, x.stack)
+        like = SimpleNamespace(tp=cand.tp, cp=cand.cp, pp=cand.pp, micro_batch=cand.mb, seq_len=x.s,
+                               recompute=r, flash_attention=True, sequence_parallel=cand.tp > 1)  # fmt: skip
+        rates = (peak * eff, attn_peak * attn)  # a CP rank's kernel: s / cp rows
+        x.bounds[key] = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, MEMORY_PASSES, cand.counts).t_mb  # type: ignore[arg-type]
+    if x.allowance is None:
+        x.allowance = 1 + straggler_allowance(x.n, x.knobs.get("straggler_per_doubling", STRAGGLER_PER_DOUBLING))
+    m = x.batch // (cand.dp * cand.mb)
+    cand.bounds[r] = m * x.bounds[key] * (1 + _bubble(cand.pp, m, cand.v, None)) * x.allowance
+    return cand.bounds[r]
 
 
 @dataclass
@@ -244,6 +263,9 @@ class _Outcome:
 def _try_state(x: _Ctx, cand: _Candidate, z: int, r: str, row: dict[str, Any], out: _Outcome) -> bool:
     """Evaluate ``cand`` at ZeRO ``z`` and recomputation ``r``; ``True`` when it fits (the state is kept)."""
     twin = out.twin
+    if out.cutoff < math.inf and state_bound(x, cand, r) >= out.cutoff:  # its compute alone is already too slow
+        out.too_slow = True
+        return False
     floor = _memory_floor(x.arch, cand, z, r, x.s, x.batch, x.convention, x.dist)
     if floor > x.capacity:  # sized before the layout is built: most states of a large model stop here
         if out.least is None or floor < out.least[2]:
