@@ -46,21 +46,44 @@ const started = performance.now();
 // `inPlace: false` replaces the results' HTML wholesale instead of patching it (for measuring the two).
 // `staleAfterMs`: an edit's previous result is marked stale (dimmed, "Updating…") only if the new answer is not back
 // by then; an answer within a frame or two replaces it with no flicker and no second paint (0: at once).
-// `addressLatestMs`: with the engine live, an edit's inputs reach the address bar after its answer is painted
-// (`history.replaceState` costs Chromium 2-5 ms of main thread, which an answer would wait behind), or this long after
-// the edit if no answer comes first.
+// `addressIdleMs`, `addressLatestMs`: with the engine live, an edit's inputs reach the address bar once its answer is
+// shown and no newer edit has come for `addressIdleMs`, and at the latest `addressLatestMs` after the edit, so a reader
+// typing on gets one write a second at most. A write is off the answer's path but not free: `history.replaceState`
+// cost Chromium about 9 ms of this thread and 14 ms of the browser process per edit (traced, 2 cores), which the
+// next keystroke's render shared the cores with. A link clicked, or the page left, writes a pending address first.
 const DEFAULTS = {
   bootTimeoutMs: 120_000,
   renderTimeoutMs: 30_000,
   maxRestarts: 3,
   inPlace: true,
   staleAfterMs: 100,
+  addressIdleMs: 150,
   addressLatestMs: 1000,
 };
 const settings = () => ({ ...DEFAULTS, ...(globalThis.__lcCalcTest || {}) });
 
 /** Run `fn` once the next frame has been painted (a task after the next animation frame), or after `latestMs` if no
  * frame comes first (a hidden tab paints none); whichever comes first, once. */
+/** Call `flush` before the reader leaves the page's state behind: a click on a link (capture phase, so before
+ *  Material's instant navigation pushes the next page's entry), or the page hidden or left. Returns the function that
+ *  removes the listeners again. */
+function onLeaving(flush) {
+  const onClick = (event) => {
+    if (event.target instanceof Element && event.target.closest("a[href]")) flush();
+  };
+  const onHidden = () => {
+    if (document.visibilityState === "hidden") flush();
+  };
+  document.addEventListener("click", onClick, true);
+  window.addEventListener("pagehide", flush);
+  document.addEventListener("visibilitychange", onHidden);
+  return () => {
+    document.removeEventListener("click", onClick, true);
+    window.removeEventListener("pagehide", flush);
+    document.removeEventListener("visibilitychange", onHidden);
+  };
+}
+
 function afterPaint(fn, latestMs) {
   let done = false;
   const once = () => {
@@ -956,19 +979,33 @@ function mount(root) {
     );
   }
 
-  /** The address follows an edit off the answer's path: after the answer is painted (`addressAfterAnswer`), or
-   *  `addressLatestMs` after the edit if no answer has come by then. */
+  /** The address follows an edit off the answer's path: once its answer is shown and `addressIdleMs` pass with no
+   *  newer edit (`addressAfterAnswer`), at the latest `addressLatestMs` after the first edit it has not written, and
+   *  before the reader follows a link or leaves the page. */
   let addressDue = false;
+  let addressIdle = 0; // the timer of the pause after the last answer
+  let addressLatest = 0; // the timer of the latest write
+  let stopLeaving = null; // removes the listeners that write a pending address before the reader leaves
   const syncUrlIfDue = () => {
+    clearTimeout(addressIdle);
+    clearTimeout(addressLatest);
+    stopLeaving?.();
+    stopLeaving = null;
     if (addressDue && owned()) syncUrl();
   };
   function syncUrlLater() {
+    clearTimeout(addressIdle); // a newer edit is being computed: no write under it
     if (addressDue) return;
     addressDue = true;
-    setTimeout(syncUrlIfDue, settings().addressLatestMs);
+    addressLatest = setTimeout(syncUrlIfDue, settings().addressLatestMs);
+    stopLeaving = onLeaving(syncUrlIfDue);
   }
   function addressAfterAnswer() {
-    if (addressDue) afterPaint(syncUrlIfDue, settings().addressLatestMs);
+    if (!addressDue) return;
+    clearTimeout(addressIdle);
+    const idle = settings().addressIdleMs;
+    if (idle > 0) addressIdle = setTimeout(syncUrlIfDue, idle);
+    else afterPaint(syncUrlIfDue, settings().addressLatestMs);
   }
 
   /** Before the first live answer: the build's results answer the defaults, so for other inputs they are hidden
