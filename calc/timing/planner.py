@@ -24,12 +24,14 @@ timed in full is pruned for a stated reason, counted in ``rejected_by_reason``.
    recomputation none or full; ``loss``, ``loss_chunk_tokens``, ``reshard_after_forward`` and ``compile`` given
    explicitly win, and ``recompute`` may pin any mode a [`Layout`][calc.memory.layout.Layout] takes.
 2. Each set of degrees (with its micro-batch and interleaving) gets a lower bound on its step time: its busiest
-   stage's compute and bubble at the fastest state, no communication, times the straggler allowance. Sets are
-   visited best bound first; once the bound passes the ``top``-th best kept time, the rest cannot enter and
-   are skipped (branch and bound). Of one set of degrees only its fastest micro-batch and interleaving is kept.
+   stage's compute (its own stage layer counts) and bubble at the least recomputation whose memory floor fits at
+   the most sharded ZeRO stage, no communication, times the straggler allowance. Sets are visited best bound
+   first; once the bound passes the ``top``-th best kept time, the rest cannot enter and are skipped (branch and
+   bound). Of one set of degrees only its fastest micro-batch and interleaving is kept. Pruning never changes the
+   ranking: ``tests/test_planner.py`` checks the top against the same search with every bound at zero.
 3. Within a set, recomputation is tried cheapest first (none, selective or op, full) and, at each, the lower ZeRO
-   stage first: the first state that fits is kept, since the others only add time. A state whose step time
-   cannot enter the top is not sized.
+   stage first: the first state that fits is kept, since the others only add time. A state whose step time, or
+   whose compute and bubble alone, cannot enter the top is not sized.
 4. Fit: the full per-GPU peak of [`calc.memory.overheads.peak_memory`][calc.memory.overheads.peak_memory] (as
    ``nvidia-smi`` shows it: tensors, allocator reserve, CUDA context, NCCL buffers), within
    ``1 - safety_margin`` of the GPU's memory; a need equal to it fits. An interleaved split that the memory

@@ -62,8 +62,6 @@ const DEFAULTS = {
 };
 const settings = () => ({ ...DEFAULTS, ...(globalThis.__lcCalcTest || {}) });
 
-/** Run `fn` once the next frame has been painted (a task after the next animation frame), or after `latestMs` if no
- * frame comes first (a hidden tab paints none); whichever comes first, once. */
 /** Call `flush` before the reader leaves the page's state behind: a click on a link (capture phase, so before
  *  Material's instant navigation pushes the next page's entry), or the page hidden or left. Returns the function that
  *  removes the listeners again. */
@@ -84,6 +82,8 @@ function onLeaving(flush) {
   };
 }
 
+/** Run `fn` once the next frame has been painted (a task after the next animation frame), or after `latestMs` if no
+ * frame comes first (a hidden tab paints none); whichever comes first, once. */
 function afterPaint(fn, latestMs) {
   let done = false;
   const once = () => {
