@@ -57,7 +57,7 @@ const DEFAULTS = {
   maxRestarts: 3,
   inPlace: true,
   staleAfterMs: 100,
-  addressIdleMs: 150,
+  addressIdleMs: 100,
   addressLatestMs: 1000,
 };
 const settings = () => ({ ...DEFAULTS, ...(globalThis.__lcCalcTest || {}) });
