@@ -230,29 +230,32 @@ def test_the_address_follows_a_pause_and_a_link_writes_it_first(browser, site_ur
     watch = Watch(context, site_url)
     page = context.new_page()
     watch.attach(page)
-    page.goto(f"{site_url}/")
-    wait_ready(page)
-    root = calc(page)
-    for value in ("13B", "34B", "70B"):
-        root.locator('[name="params"]').fill(value)
-        page.wait_for_function(
-            "el => el.dataset.answered === el.dataset.seq", arg=root.element_handle(), timeout=READY_TIMEOUT_MS
-        )
-        assert "params" not in page.evaluate("() => location.search"), "written while the reader types"
-    assert total_text(page) == format_bytes(model_state_bytes("70B").total)
-    page.evaluate("() => { document.querySelector('.md-content').dataset.left = ''; }")
-    page.locator('a[href$="reference/api/"]').first.click()
-    page.wait_for_function(PAGE_IN_PLACE, arg=f"{site_url}/reference/api/", timeout=READY_TIMEOUT_MS)
-    page.evaluate("() => { document.querySelector('.md-content').dataset.left = ''; }")
-    page.go_back()
-    back = page.evaluate("() => location.href").split("?")[0]
-    page.wait_for_function(PAGE_IN_PLACE, arg=page.evaluate("() => location.href.split('#')[0]"))
-    assert back == f"{site_url}/"
-    assert "will-it-fit.params=70B" in page.evaluate("() => location.search")
-    wait_ready(page)
-    assert calc(page).locator('[name="params"]').input_value() == "70B"
-    context.close()
+    try:
+        page.goto(f"{site_url}/")
+        wait_ready(page)
+        root = calc(page)
+        for value in ("13B", "34B", "70B"):
+            root.locator('[name="params"]').fill(value)
+            page.wait_for_function(
+                "el => el.dataset.answered === el.dataset.seq", arg=root.element_handle(), timeout=READY_TIMEOUT_MS
+            )
+            assert "params" not in page.evaluate("() => location.search"), "written while the reader types"
+        assert total_text(page) == format_bytes(model_state_bytes("70B").total)
+        page.evaluate("() => { document.querySelector('.md-content').dataset.left = ''; }")
+        page.locator('a[href$="reference/api/"]').first.click()
+        page.wait_for_function(PAGE_IN_PLACE, arg=f"{site_url}/reference/api/", timeout=READY_TIMEOUT_MS)
+        page.evaluate("() => { document.querySelector('.md-content').dataset.left = ''; }")
+        page.go_back()
+        back = page.evaluate("() => location.href").split("?")[0]
+        page.wait_for_function(PAGE_IN_PLACE, arg=page.evaluate("() => location.href.split('#')[0]"))
+        assert back == f"{site_url}/"
+        assert "will-it-fit.params=70B" in page.evaluate("() => location.search")
+        wait_ready(page)
+        assert calc(page).locator('[name="params"]').input_value() == "70B"
+    finally:
+        context.close()
     assert watch.errors == [], watch.errors
+    assert watch.foreign() == [], watch.foreign()
 
 
 def test_every_page_every_calculator(browser, site_url, site_pages) -> None:

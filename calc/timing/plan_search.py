@@ -125,15 +125,14 @@ class _Ctx:
     pruned: Counter[str] = field(default_factory=Counter)
     splits: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
-    bounds: dict[tuple[Any, ...], float] = field(default_factory=dict)
-    allowance: float | None = None
+    bounds: dict[tuple[Any, ...], float] = field(default_factory=dict)  # state_bound's compute per micro-batch
+    allowance: float | None = None  # 1 + the straggler allowance, once per plan
+    on_first: Callable[[list[dict[str, Any]]], object] | None = None
 
     @property
     def floor_args(self) -> tuple[int, int, str, bool]:
         """``_memory_floor``'s arguments after the state: sequence, batch, convention, distributed optimizer."""
         return self.s, self.batch, self.convention, self.dist
-
-    on_first: Callable[[list[dict[str, Any]]], object] | None = None
 
     @property
     def pinned(self) -> bool:
