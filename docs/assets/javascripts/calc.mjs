@@ -82,20 +82,6 @@ function onLeaving(flush) {
   };
 }
 
-/** Run `fn` once the next frame has been painted (a task after the next animation frame), or after `latestMs` if no
- * frame comes first (a hidden tab paints none); whichever comes first, once. */
-function afterPaint(fn, latestMs) {
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
-    clearTimeout(timer);
-    fn();
-  };
-  const timer = setTimeout(once, latestMs);
-  requestAnimationFrame(() => setTimeout(once, 0));
-}
-
 const QUOTE_CHARS = 40;
 const INVISIBLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
 const LINE_BREAKS = /[\t\n\r]/;
@@ -1003,9 +989,7 @@ function mount(root) {
   function addressAfterAnswer() {
     if (!addressDue) return;
     clearTimeout(addressIdle);
-    const idle = settings().addressIdleMs;
-    if (idle > 0) addressIdle = setTimeout(syncUrlIfDue, idle);
-    else afterPaint(syncUrlIfDue, settings().addressLatestMs);
+    addressIdle = setTimeout(syncUrlIfDue, settings().addressIdleMs);
   }
 
   /** Before the first live answer: the build's results answer the defaults, so for other inputs they are hidden
