@@ -181,6 +181,7 @@ def test_llama3_table4_step_time_pinned(gpus, dp, published):
 def test_a_16384_gpu_plan_takes_under_2_s_of_cpu():
     import time
 
+    plan.cache_clear()  # the search itself, not a kept answer
     start = time.process_time()
     r = plan("llama3.1-405b", gpus=16384, seq_len=8192, global_batch=2048, gpu="h100-sxm")
     assert time.process_time() - start < 2.0
@@ -239,6 +240,7 @@ def test_on_first_is_not_called_for_the_fewest_gpus_search() -> None:
 def test_only_the_planner_posts_a_first_fragment() -> None:
     from calc.widgets import render
 
+    plan.cache_clear()  # a kept answer is whole at once: only a search posts a first fragment
     got: list[str] = []
     assert render("plan", {}, got.append)["ok"] and len(got) == 1
     assert 'data-output="verdict"' in got[0] and "Searching. Best so far" in got[0]
@@ -255,6 +257,7 @@ def test_the_calculators_that_search_are_the_ones_that_post_first_fragments() ->
 
     posting = set()
     for name in calculators():
+        plan.cache_clear()
         got: list[str] = []
         render(name, {}, got.append)
         if got:
@@ -312,6 +315,7 @@ def test_pruning_keeps_exactly_the_exhaustive_top(monkeypatch, model, gpus, gpu,
 
     keys = ("dp", "tp", "pp", "cp", "ep", "zero_stage", "micro_batch", "interleave", "recompute", "step_time_s")
     kw = {"gpus": gpus, "seq_len": 4096, "global_batch": 256, "gpu": gpu, "top": 5, **extra}
+    plan.cache_clear()
     pruned = [tuple(r[k] for k in keys) for r in plan(model, **kw)["layouts"]]
 
     def no_bound(_x, cands):
@@ -320,5 +324,43 @@ def test_pruning_keeps_exactly_the_exhaustive_top(monkeypatch, model, gpus, gpu,
 
     monkeypatch.setattr(planner_module, "bound", no_bound)
     monkeypatch.setattr(plan_search, "state_bound", lambda *_: 0.0)
+    plan.cache_clear()  # the same arguments: searched again, not the kept answer
     exhaustive = [tuple(r[k] for k in keys) for r in plan(model, **kw)["layouts"]]
     assert pruned == exhaustive
+
+
+def test_recent_plans_are_answered_again_without_a_search(monkeypatch) -> None:
+    """``RECENT_PLANS``: the same arguments get an equal answer without a second search, as a copy no caller can
+    change; an error is kept too; ``on_first`` only hears a search; the oldest answer goes first."""
+    from calc.timing import planner
+
+    searched: list[int] = []
+    real = planner._plan
+
+    def counted(a: dict, *, advise: bool) -> dict:
+        if advise:  # (the fewest GPUs that hold a layout are searched with advise=False)
+            searched.append(a["gpus"])
+        return real(a, advise=advise)
+
+    monkeypatch.setattr(planner, "_plan", counted)
+    plan.cache_clear()
+    heard: list[object] = []
+    args = {"gpus": 16, "seq_len": 4096, "global_batch": 64}
+    first = plan("llama3-8b", **args, on_first=heard.append)
+    first["layouts"].clear()
+    again = plan("llama3-8b", **args, on_first=heard.append)
+    assert searched == [16] and len(heard) == 1
+    assert again["layouts"] and again == plan("llama3-8b", **args) and again is not first
+    assert plan("llama3-8b", **args, dp=1)["layouts"][0]["dp"] == 1 and searched == [16, 16]  # another question
+    with pytest.raises(CalcError, match="^gpus") as one:
+        plan("llama3.1-405b", gpus=1, seq_len=8192, global_batch=8)
+    with pytest.raises(CalcError, match="^gpus") as two:
+        plan("llama3.1-405b", gpus=1, seq_len=8192, global_batch=8)
+    assert str(one.value) == str(two.value) and searched == [16, 16, 1]
+    for n in range(2, 2 + planner.RECENT_PLANS):
+        plan("llama3-8b", gpus=8 * n, seq_len=4096, global_batch=64 * n)
+    plan("llama3-8b", **args)
+    assert searched[-1] == 16 and len(searched) == 3 + planner.RECENT_PLANS + 1  # the first answer was let go
+    plan.cache_clear()
+    plan("llama3-8b", **args)
+    assert len(searched) == 3 + planner.RECENT_PLANS + 2

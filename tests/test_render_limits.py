@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from calc.timing.planner import plan
 from calc.widgets import CALCULATOR_MODULES, calculators, render
 from calc.widgets.pipeline import MAX_ELIDED_PASSES
 
@@ -136,12 +137,15 @@ def _id(case: tuple[str, dict[str, str]]) -> str:
 def _cpu_seconds(name: str, inputs: dict[str, str]) -> tuple[float, dict]:
     """CPU time of one render, the smallest of up to three tries (a first call may fill caches; under Pyodide the
     clock is the wall clock, which a loaded machine stretches). A search is timed once: over its own ceiling it is an
-    xfail either way, and its 0.2-3 s renders, tried three times over, took a third of the Pyodide shards' time."""
+    xfail either way, and its 0.2-3 s renders, tried three times over, took a third of the Pyodide shards' time. It is
+    timed as a fresh search: the planner's answers to recent inputs (``RECENT_PLANS``, which another test may have
+    asked) are forgotten first."""
     best = float("inf")
     result: dict = {}
     for _ in range(1 if name in SEARCH_CEILINGS_S else 3):
         # Without the cyclic collector: a full collection of this process's heap (ten thousand tests) landed in a
         # 0.5 ms render once and made it 229 ms; the worker's heap is the engine's alone.
+        plan.cache_clear()
         collecting = gc.isenabled()
         gc.disable()
         try:

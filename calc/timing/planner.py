@@ -47,7 +47,9 @@ cluster, and the output says where. When nothing fits, the error on ``gpus`` say
 
 from __future__ import annotations
 
+import copy
 import math
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -62,7 +64,7 @@ from calc.timing.plan_search import _Ctx, bound, candidates, rank
 from calc.timing.plan_space import SHORT_CP_GAIN
 from calc.units import parse_positive_int
 
-__all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
+__all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "RECENT_PLANS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
 
 SAFETY_MARGIN: float = 0.05
 """Default share of GPU memory left free: a layout fits when its peak is at most 95% of the memory.
@@ -74,6 +76,16 @@ on 16,384 H100s at 80 GB of the 85.5 GB an H100 exposes)."""
 
 FLIP_WITHIN: float = 0.05
 """Two layouts whose predicted step times are within 5% are reported as a ranking that could flip."""
+
+RECENT_PLANS: int = 8
+"""How many of its latest answers [`plan`][calc.timing.planner.plan] keeps, by its arguments.
+
+A plan is a search (tenths of a second to seconds in the browser); a reader who goes back to inputs already asked,
+or back to the planner's page (the browser worker outlives instant navigation), gets the answer at once. A kept
+answer is handed out as a deep copy, so what a caller does to it changes no later answer; an error is kept too.
+``plan.cache_clear()`` empties it (a test or benchmark that times the search itself)."""
+
+_recent: OrderedDict[tuple[tuple[str, str, Any], ...], dict[str, Any] | CalcError] = OrderedDict()
 
 
 def plan(
@@ -155,7 +167,39 @@ def plan(
         >>> {x["recompute"] for x in titan["layouts"]} <= {"none", "op", "full"}, titan["layouts"][0]["zero_stage"]
         (True, 3)
     """
-    return _plan(dict(locals()), advise=True)
+    return _remembered(dict(locals()))
+
+
+def _remembered(a: dict[str, Any]) -> dict[str, Any]:
+    """``_plan(a, advise=True)``, or a copy of its answer to the same arguments among the last ``RECENT_PLANS``
+    (``on_first`` is not one: an answer kept is whole at once)."""
+    key = tuple(sorted((k, type(v).__name__, v) for k, v in a.items() if k != "on_first"))
+    try:
+        hash(key)
+    except TypeError:  # an argument that cannot be hashed is left to plan's own checks
+        return _plan(a, advise=True)
+    if key in _recent:
+        _recent.move_to_end(key)
+        kept = _recent[key]
+        if isinstance(kept, CalcError):
+            raise kept.with_traceback(None)
+        return copy.deepcopy(kept)
+    try:
+        result = _plan(a, advise=True)
+    except CalcError as err:
+        _keep(key, err)
+        raise
+    _keep(key, copy.deepcopy(result))
+    return result
+
+
+def _keep(key: tuple[tuple[str, str, Any], ...], answer: dict[str, Any] | CalcError) -> None:
+    _recent[key] = answer
+    while len(_recent) > RECENT_PLANS:
+        _recent.popitem(last=False)
+
+
+plan.cache_clear = _recent.clear  # type: ignore[attr-defined]
 
 
 _FEWEST_TRIES = 32
