@@ -92,8 +92,9 @@ def _layer(item: pytest.Item) -> int:
 SHARD_OPTION = "--lc-shard"
 """``--lc-shard K/N`` runs only every N-th selected test from the K-th (0-based): ``tests/test_pyodide.py`` splits
 the engine suite under Pyodide into N Node runs this way, one per xdist worker. Whole tests are dealt round-robin
-in collected order, so the slow neighbours (the planner's presets in ``tests/test_extremes.py``) spread evenly; a module
-marked ``one_shard`` goes whole to the shard of its first test (its module fixture computed once, not N times)."""
+in collected order, so the slow neighbours (the planner's presets in ``tests/test_render_limits.py``) spread evenly; a
+module marked ``one_shard`` goes whole to the shard of its first test (its module fixture computed once, not N
+times)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -4,8 +4,8 @@ The walk covers every calculator ``calc.widgets.CALCULATOR_MODULES`` registers, 
 later, with no list to keep up to date: each number field is probed for the largest and smallest
 value its error rule lets through (from ``PROBES``, others at their defaults, the field enabled),
 then every option of every select, then every pair of number fields at their largest at once (what
-multiplies, like dp × cp, is found without naming it), then ``tests/test_extremes.py``'s combined
-extremes. Each render must stay under a ceiling measured in CPU work, never in wall time:
+multiplies, like dp × cp, is found without naming it), then the combined extremes of
+``tests/_extreme_inputs.py``. Each render must stay under a ceiling measured in CPU work, never in wall time:
 
 * ``CPU_CEILING_S`` of ``time.process_time`` in CPython, this process's CPU alone (a loaded machine
   delays it but does not add to it), about ten times what the 10 ms Pyodide budget allows;
@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from _extreme_inputs import COMBINED
 from calc.timing.planner import plan
 from calc.widgets import CALCULATOR_MODULES, calculators, render
 from calc.widgets.pipeline import MAX_ELIDED_PASSES
@@ -117,10 +118,6 @@ def _cases() -> list[tuple[str, dict[str, str]]]:
         for a, b in itertools.combinations(sorted(limits), 2):
             base = {**_base(calc, fields[a]), **_base(calc, fields[b])}
             cases.append((name, {**base, a: limits[a][1], b: limits[b][1]}))
-    try:
-        from test_extremes import COMBINED
-    except ImportError:  # pragma: no cover - the other table is optional here
-        COMBINED = []
     return cases + [(name, {**calculators()[name].defaults, **inputs}) for name, inputs in COMBINED]
 
 
@@ -179,6 +176,9 @@ def test_render_stays_within_a_frame_of_work(case: tuple[str, dict[str, str]]) -
         assert seconds <= CPU_CEILING_S, f"{name} took {seconds * 1000:.0f} ms of CPU"
     assert len(html.encode()) <= BYTES_CEILING
     assert html.count("<") - html.count("</") <= ELEMENT_CEILING
+    if not result["ok"]:  # as tests/test_extremes.py holds: a refusal names one of the form's fields, in brief
+        assert result["error"]["field"] in calculators()[name].defaults, result["error"]
+        assert len(result["error"]["message"]) < 600
     if name == "pipeline-bubble":
         boxes = sum(d.count("M") for d in re.findall(r' d="([^"]*)"', html))
         assert boxes <= MAX_ELIDED_PASSES + 16  # a pass a cut runs across is drawn on both sides of it
