@@ -12,8 +12,8 @@ Against a built site on 127.0.0.1 (``--site``, else a fresh strict build), with 
   in the same interpreter, each calculator's module alone (``calculators``: module, page, median, min, max), one
   worker per calculator and round (``boot.measure_import``).
 * ``plan_first_ms``, ``plan_full_ms``: the planner's own targets (it searches): input event to its best layout so
-  far on screen, and to the full ranking, p95 at 1,024 GPUs, a new global batch each edit, so each a search
-  (``boot.measure_recompute``).
+  far on screen, and to the full ranking, p95 at the page's 1,024 GPUs, a new matmul efficiency each edit, so each
+  a search (``boot.measure_recompute``).
 * ``recompute_p95_ms``: input event to updated DOM, the p95 of the worst calculator but the planner
   (``boot.measure_recompute``), per round; its median, min and max over the rounds.
 * ``max_render_ms``: the slowest ``calc.widgets.render`` but the planner's inside Pyodide (under Node,
