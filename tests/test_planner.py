@@ -364,3 +364,28 @@ def test_recent_plans_are_answered_again_without_a_search(monkeypatch) -> None:
     plan.cache_clear()
     plan("llama3-8b", **args)
     assert len(searched) == 3 + planner.RECENT_PLANS + 2
+
+
+def test_the_first_fragment_is_the_last_plans_best_sized_before_any_bound(monkeypatch) -> None:
+    """A search that posts a first fragment sizes the last plan's best layout first (``_first_from_last``): it is
+    posted before any candidate is bounded, with the same degrees; the answer is the one a search without a history
+    gives. With another GPU count it is the nearest: the same tensor, pipeline and context parallelism."""
+    from calc.timing import planner
+
+    keys = ("tp", "pp", "cp", "micro_batch", "interleave")
+    order: list[object] = []
+    real = planner.bound
+    monkeypatch.setattr(planner, "bound", lambda x, cands: order.append("bound") or real(x, cands))
+    plan.cache_clear()
+    args = {"gpus": 64, "seq_len": 4096, "global_batch": 256}
+    last = plan("llama3-8b", **args)["layouts"][0]
+    order.clear()
+    got = plan("llama3-8b", **args, matmul_efficiency=0.5, on_first=order.append)
+    assert order[1] == "bound" and len(order[0]) == 1, order  # one row, before the bounds
+    assert {k: order[0][0][k] for k in ("dp", *keys)} == {k: last[k] for k in ("dp", *keys)}
+    plan.cache_clear()
+    assert plan("llama3-8b", **args, matmul_efficiency=0.5) == got
+    order.clear()
+    plan("llama3-8b", **{**args, "gpus": 128, "global_batch": 512}, on_first=order.append)
+    assert order[1] == "bound" and order[0][0]["dp"] != got["layouts"][0]["dp"]
+    assert {k: order[0][0][k] for k in keys[:3]} == {k: got["layouts"][0][k] for k in keys[:3]}

@@ -60,7 +60,7 @@ from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_context import context, result
 from calc.timing.plan_report import least_fits, no_layout, state_bytes, tp_across
-from calc.timing.plan_search import _Ctx, bound, candidates, rank
+from calc.timing.plan_search import _Ctx, bound, candidates, evaluate, rank
 from calc.timing.plan_space import SHORT_CP_GAIN
 from calc.units import parse_positive_int
 
@@ -83,9 +83,12 @@ RECENT_PLANS: int = 8
 A plan is a search (tenths of a second to seconds in the browser); a reader who goes back to inputs already asked,
 or back to the planner's page (the browser worker outlives instant navigation), gets the answer at once. A kept
 answer is handed out as a deep copy, so what a caller does to it changes no later answer; an error is kept too.
-``plan.cache_clear()`` empties it (a test or benchmark that times the search itself)."""
+Its last best layout is also the first one a new search posts (``_first_from_last``). ``plan.cache_clear()``
+forgets both (a test or benchmark that times the search itself)."""
 
 _recent: OrderedDict[tuple[tuple[str, str, Any], ...], dict[str, Any] | CalcError] = OrderedDict()
+_incumbent: list[tuple[int, ...]] = []
+"""The degrees, micro-batch and interleaving of the last plan's best layout (``_first_from_last``)."""
 
 
 def plan(
@@ -183,13 +186,16 @@ def _remembered(a: dict[str, Any]) -> dict[str, Any]:
         kept = _recent[key]
         if isinstance(kept, CalcError):
             raise kept.with_traceback(None)
-        return copy.deepcopy(kept)
-    try:
-        result = _plan(a, advise=True)
-    except CalcError as err:
-        _keep(key, err)
-        raise
-    _keep(key, copy.deepcopy(result))
+        result = copy.deepcopy(kept)
+    else:
+        try:
+            result = _plan(a, advise=True)
+        except CalcError as err:
+            _keep(key, err)
+            raise
+        _keep(key, copy.deepcopy(result))
+    best = result["layouts"][0]
+    _incumbent[:] = [tuple(best[k] for k in ("dp", "tp", "pp", "cp", "ep", "micro_batch", "interleave"))]
     return result
 
 
@@ -199,7 +205,30 @@ def _keep(key: tuple[tuple[str, str, Any], ...], answer: dict[str, Any] | CalcEr
         _recent.popitem(last=False)
 
 
-plan.cache_clear = _recent.clear  # type: ignore[attr-defined]
+def _forget() -> None:
+    """``plan.cache_clear()``: the kept answers and the last best layout go."""
+    _recent.clear()
+    _incumbent.clear()
+
+
+plan.cache_clear = _forget  # type: ignore[attr-defined]
+
+
+def _first_from_last(x: _Ctx, cands: list[Any]) -> None:
+    """Post the last plan's best layout first, when it fits here: a reader's edit usually leaves it a good layout,
+    and it is sized before the bounds of every candidate are (tens of ms in the browser). Where the GPU count or the
+    batch changed, the nearest: the same tensor, pipeline and context parallelism, the same micro-batch and
+    interleaving where this search has them. The search then runs as it would have (its result does not depend on
+    which plan came before); only the first fragment comes sooner."""
+    if x.on_first is None or not _incumbent:
+        return
+    dp, *rest = _incumbent[0]
+    near = [c for c in cands if (c.tp, c.pp, c.cp) == tuple(rest[:3])]  # the same model parallelism
+    near.sort(key=lambda c: ((c.dp, c.ep, c.mb, c.v) != (dp, *rest[3:]), (c.ep, c.mb, c.v) != tuple(rest[3:])))
+    row = evaluate(x, near[0], [])[0] if near else None
+    if row is not None:
+        first, x.on_first = x.on_first, None
+        first([row])
 
 
 _FEWEST_TRIES = 32
@@ -216,6 +245,7 @@ def _plan(a: dict[str, Any], *, advise: bool) -> dict[str, Any]:
     rejected: list[dict[str, Any]] = []
     evaluated = 0
     if cands:
+        _first_from_last(x, cands)
         bound(x, cands)
         kept, rejected, evaluated = rank(x, cands, a["top"], FLIP_WITHIN)
     if not kept:
