@@ -158,6 +158,7 @@ def _rank_cached(row_json: str) -> str:
     row = json.loads(row_json)
     kw = _kwargs(row)
     out: dict[str, Any] = {"id": row["id"], "refused": None}
+    plan.cache_clear()  # plan_s times the search, not an answer kept from a row with the same arguments
     t0 = time.perf_counter()
     top = plan(row["model"], top=TOP, **kw)
     out["plan_s"] = time.perf_counter() - t0
