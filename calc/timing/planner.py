@@ -225,7 +225,10 @@ def _first_from_last(x: _Ctx, cands: list[Any]) -> None:
     dp, *rest = _incumbent[0]
     near = [c for c in cands if (c.tp, c.pp, c.cp) == tuple(rest[:3])]  # the same model parallelism
     near.sort(key=lambda c: ((c.dp, c.ep, c.mb, c.v) != (dp, *rest[3:]), (c.ep, c.mb, c.v) != tuple(rest[3:])))
-    row = evaluate(x, near[0], [])[0] if near else None
+    try:
+        row = evaluate(x, near[0], [])[0] if near else None
+    except CalcError:  # whatever this layout cannot do, the search finds (or says) on its own
+        row = None
     if row is not None:
         first, x.on_first = x.on_first, None
         first([row])
