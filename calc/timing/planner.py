@@ -222,11 +222,15 @@ def _first_from_last(x: _Ctx, cands: list[Any]) -> None:
     which plan came before); only the first fragment comes sooner."""
     if x.on_first is None or not _incumbent:
         return
-    dp, *rest = _incumbent[0]
-    near = [c for c in cands if (c.tp, c.pp, c.cp) == tuple(rest[:3])]  # the same model parallelism
-    near.sort(key=lambda c: ((c.dp, c.ep, c.mb, c.v) != (dp, *rest[3:]), (c.ep, c.mb, c.v) != tuple(rest[3:])))
+    dp, tp, pp, cp, *rest = _incumbent[0]
+    near = [c for c in cands if (c.tp, c.pp, c.cp) == (tp, pp, cp)]  # the same model parallelism
+    if not near:
+        return
+    same = tuple(rest)  # ep, micro-batch, interleaving
+    # the last layout itself, else the same ep, micro-batch and interleaving at another dp, else the first
+    cand = min(near, key=lambda c: ((c.dp, c.ep, c.mb, c.v) != (dp, *same), (c.ep, c.mb, c.v) != same))
     try:
-        row = evaluate(x, near[0], [])[0] if near else None
+        row = evaluate(x, cand, [])[0]
     except CalcError:  # whatever this layout cannot do, the search finds (or says) on its own
         row = None
     if row is not None:
