@@ -129,5 +129,6 @@ def test_the_warm_up_runs_once_posts_no_answer_and_counts_no_render(instrumented
     assert after["renders"] - before["renders"] == 1
     warmed = page.evaluate("window.__warmed")
     assert len(warmed) == 1 and warmed[0]["renders"] >= 1, warmed  # one warm-up per calculator, not per edit
+    assert root.get_attribute("data-warmed") == str(warmed[0]["renders"])  # the signal bench/boot.py waits on
     shows_engine_result(root, "pipeline-bubble")
     assert watch.errors == []

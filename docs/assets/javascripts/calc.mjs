@@ -17,6 +17,9 @@
 //   data-first     the data-seq whose first answer is shown: a searching calculator's best so far (the
 //                  planner's, in a [data-partial-answer] block on top of the results, marked data-partial,
 //                  until the full answer), else its full answer.
+//   data-warmed    set once the worker's warm-up of this calculator is over (calc-worker.mjs): how many warm
+//                  renders ran, or "failed". Its edits run optimized WebAssembly from then on. A searching
+//                  calculator is not warmed up and never gets it.
 // A reply for older inputs is never shown and never clears data-stale.
 
 const WORKER_URL = new URL("./calc-worker.mjs", import.meta.url);
@@ -158,6 +161,10 @@ export function engine() {
         bootFailed(msg.message || "the engine could not load");
       } else if (msg.type === "dead") {
         die(eng, msg.message || "the Python runtime failed");
+      } else if (msg.type === "warmed") {
+        // The worker's warm-up of one calculator is over (calc-worker.mjs): its renders now run optimized code. The
+        // signal the bench waits on before it times an edit, and what a test of the warm-up reads.
+        for (const controller of controllers) if (controller.key === msg.key) controller.warmed(msg);
       } else if (msg.type === "partial") {
         eng.pending.get(msg.id)?.partial?.(msg); // the full "result" for the same id follows
       } else if (msg.type === "result") {
@@ -1187,6 +1194,10 @@ function mount(root) {
 
   const controller = {
     root,
+    key,
+    warmed({ renders, ok }) {
+      root.dataset.warmed = ok ? String(renders) : "failed";
+    },
     followUnit(unit) {
       if (!owned() || !unitControl || valueOf(unitControl) === unit || unusable(unitControl, unit)) return;
       setValue(unitControl, unit);
