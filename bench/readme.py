@@ -113,14 +113,17 @@ ROWS: tuple[tuple[str, Callable[[Results], str], Callable[[Results], str]], ...]
     ("import_calc_ms", lambda r: "`import calc` in Pyodide, fresh worker", _import_calc),
     (
         "recompute_p95_ms",
-        lambda r: "Recompute p95, worst calculator but the planner, after the warm-up"
-        + _worst(r, "recompute_p95_ms", "worst_case"),
+        lambda r: (
+            "Recompute p95, worst calculator but the planner, after the warm-up"
+            + _worst(r, "recompute_p95_ms", "worst_case")
+        ),
         lambda r: _spread(r["recompute_p95_ms"], _ms, " ms"),
     ),
     (
         "recompute_cold_p95_ms",
-        lambda r: "…edited as soon as the page settles, before the warm-up"
-        + _worst(r, "recompute_cold_p95_ms", "worst_case"),
+        lambda r: (
+            "…edited as soon as the page settles, before the warm-up" + _worst(r, "recompute_cold_p95_ms", "worst_case")
+        ),
         lambda r: _spread(r["recompute_cold_p95_ms"], _ms, " ms"),
     ),
     (

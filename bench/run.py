@@ -136,7 +136,9 @@ def measure_recompute(site: Path, runs: int) -> dict[str, object]:
         "recompute_p95_ms": {
             **stats(worst, loads, "ms"),
             "worst_case": max(medians, key=medians.__getitem__),
-            "cases_p95_median": {case: round(v, 2) for case, v in sorted(medians.items()) if not case.endswith("/cold")},
+            "cases_p95_median": {
+                case: round(v, 2) for case, v in sorted(medians.items()) if not case.endswith("/cold")
+            },
         },
         "recompute_cold_p95_ms": {
             **stats(cold, loads, "ms"),
