@@ -29,7 +29,9 @@ def test_the_index_is_fetched_only_when_the_reader_searches(session, site_url: s
     with page.expect_request(lambda r: r.url.endswith(INDEX)):
         page.locator('[data-md-component="search-query"]').click()  # the header's search box
     page.wait_for_function("() => document.documentElement.dataset.searchIndex === 'sent'")
-    page.locator('[data-md-component="search-query"]').fill("pipeline bubble")
+    # Typed as a reader types: Material reads the box on keyup (or when its search worker turns ready), not on the
+    # input event fill() sends, so a fill() after the worker was ready waited forever under load.
+    page.keyboard.type("pipeline bubble")
     page.wait_for_selector(".md-search-result__item a[href*='pipeline']")
     assert len(_index_requests(watch)) == 1
 
