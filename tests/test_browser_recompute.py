@@ -132,3 +132,19 @@ def test_the_warm_up_runs_once_posts_no_answer_and_counts_no_render(instrumented
     assert root.get_attribute("data-warmed") == str(warmed[0]["renders"])  # the signal bench/boot.py waits on
     shows_engine_result(root, "pipeline-bubble")
     assert watch.errors == []
+
+
+def test_a_calculator_whose_first_answer_is_an_error_is_marked_warmed_with_no_render(instrumented, site_url) -> None:  # noqa: F811
+    """Nothing is repeated for an error, and the page says so (data-warmed "0"): a bench or test that waits on the
+    signal is never left waiting."""
+    context, page, watch = instrumented()
+    context.add_init_script(WARMED)
+    page.goto(f"{site_url}/parallelism/pipeline/?pipeline-bubble.pp=0")
+    root = page.locator('[data-calc="pipeline-bubble"]').first
+    wait_settled(page, root)
+    assert root.locator("[role=alert]").inner_text().strip()  # the error is what the page shows
+    page.wait_for_selector('[data-calc="pipeline-bubble"][data-warmed]', timeout=READY_TIMEOUT_MS)
+    assert root.get_attribute("data-warmed") == "0"
+    assert page.evaluate("window.__warmed") == [{"type": "warmed", "key": root.get_attribute("data-calc-id") + "#1",
+                                                 "renders": 0, "ok": True}]  # fmt: skip
+    assert watch.errors == []

@@ -17,6 +17,7 @@
 //   {type: "dead", id, key, seq, message}             the runtime failed fatally (a Pyodide fatal error,
 //                                                    not a CalcError): this worker is useless now
 //   {type: "warmed", key, renders, ok}                a calculator's warm-up (below) is over: `renders` repeats
+//                                                    (0 where its first answer was an error: nothing to repeat)
 //
 // Boot: the runtime, the precompiled stdlib and the engine are fetched at once (see below); a missing
 // precompiled stdlib falls back to Pyodide's stock one. The precompiled one holds only the modules the worker uses;
@@ -201,7 +202,13 @@ function planWarmUp(request, reply) {
   if (request.type !== "render" || warmed.has(request.key)) return;
   warmed.add(request.key);
   runtime.searching ??= new Set(runtime.pyodide.pyimport("calc.widgets._partial").SEARCHING.toJs());
-  if (reply.type !== "result" || !reply.ok || runtime.searching.has(request.name)) return;
+  if (runtime.searching.has(request.name)) return;
+  if (reply.type !== "result") return; // a dead runtime warms nothing
+  if (!reply.ok) {
+    // Not repeated (an error's time is no guide to a render's), and said so: the page's data-warmed is "0".
+    self.postMessage({ type: "warmed", key: request.key, renders: 0, ok: true });
+    return;
+  }
   warm.push({ key: request.key, name: request.name, inputs: request.inputs, done: 0 });
 }
 

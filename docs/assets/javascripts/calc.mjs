@@ -18,8 +18,8 @@
 //                  planner's, in a [data-partial-answer] block on top of the results, marked data-partial,
 //                  until the full answer), else its full answer.
 //   data-warmed    set once the worker's warm-up of this calculator is over (calc-worker.mjs): how many warm
-//                  renders ran, or "failed". Its edits run optimized WebAssembly from then on. A searching
-//                  calculator is not warmed up and never gets it.
+//                  renders ran ("0" where its first answer was an error), or "failed". Its edits run optimized
+//                  WebAssembly from then on. A searching calculator is not warmed up and never gets it.
 // A reply for older inputs is never shown and never clears data-stale.
 
 const WORKER_URL = new URL("./calc-worker.mjs", import.meta.url);
