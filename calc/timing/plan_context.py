@@ -21,6 +21,7 @@ from calc.memory.model_state import CONVENTIONS
 from calc.models.architecture import Architecture
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU, interconnect
 from calc.parallel.network import Network
+from calc.timing.efficiency import FP8_MEMORY_PASSES
 from calc.timing.plan_report import by_reason
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model
 from calc.timing.plan_space import PIPELINE_RULES, cp_limit, share_below_one, short_cp
@@ -81,7 +82,8 @@ def _fp8_words(x: _Ctx) -> str:
     if x.knobs.get("dtype") != "fp8":
         return ""
     return (
-        " (FP8 in the linear layers, at the FP8 peak; attention and the rest in BF16. Memory as BF16: FP8 weights "
+        f" (FP8 in the linear layers, at the FP8 peak, their casts {FP8_MEMORY_PASSES:g} more HBM passes over the "
+        "stored activations; attention and the rest in BF16. Memory as BF16: FP8 weights "
         "stand in for the BF16 ones, as NeMo's fp8_param_gather and torchao's per-step casts run; Transformer "
         "Engine's cached copies beside BF16 weights, 1 to 2 bytes per parameter more (calc.memory.fp8), not counted)"
     )

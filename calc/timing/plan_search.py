@@ -31,6 +31,7 @@ from calc.parallel.network import Network
 from calc.timing.efficiency import (
     STRAGGLER_PER_DOUBLING,
     attention_efficiency,
+    elementwise_passes,
     matmul_efficiency_for,
     straggler_allowance,
 )
@@ -232,7 +233,9 @@ def state_bound(x: _Ctx, cand: _Candidate, r: str) -> float:
         like = SimpleNamespace(tp=cand.tp, cp=cand.cp, pp=cand.pp, micro_batch=cand.mb, seq_len=x.s,
                                recompute=r, flash_attention=True, sequence_parallel=cand.tp > 1)  # fmt: skip
         rates = (peak * eff, attn_peak * attn)  # a CP rank's kernel: s / cp rows
-        x.bounds[key] = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, MEMORY_PASSES, cand.counts).t_mb  # type: ignore[arg-type]
+        passes = elementwise_passes(MEMORY_PASSES, stack=x.stack, compile=bool(x.stack_knobs.get("compile")),
+                                    dtype=x.knobs.get("dtype", "bf16"))  # fmt: skip
+        x.bounds[key] = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, passes, cand.counts).t_mb  # type: ignore[arg-type]
     if x.allowance is None:
         x.allowance = 1 + straggler_allowance(x.n, x.knobs.get("straggler_per_doubling", STRAGGLER_PER_DOUBLING))
     m = x.batch // (cand.dp * cand.mb)

@@ -14,7 +14,9 @@ For an [`Architecture`][calc.models.architecture.Architecture], a [`Layout`][cal
   output it does not save (``_op_recomputed_weights``). Matmuls run at ``matmul_efficiency`` of the GPU's dense
   peak; the element-wise work (norms, softmax, dropout, GeLU) is memory-bound: ``memory_passes`` reads and
   writes of the layer's stored activations (Korthikanti Table 2: ``sbh(10 + 24/t + 5as/(ht))``, or
-  ``sbh(34/t + 5as/(ht))`` with sequence parallelism) at HBM bandwidth.
+  ``sbh(34/t + 5as/(ht))`` with sequence parallelism) at HBM bandwidth. FP8 linear layers add passes for
+  their casts, and torchtitan without ``torch.compile`` runs more passes (both in
+  [`calc.timing.efficiency`][calc.timing.efficiency]).
 * **Exposed communication** ([`calc.parallel.comm`][calc.parallel.comm], α–β per link level): TP, CP and EP
   collectives sit on the critical path, except that under the Megatron stack each layer's two backward TP
   input-gradient collectives run under their weight gradients (Megatron-LM's asynchronous ``dgrad`` all-reduce or
@@ -51,10 +53,12 @@ from calc.parallel.comm import StepComm, step_communication
 from calc.parallel.interconnects import SCALE_UP_FOR_GPU
 from calc.parallel.network import Network
 from calc.parallel.pipeline import schedule_bubble
-from calc.timing._breakdown import _rows, _straggler_why
+from calc.timing._breakdown import _rows, _straggler_rows
 from calc.timing._stage import _column_weights, _elementwise_bytes, _op_recomputed_weights, _row_weights
 from calc.timing.efficiency import (
+    FP8_MEMORY_PASSES,
     STRAGGLER_PER_DOUBLING,
+    elementwise_passes,
     matmul_efficiency_for,
     straggler_allowance,
 )
@@ -116,6 +120,21 @@ def layer_flops(arch: Architecture, seq_len: int, micro_batch: int, *, moe: bool
     matmul = 2 * (arch.attention_params_per_layer + mlp) * tokens
     attention = 4 * micro_batch * seq_len * seq_len * arch.num_heads * arch.head_dim
     return matmul, attention
+
+
+def _passes_of(layout: Layout, dtype: str, given: float | None, fp8: float) -> tuple[float, float]:
+    """The element-wise HBM passes of ``layout`` in ``dtype`` (`calc.timing.efficiency.elementwise_passes`)."""
+    given = None if given is None else _passes(given, "memory_passes")
+    return elementwise_passes(MEMORY_PASSES, stack=layout.stack, compile=layout.compile, dtype=dtype,
+                              fp8=_passes(fp8, "fp8_memory_passes"), given=given)  # fmt: skip
+
+
+def _passes(value: object, field_name: str) -> float:
+    """``value`` as a count of HBM passes: a number from 0 to 1,000."""
+    rule = "must be a number from 0 to 1000"
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 <= float(value) <= 1000:
+        raise CalcError(field_name, rule, value)
+    return float(value)
 
 
 def _fraction(value: object, field_name: str, zero: float | None = None) -> float:
@@ -190,7 +209,7 @@ def step_time(
     network: Network | None = None,
     matmul_efficiency: float | None = None,
     attention_efficiency: float | None = None,
-    memory_passes: float = MEMORY_PASSES,
+    memory_passes: float | None = None,
     dp_bucket_params: int = DP_BUCKET_PARAMS,
     dtype: str = "bf16",
     schedule: str | None = None,
@@ -203,6 +222,7 @@ def step_time(
     straggler_per_doubling: float = STRAGGLER_PER_DOUBLING,
     tp_dgrad_overlap: bool | None = None,
     tp_comm_overlap: bool = False,
+    fp8_memory_passes: float = FP8_MEMORY_PASSES,
 ) -> StepTime:
     """Predict one optimizer step of ``layout`` training ``arch`` (see the module docstring for the model).
 
@@ -213,10 +233,10 @@ def step_time(
         network: The cluster's links (default: the GPU's scale-up link and InfiniBand NDR, 8 per node).
         matmul_efficiency: Achieved share of the ``dtype`` peak in matmuls (default: the GPU generation's,
             [`matmul_efficiency_for`][calc.timing.efficiency.matmul_efficiency_for]).
-        attention_efficiency: Achieved share of the peak in the FlashAttention core (default: by sequence,
-            [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]; without it the matmuls'), of
-            the bf16 peak under ``dtype="fp8"`` (FP8 recipes cast the linear layers only).
-        memory_passes: HBM passes over the stored activations for element-wise work.
+        attention_efficiency: Achieved share of the bf16 peak (FP8 recipes cast the linear layers only) in the
+            FlashAttention core (default: [`attention_efficiency`][calc.timing.efficiency.attention_efficiency]).
+        memory_passes: HBM passes for element-wise work (``None``: the stack's), and ``fp8_memory_passes`` for FP8's
+            casts: [`elementwise_passes`][calc.timing.efficiency.elementwise_passes].
         dp_bucket_params: Parameters per gradient bucket (the last one is exposed).
         schedule: A pipeline schedule of [`calc.parallel.pipeline`][calc.parallel.pipeline] (``gpipe``, ``1f1b``,
             ``interleaved``, ``zb-h1``, ``dualpipe``); default interleaved when ``interleave > 1``, else 1F1B.
@@ -239,9 +259,9 @@ def step_time(
     _need_batch(layout, arch if check else None)
     g = gpu if isinstance(gpu, GPU) else gpu_preset(gpu)
     net = network or Network(SCALE_UP_FOR_GPU.get(g.name, "nvlink4"), "ib-ndr", gpus_per_node=g.gpus_per_node)
-    eff, attn_eff = _rates(g, layout, matmul_efficiency, attention_efficiency)
-    peak, attn_peak = _peaks(g, dtype)
-    c = _stage_compute(arch, layout, (peak * eff, attn_peak * attn_eff), g.hbm_bytes_per_s, memory_passes)
+    (eff, attn_eff), (peak, attn_peak) = _rates(g, layout, matmul_efficiency, attention_efficiency), _peaks(g, dtype)
+    passes = _passes_of(layout, dtype, memory_passes, fp8_memory_passes)
+    c = _stage_compute(arch, layout, (peak * eff, attn_peak * attn_eff), g.hbm_bytes_per_s, passes)
     m = layout.num_microbatches or 1
     compute = m * c.t_mb
     step = _communication(arch, layout, net, m, reshard_after_forward)
@@ -253,12 +273,11 @@ def step_time(
     critical = math.fsum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
     bubble = _bubble(layout.pp, m, layout.interleave, schedule) * (compute + critical)
     busy = compute + bubble + math.fsum(s for s, _ in exposed.values())
-    allowance = straggler_allowance(layout.gpus or 1, _fraction(straggler_per_doubling, "straggler_per_doubling", 0.0))
+    per_doubling = _fraction(straggler_per_doubling, "straggler_per_doubling", 0.0)
+    allowance = straggler_allowance(layout.gpus or 1, per_doubling)
     total = busy * (1 + allowance)
-    rows = _rows(c, (m, layout.pp, layout.interleave, schedule), (eff, attn_eff, peak, attn_peak), compute,
-                 bubble, step, exposed)  # fmt: skip
-    if allowance:
-        rows.append(("straggler and congestion", busy * allowance, _straggler_why(layout.gpus or 1, allowance)))
+    rows = _rows(c, (m, layout.pp, layout.interleave, schedule), (eff, attn_eff, peak, attn_peak, passes), compute,
+                 bubble, step, exposed) + _straggler_rows(layout.gpus or 1, allowance, per_doubling, busy)  # fmt: skip
     flat = {k: s for k, (s, _) in exposed.items()}
     return _result(layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, flat, peak,
                    rows)  # fmt: skip
@@ -359,7 +378,7 @@ def _stage_compute(
     layout: Layout,
     rates: tuple[float, float],
     hbm: float,
-    memory_passes: float,
+    memory_passes: float | tuple[float, float],
     counts: tuple[int, ...] | None = None,
 ) -> _Compute:
     """FLOPs per micro-batch and the busiest stage's seconds per micro-batch (module docstring: Narayanan et al.
@@ -376,7 +395,7 @@ def _compute_of(
     shape: tuple[int, int, int, int, str, bool, bool],
     rates: tuple[float, float],
     hbm: float,
-    memory_passes: float,
+    memory_passes: float | tuple[float, float],
     counts: tuple[int, ...],
 ) -> _Compute:
     """[`_stage_compute`][] of the layout's ``shape``: ``(tp, cp, micro_batch, seq_len, recompute,
@@ -384,7 +403,8 @@ def _compute_of(
     t, c, b, s, recompute, flash, sp = shape
     moe_layers = arch.num_moe_layers
     kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
-    model_fwd = hw_mm = hw_attn = mem_bytes = 0
+    model_fwd = hw_mm = hw_attn = mem_bytes = cast_bytes = 0
+    passes, casts = memory_passes if isinstance(memory_passes, tuple) else (memory_passes, 0.0)
     col = [min(w) for w in zip(*(_column_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
     row = [min(w) for w in zip(*(_row_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
     for moe, count in kinds:
@@ -399,6 +419,7 @@ def _compute_of(
         hw_mm += count * 2 * _op_recomputed_weights(arch, moe=moe) * s * b if recompute == "op" else 0
         hw_attn += count * attn * (4 if recompute in ("full", "selective") else 3)
         mem_bytes += count * _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c, sp, flash)
+        cast_bytes += count * _elementwise_bytes(s, b, arch.hidden_size, arch.num_heads, t, c, sp, True) if casts else 0
     logits = 2 * b * s * arch.hidden_size * arch.vocab_size
     n = arch.num_layers
     # Busiest stage: the most layers, or the last stage's layers plus the logit layer, whichever is slower.
@@ -415,7 +436,7 @@ def _compute_of(
         layers=counts[busiest],
         t_flops=float((hw_mm * share + head) / (t * c)) / mm_rate,
         t_attn=float(hw_attn * share / (t * c)) / attn_rate,
-        t_mem=float(mem_bytes * share) * memory_passes / hbm,
+        t_mem=(float(mem_bytes * share) * passes + float(cast_bytes * share) * casts) / hbm,
         wgrad=(2 * s * b * col[0] / (t * c) / mm_rate, 2 * s * b * col[1] / (t * c) / mm_rate),
         rgemm=(2 * s * b * row[0] / (t * c) / mm_rate, 2 * s * b * row[1] / (t * c) / mm_rate),
     )

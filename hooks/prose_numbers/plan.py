@@ -18,11 +18,16 @@ from calc.memory.layout import Layout
 from calc.models.presets import preset
 from calc.parallel.comm import step_communication
 from calc.parallel.network import Network, collective_cost, group_placement
-from calc.timing.efficiency import attention_efficiency, matmul_efficiency_for
+from calc.timing.efficiency import (
+    EAGER_MEMORY_PASSES,
+    FP8_MEMORY_PASSES,
+    attention_efficiency,
+    matmul_efficiency_for,
+)
 from calc.timing.plan_space import SHORT_CP_GAIN, cp_limit
 from calc.timing.planner import plan
 from calc.timing.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
-from prose_numbers import COMM_CALCULATOR
+from prose_numbers import COMM_CALCULATOR, times
 
 _A100 = {"gpu": "a100-80", "network": Network("nvlink3", "ib-hdr")}
 _RUNS = Path(__file__).resolve().parents[2] / "validation" / "published" / "runs.json"
@@ -41,6 +46,17 @@ def _table1_errors() -> tuple[float, ...]:
         got = step_time(preset(row["model"]), Layout(**row["layout"]), **_A100, **knobs).hardware_tflops_per_gpu
         out.append(got / row["measured"]["value"] - 1)
     return tuple(out)
+
+
+@cache
+def _dgx_fp8_gain(model: str) -> float:
+    """NVIDIA's DGX Cloud Llama 3.1 ``model`` on H100: the measured BF16 step over the FP8 one (``dgxc25-*`` rows,
+    the smallest job of each)."""
+    rows = {r["id"]: r for r in json.loads(_RUNS.read_text())["rows"]}
+    size = {"8b": 8, "70b": 64, "405b": 576}[model]
+    bf16, fp8 = (rows[f"dgxc25-llama3.1-{model}-h100-{k}{size}"]["measured"] for k in ("", "fp8-"))
+    assert bf16["metric"] == fp8["metric"] == "step_time_s"
+    return bf16["value"] / fp8["value"]
 
 
 @cache
@@ -99,6 +115,9 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "plan-attn-cudnn-8k": lambda: f"{attention_efficiency('h100-sxm', 8192, 'megatron'):.0%}",
     "plan-attn-fa2-8k": lambda: f"{attention_efficiency('h100-sxm', 8192, 'torchtitan'):.0%}",
     "plan-memory-passes": lambda: f"{MEMORY_PASSES:g}",
+    "plan-fp8-passes": lambda: f"{FP8_MEMORY_PASSES:g}",
+    "plan-eager-passes": lambda: f"{EAGER_MEMORY_PASSES:g}",
+    **{f"plan-fp8-gain-{m}": (lambda m=m: times(_dgx_fp8_gain(m), 3)) for m in ("8b", "70b", "405b")},
     "plan-cp-8k": lambda: str(cp_limit(8192)),
     "plan-cp-32k": lambda: str(cp_limit(32768)),
     "plan-short-cp-gain": lambda: f"{SHORT_CP_GAIN:.0%}",

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from calc.errors import CalcError
+from calc.hardware import GPU
+from calc.hardware import gpu as gpu_preset
 from calc.memory.layout import Layout
 from calc.memory.overheads import peak_memory
 from calc.models.presets import preset
@@ -33,6 +35,7 @@ __all__ = [
     "ROWS",
     "TOLERANCE",
     "arch_for",
+    "gpu_for",
     "layout_for",
     "load",
     "measured_step_s",
@@ -75,6 +78,21 @@ def arch_for(row: dict[str, Any]) -> Any:
     """
     arch = preset(row["model"])
     return dataclasses.replace(arch, **row["arch"]) if row.get("arch") else arch
+
+
+def gpu_for(row: dict[str, Any]) -> GPU | str:
+    """The GPU the row is timed on: the preset ``gpu``, or, where the run's hardware differs from every preset, that
+    preset with the figures in ``predict.gpu`` replaced (its ``why`` says where each was read).
+
+    Examples:
+        >>> gpu_for({"gpu": "h100-sxm"})
+        'h100-sxm'
+        >>> g = gpu_for({"gpu": "h100-sxm", "predict": {"gpu": {"hbm_bytes_per_s": 2_400_000_000_000, "why": "..."}}})
+        >>> g.name, g.hbm_bytes_per_s, g.bf16_flops
+        ('h100-sxm', 2400000000000, 989400000000000)
+    """
+    figures = {k: v for k, v in row.get("predict", {}).get("gpu", {}).items() if k != "why"}
+    return dataclasses.replace(gpu_preset(row["gpu"]), **figures) if figures else row["gpu"]
 
 
 def layout_for(row: dict[str, Any]) -> tuple[Layout, tuple[str, ...]]:
@@ -171,7 +189,7 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
                 net = extra["network"]
                 kwargs["network"] = Network(**net) if isinstance(net, dict) else Network(*net)
             kwargs.update(_knob_kwargs(step_time, row, out))
-            t = step_time(arch, layout, gpu=row["gpu"], **kwargs)
+            t = step_time(arch, layout, gpu=gpu_for(row), **kwargs)
             out["measured"] = measured_step_s(row, t)
             out["predicted"] = t.step_time_s
         out["error"] = out["predicted"] / out["measured"] - 1

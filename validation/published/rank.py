@@ -11,7 +11,8 @@ For every throughput row of ``runs.json`` that the engine models (no ``not_model
 - **unpinned**, ``top=3``: the planner's ranking.
 
 Both plans run on the row's training stack (``knobs.stack``: Megatron-LM or torchtitan, each searching what it
-implements, ``calc.timing.planner``) and its network's links, and within what the source's framework could run
+implements, ``calc.timing.planner``, with the row's ``compile`` and ``loss``), its GPU (``predict.gpu_for``) and
+its network's links, and within what the source's framework could run
 when it ran (``framework``: a row whose framework had one ZeRO stage, such as Megatron-LM before its distributed
 optimizer, is searched at that stage only; the row says why). A practitioner then could not pick a layout that
 needs a later feature, so the ranking does not offer it either.
@@ -38,7 +39,7 @@ from calc.errors import CalcError
 from calc.memory.stacks import STACKS
 from calc.timing.plan_space import cp_limit
 from calc.timing.planner import plan
-from validation.published.predict import load
+from validation.published.predict import gpu_for, load
 
 __all__ = ["SLOW_S", "TARGET", "TOP", "WITHIN", "modelled", "rank_all", "rank_row", "share", "table"]
 
@@ -61,7 +62,7 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     lay = row["layout"]
     kw: dict[str, Any] = {
         "gpus": row["gpus"],
-        "gpu": row["gpu"],
+        "gpu": gpu_for(row),
         "seq_len": lay["seq_len"],
         "global_batch": lay["global_batch"],
     }
@@ -79,7 +80,8 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     if len(stages) == 1:
         kw["zero_stage"] = stages[0]
     knobs = row.get("knobs", {})
-    kw |= {k: knobs[k] for k in ("overlap_param_gather", "tp_comm_overlap", "tp_dgrad_overlap") if k in knobs}
+    passed = ("overlap_param_gather", "tp_comm_overlap", "tp_dgrad_overlap", "compile", "loss")
+    kw |= {k: knobs[k] for k in passed if k in knobs}
     if "pipeline_rules" in row.get("framework", {}):
         kw["pipeline_rules"] = row["framework"]["pipeline_rules"]
     if row.get("framework", {}).get("gradient_accumulation") is False:
