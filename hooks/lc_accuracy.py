@@ -267,11 +267,15 @@ def _published(_data: dict[str, Any]) -> str:
         what = "step time" if row["kind"] == "throughput" else row["measured"]["metric"].replace("_", "-")
         err = "refused" if r["error"] is None else f"{r['error']:+.1%}"
         verdict = "within" if r["ok"] else row.get("not_modelled", "FAILS")
+        if row.get("predict", {}).get("gpu") and row["kind"] == "throughput":
+            verdict += " (GPU †)"
         lines.append(
             f"| `{row['id']}` ({what}) | {_source_cell(src)} | "
             f"{_published_value(row, r['measured'])} | {_published_value(row, r['predicted'])} | {err} | "
             f"±{r['tolerance']:.0%} | {verdict} |"
         )
+    own = sorted({row["predict"]["gpu"]["why"] for row, _ in results if row.get("predict", {}).get("gpu")})
+    lines += ["", *(f"† Timed on {why}." for why in own)]
     lines += ["", "| Stack | Rows | Within tolerance | Knobs the engine does not take yet |", "|---|---:|---:|---|"]
     stacks: dict[str, list[dict[str, Any]]] = {}
     for row, r in results:

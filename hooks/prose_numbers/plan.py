@@ -27,7 +27,7 @@ from calc.timing.efficiency import (
 from calc.timing.plan_space import SHORT_CP_GAIN, cp_limit
 from calc.timing.planner import plan
 from calc.timing.steptime import MATMUL_EFFICIENCY, MEMORY_PASSES, step_time
-from prose_numbers import COMM_CALCULATOR, times
+from prose_numbers import COMM_CALCULATOR
 
 _A100 = {"gpu": "a100-80", "network": Network("nvlink3", "ib-hdr")}
 _RUNS = Path(__file__).resolve().parents[2] / "validation" / "published" / "runs.json"
@@ -117,7 +117,7 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "plan-memory-passes": lambda: f"{MEMORY_PASSES:g}",
     "plan-fp8-passes": lambda: f"{FP8_MEMORY_PASSES:g}",
     "plan-eager-passes": lambda: f"{EAGER_MEMORY_PASSES:g}",
-    **{f"plan-fp8-gain-{m}": (lambda m=m: times(_dgx_fp8_gain(m), 3)) for m in ("8b", "70b", "405b")},
+    **{f"plan-fp8-gain-{m}": (lambda m=m: f"{_dgx_fp8_gain(m):.2f}×") for m in ("8b", "70b", "405b")},
     "plan-cp-8k": lambda: str(cp_limit(8192)),
     "plan-cp-32k": lambda: str(cp_limit(32768)),
     "plan-short-cp-gain": lambda: f"{SHORT_CP_GAIN:.0%}",
