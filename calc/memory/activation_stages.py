@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from functools import lru_cache
+from itertools import accumulate
 
 from calc.errors import CalcError
 from calc.memory._activation_args import ACTIVATION_BYTES, FP32_BYTES, MASK_BYTES, _ceil, _count, _counts, _flag
@@ -141,14 +142,17 @@ def held_chunks_peak(
 
 @lru_cache(maxsize=512)
 def _held_peak(p: int, v: int, m: int, k: int, chunks: tuple[int, ...]) -> int:
+    signed = chunks + tuple(-c for c in chunks)  # a forward of chunk i adds chunks[i], its backward takes it back
+    return max(accumulate((signed[e] for e in _chunk_events(p, v, m, k)), initial=0))
+
+
+@lru_cache(maxsize=512)  # the planner sizes the same schedule for every layout that shares its p, v and m
+def _chunk_events(p: int, v: int, m: int, k: int) -> tuple[int, ...]:
+    """Stage ``k``'s interleaved passes in order, each as its chunk ``i`` (a forward) or ``v + i`` (a backward)."""
     from calc.parallel.pipeline_orders import stage_order  # calc.parallel sits below calc.memory
 
-    held = peak = 0
-    for task in stage_order(p, m, "interleaved", v, k):
-        for kind, _, chunk, _ in task:
-            held += chunks[chunk] if kind == "F" else -chunks[chunk]
-            peak = max(peak, held)
-    return peak
+    order = stage_order(p, m, "interleaved", v, k)
+    return tuple(c if kind == "F" else v + c for task in order for kind, _, c, _ in task)
 
 
 def _stage(stage: object, pp: int) -> int:

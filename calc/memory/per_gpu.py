@@ -17,13 +17,14 @@ from dataclasses import dataclass, fields
 from fractions import Fraction
 from itertools import accumulate, pairwise
 
+from calc.memo import memoized
 from calc.memory.activation_profiles import hf_model_terms
 from calc.memory.activation_stages import _stage_extras
 from calc.memory.activations import LayerActivations, layer_activations
 from calc.memory.layout_spec import Layout, check_layout
 from calc.memory.model_state import COMPONENTS, CONVENTIONS, Convention, busiest_shard
 from calc.memory.stacks import loss_bytes
-from calc.memory.stage_plan import StagePlan, _ceil_div, _stage_tensors, stage_plan
+from calc.memory.stage_plan import StagePlan, _ceil_div, _tensors_of, stage_plan
 from calc.models.architecture import Architecture
 from calc.units import parse_positive_int
 
@@ -201,9 +202,8 @@ def _stage_memory(
     expert_ranks = max(1, ranks // layout.ep)
     dense_shard = expert_shard = None
     if layout.shard != "even" and zstage >= 1:
-        dense_tensors, expert_tensors = _stage_tensors(arch, layout, layers, k)
-        dense_shard = busiest_shard(dense_tensors, ranks, layout.shard)
-        expert_shard = busiest_shard(expert_tensors, expert_ranks, layout.shard)
+        degrees = (layout.tp, layout.pp, layout.ep, ranks, expert_ranks)
+        dense_shard, expert_shard = _busiest_shards(arch, degrees, tuple(layers), k, layout.shard)
     gpu = _state(dense, ranks, zstage, conv, dense_shard)
     if experts:
         for name, value in _state(experts, expert_ranks, zstage, conv, expert_shard).items():
@@ -253,6 +253,17 @@ def _stage_memory(
         num_microbatches=layout.num_microbatches or 0,
         saved_activations=activations + logits,
     )
+
+
+@memoized()  # the planner sizes the same stage's shards for every recomputation and micro-batch
+def _busiest_shards(
+    arch: Architecture, degrees: tuple[int, int, int, int, int], layers: tuple[int, ...], k: int, mode: str
+) -> tuple[int, int]:
+    """The busiest rank's dense and routed-expert shards of stage ``k`` (``degrees``: tp, pp, ep, the ZeRO ranks and
+    the expert ranks), [`busiest_shard`][calc.memory.model_state.busiest_shard] of its tensors."""
+    t, pp, ep, ranks, expert_ranks = degrees
+    dense, experts = _tensors_of(arch, t, pp, ep, layers, k)
+    return busiest_shard(dense, ranks, mode), busiest_shard(experts, expert_ranks, mode)
 
 
 def _chunk_bytes(per_layer: list[int], counts: tuple[int, ...]) -> tuple[int, ...]:

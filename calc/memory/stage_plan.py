@@ -165,7 +165,17 @@ def _stage_tensors(arch: Architecture, layout: Layout, layers: list[int], stage:
     overshoot them (an architecture this sketch does not know), the vectors and then the matrices give way
     to one flat tensor.
     """
-    t, h = layout.tp, arch.hidden_size
+    dense, experts = _tensors_of(arch, layout.tp, layout.pp, layout.ep, tuple(layers), stage)
+    return list(dense), list(experts)
+
+
+@memoized(maxsize=64)  # the planner shards a stage once for its every recomputation and ZeRO stage (an MoE stage
+# lists tens of thousands of tensors, so few are kept)
+def _tensors_of(
+    arch: Architecture, t: int, pp: int, ep: int, layers: tuple[int, ...], stage: int
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """[`_stage_tensors`][] of the degrees it reads, as tuples."""
+    h = arch.hidden_size
     mats: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
     vecs: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
 
@@ -196,7 +206,7 @@ def _stage_tensors(arch: Architecture, layout: Layout, layers: list[int], stage:
             mats[0].append((arch.num_experts, arch.num_experts * h))
             for _ in range(arch.num_shared_experts):
                 mlp(arch.moe_intermediate_size, 0, arch.expert_bias)
-            for _ in range(arch.num_experts // layout.ep):
+            for _ in range(arch.num_experts // ep):
                 mlp(arch.moe_intermediate_size, 1, arch.expert_bias)
         else:
             mlp(arch.intermediate_size, 0, arch.mlp_bias)
@@ -205,15 +215,15 @@ def _stage_tensors(arch: Architecture, layout: Layout, layers: list[int], stage:
         mats[0].append((rows, rows * h))  # the embedding
         if arch.position == "learned":
             mats[0].append((arch.max_position_embeddings, arch.max_position_embeddings * h))
-    if stage == layout.pp - 1:
+    if stage == pp - 1:
         norm(h)  # the final norm
-        if layout.pp > 1 or not arch.tied_embeddings:
+        if pp > 1 or not arch.tied_embeddings:
             mats[0].append((rows, rows * h))  # the output layer (its own copy when tied across stages)
     out = []
-    for want, m, vec in zip(_stage_params(arch, layout, layers, stage), mats, vecs, strict=True):
+    for want, m, vec in zip(_params_of(arch, t, pp, ep, layers, stage), mats, vecs, strict=True):
         for got in (m + vec, list(m), []):
             rest = want - sum(n for _, n in got)
             if rest >= 0:
-                out.append(got + ([(rest, rest)] if rest else []))
+                out.append(tuple(got + ([(rest, rest)] if rest else [])))
                 break
     return out[0], out[1]
