@@ -389,3 +389,28 @@ def test_the_first_fragment_is_the_last_plans_best_sized_before_any_bound(monkey
     plan("llama3-8b", **{**args, "gpus": 128, "global_batch": 512}, on_first=order.append)
     assert order[1] == "bound" and order[0][0]["dp"] != got["layouts"][0]["dp"]
     assert {k: order[0][0][k] for k in keys[:3]} == {k: got["layouts"][0][k] for k in keys[:3]}
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("0", None), ("12.5", None), ("-1", "fp8_memory_passes must be a number from 0 to 1000"),
+     ("nan", "fp8_memory_passes must be a number from 0 to 1000"), ("1e4", "fp8_memory_passes must be a number")],
+)  # fmt: skip
+def test_fp8_cast_passes_are_a_plan_knob(text, error):
+    """Issue 21: every step-time knob is overridable in the planner too; FP8's cast passes only slow an FP8 plan."""
+    from calc.errors import CalcError
+    from calc.timing.planner import plan_from_fields
+
+    run = {"gpus": "8", "seq_len": "8192", "global_batch": "64", "dtype": "fp8", "tp": "1", "pp": "1"}
+    if error:
+        with pytest.raises(CalcError, match=error):
+            plan_from_fields("llama3-8b", {**run, "fp8_memory_passes": text})
+        return
+    got = plan_from_fields("llama3-8b", {**run, "fp8_memory_passes": text})
+    default = plan_from_fields("llama3-8b", run)
+    assert (got["best_step_time_s"] < default["best_step_time_s"]) == (float(text) < 10)
+    assert f"their casts {float(text):g} more HBM passes" in " ".join(got["assumptions"])
+    bf16 = {**run, "dtype": "bf16"}
+    assert plan_from_fields("llama3-8b", {**bf16, "fp8_memory_passes": text})["best_step_time_s"] == pytest.approx(
+        plan_from_fields("llama3-8b", bf16)["best_step_time_s"]
+    )

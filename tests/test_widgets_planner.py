@@ -102,6 +102,22 @@ def test_the_step_time_knobs_are_on_the_form(field: str, value: str, kwarg: str)
     assert field not in calc.python(defaults)  # a default is left out of the copied call
 
 
+def test_the_fp8_cast_passes_are_on_the_form() -> None:
+    """The FP8 casts' passes (``FP8_MEMORY_PASSES``) are a folded knob: they move an FP8 plan, the copied Python
+    passes them, and a bad value names the field."""
+    calc = calculators()["plan"]
+    assert next(f for f in calc.fields if f.name == "fp8_memory_passes").folded
+    fp8 = {**calc.defaults, "dtype": "fp8"}
+    step = re.compile(r'data-output="step_time"[^>]*>([^<]*)<')
+    base, got = render("plan", fp8), render("plan", {**fp8, "fp8_memory_passes": "0"})
+    assert got["ok"], got
+    assert step.search(got["html"])[1] != step.search(base["html"])[1]
+    assert "fp8_memory_passes=0.0" in calc.python({**fp8, "fp8_memory_passes": "0"})
+    assert "fp8_memory_passes" not in calc.python(fp8)
+    err = render("plan", {**fp8, "fp8_memory_passes": "-3"})["error"]
+    assert err["field"] == "fp8_memory_passes" and "from 0 to 1000" in err["message"], err
+
+
 def test_a_pod_size_with_oversubscription_slows_a_plan_that_spans_pods() -> None:
     """Llama 3's fabric (Dubey et al. 2024 Sec. 3.3.1: 3,072-GPU pods, 1:7 above them) on the form: the pod size
     alone changes nothing (a non-blocking spine); with 1:7 above it the best layout's step is longer, as
@@ -126,11 +142,12 @@ def test_a_pod_size_with_oversubscription_slows_a_plan_that_spans_pods() -> None
 
 def test_the_forms_knob_defaults_are_the_engines() -> None:
     """The form types plan's defaults (their modules pull in the step-time model, which the form does not import)."""
-    from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
+    from calc.timing.efficiency import FP8_MEMORY_PASSES, STRAGGLER_PER_DOUBLING
     from calc.timing.overlap import TP_OVERLAP
-    from calc.widgets._plan_knobs import STRAGGLER_DEFAULT, TP_OVERLAP_DEFAULT
+    from calc.widgets._plan_knobs import FP8_PASSES_DEFAULT, STRAGGLER_DEFAULT, TP_OVERLAP_DEFAULT
 
     assert (float(TP_OVERLAP_DEFAULT), float(STRAGGLER_DEFAULT)) == (TP_OVERLAP, STRAGGLER_PER_DOUBLING)
+    assert float(FP8_PASSES_DEFAULT) == FP8_MEMORY_PASSES
 
 
 def test_the_forms_precisions_and_efficiencies_are_the_planners() -> None:

@@ -25,7 +25,7 @@ from calc.timing.efficiency import FP8_MEMORY_PASSES
 from calc.timing.plan_report import by_reason
 from calc.timing.plan_search import _STACK_SEARCH, _Ctx, _gb, _model
 from calc.timing.plan_space import PIPELINE_RULES, cp_limit, share_below_one, short_cp
-from calc.timing.steptime import _bool_arg
+from calc.timing.steptime import _bool_arg, _passes
 from calc.units import parse_positive_int
 
 __all__ = ["PLAN_DTYPES", "context", "plan_dtype", "result", "step_knobs"]
@@ -82,8 +82,8 @@ def _fp8_words(x: _Ctx) -> str:
     if x.knobs.get("dtype") != "fp8":
         return ""
     return (
-        f" (FP8 in the linear layers, at the FP8 peak, their casts {FP8_MEMORY_PASSES:g} more HBM passes over the "
-        "stored activations; attention and the rest in BF16. Memory as BF16: FP8 weights "
+        f" (FP8 in the linear layers, at the FP8 peak, their casts {x.knobs['fp8_memory_passes']:g} more HBM passes "
+        "over the stored activations; attention and the rest in BF16. Memory as BF16: FP8 weights "
         "stand in for the BF16 ones, as NeMo's fp8_param_gather and torchao's per-step casts run; Transformer "
         "Engine's cached copies beside BF16 weights, 1 to 2 bytes per parameter more (calc.memory.fp8), not counted)"
     )
@@ -214,6 +214,7 @@ def step_knobs(a: dict[str, Any]) -> dict[str, Any]:
     """
     knobs = {k: a[k] for k in ("attention_efficiency", "tp_overlap", "overlap_param_gather", "straggler_per_doubling")}
     knobs["tp_comm_overlap"] = _bool_arg(a["tp_comm_overlap"], "tp_comm_overlap")
+    knobs["fp8_memory_passes"] = _passes(a.get("fp8_memory_passes", FP8_MEMORY_PASSES), "fp8_memory_passes")
     for key in ("tp_dgrad_overlap", "p2p_overlap"):
         if a.get(key) is not None:  # None: the stack's or the schedule's own
             knobs[key] = _bool_arg(a[key], key)

@@ -233,8 +233,9 @@ def state_bound(x: _Ctx, cand: _Candidate, r: str) -> float:
         like = SimpleNamespace(tp=cand.tp, cp=cand.cp, pp=cand.pp, micro_batch=cand.mb, seq_len=x.s,
                                recompute=r, flash_attention=True, sequence_parallel=cand.tp > 1)  # fmt: skip
         rates = (peak * eff, attn_peak * attn)  # a CP rank's kernel: s / cp rows
-        passes = elementwise_passes(MEMORY_PASSES, stack=x.stack, compile=bool(x.stack_knobs.get("compile")),
-                                    dtype=x.knobs.get("dtype", "bf16"))  # fmt: skip
+        compiled, fp8 = bool(x.stack_knobs.get("compile")), x.knobs.get("fp8_memory_passes", 0.0)
+        passes = elementwise_passes(MEMORY_PASSES, stack=x.stack, compile=compiled, dtype=x.knobs.get("dtype", "bf16"),
+                                    fp8=fp8)  # fmt: skip
         x.bounds[key] = _stage_compute(x.arch, like, rates, x.g.hbm_bytes_per_s, passes, cand.counts).t_mb  # type: ignore[arg-type]
     if x.allowance is None:
         x.allowance = 1 + straggler_allowance(x.n, x.knobs.get("straggler_per_doubling", STRAGGLER_PER_DOUBLING))

@@ -56,13 +56,13 @@ from typing import Any
 from calc.errors import CalcError
 from calc.hardware import GPU
 from calc.models.architecture import Architecture
-from calc.timing.efficiency import STRAGGLER_PER_DOUBLING
+from calc.timing.efficiency import FP8_MEMORY_PASSES, STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_context import context, result
 from calc.timing.plan_report import least_fits, no_layout, state_bytes, tp_across
 from calc.timing.plan_search import _Ctx, bound, candidates, evaluate, rank
 from calc.timing.plan_space import SHORT_CP_GAIN
-from calc.units import parse_positive_int
+from calc.units import parse_decimal, parse_positive_int
 
 __all__ = ["FLIP_WITHIN", "PLAN_FIELDS", "RECENT_PLANS", "SAFETY_MARGIN", "plan", "plan_from_fields", "run_cli"]
 
@@ -126,6 +126,7 @@ def plan(
     tp_comm_overlap: bool = False,
     tp_dgrad_overlap: bool | None = None,
     p2p_overlap: bool | None = None,
+    fp8_memory_passes: float = FP8_MEMORY_PASSES,
     pod_gpus: int | None = None,
     oversubscription: float = 1.0,
     stack: str = "megatron",
@@ -145,10 +146,8 @@ def plan(
     ``pipeline_rules``: [`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES] (``"megatron-2021"``: even stages,
     interleaving on more than 2); ``short_cp_gain``: [`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN], what CP
     must save below 32K tokens. ``dtype="fp8"``: linear layers at the FP8 peak, memory as BF16 (FP8 weights stand in
-    for the BF16 ones, ``plan_context.plan_dtype``). Step-time knobs (``matmul_efficiency`` to ``p2p_overlap``):
-    [`step_time`][calc.timing.steptime.step_time]'s; ``pod_gpus``, ``oversubscription``: the
-    [`Network`][calc.parallel.comm.Network]'s; ``stack`` to ``compile``: the [`Layout`][calc.memory.layout.Layout]'s
-    (``None``: the stack's default). ``on_first``: called once with the layouts kept so far.
+    for the BF16 ones). ``matmul_efficiency`` to ``fp8_memory_passes``: [`step_time`][calc.timing.steptime.step_time]'s;
+    ``pod_gpus``, ``oversubscription``: the network's; ``stack`` to ``compile``: the Layout's; ``on_first``: a callback.
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
@@ -319,6 +318,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "tp_comm_overlap",
     "tp_dgrad_overlap",
     "p2p_overlap",
+    "fp8_memory_passes",
     "pod_gpus",
     "oversubscription",
     "stack",
@@ -369,6 +369,8 @@ def plan_from_fields(
             if text.lower() not in ("0", "1", "true", "false", "yes", "no"):
                 raise CalcError(key, "must be true or false (1 or 0)", text)
             kw[key] = text.lower() in ("1", "true", "yes")
+        elif key == "fp8_memory_passes":
+            kw[key] = float(parse_decimal(text, key, "must be a number from 0 to 1000", minimum=0, maximum=1000))
         elif key in _SHARE_FIELDS or key == "oversubscription":
             try:
                 kw[key] = float(text)

@@ -21,6 +21,7 @@ from calc.widgets._html import checked
 __all__ = [
     "DTYPES",
     "EFFICIENCY_BY_GENERATION",
+    "FP8_PASSES_DEFAULT",
     "MAX_OVERSUBSCRIPTION",
     "P2P_CHOICES",
     "SAFETY_MARGIN_DEFAULT",
@@ -40,6 +41,12 @@ the form does not import; ``tests/test_widgets_planner.py`` holds the two equal)
 
 STRAGGLER_DEFAULT = "0.015"
 """``calc.timing.efficiency.STRAGGLER_PER_DOUBLING`` as the form types it (held equal by the same test)."""
+
+FP8_PASSES_DEFAULT = "10"
+"""``calc.timing.efficiency.FP8_MEMORY_PASSES`` as the form types it (held equal by the same test)."""
+
+MAX_FP8_PASSES = 1000
+"""The most HBM passes the form takes for FP8's casts (``step_time`` takes up to 1,000 too)."""
 
 _SHARES = {"attention_efficiency": (Fraction(1, 20), ""), "tp_overlap": (Fraction(0), TP_OVERLAP_DEFAULT)}
 _SHARES["straggler_per_doubling"] = (Fraction(0), STRAGGLER_DEFAULT)
@@ -102,6 +109,12 @@ STEP_KNOB_FIELDS = (
         "Attention efficiency (share of peak)",
         "",
         help="blank: the measured rate of the stack's attention kernel; put your measured value",
+    ),
+    _folded(
+        "fp8_memory_passes",
+        "FP8 casts: HBM passes over the stored activations",
+        FP8_PASSES_DEFAULT,
+        help="FP8 only; fitted to published BF16/FP8 pairs (NVIDIA's and torchtitan's); 0 for none",
     ),
     _folded(
         "tp_overlap",
@@ -171,6 +184,11 @@ def step_knobs(v: dict[str, str]) -> dict[str, str]:
     for name in SWITCH_KNOBS:
         if checked(v[name]):
             knobs[name] = "1"
+    text = v.get("fp8_memory_passes", FP8_PASSES_DEFAULT).strip()
+    rule = f"must be a number from 0 to {MAX_FP8_PASSES}"
+    passes = parse_decimal(text, "fp8_memory_passes", rule, minimum=0, maximum=MAX_FP8_PASSES)
+    if passes != int(FP8_PASSES_DEFAULT):
+        knobs["fp8_memory_passes"] = repr(float(passes))
     knobs.update(_fabric(v))
     if one_of(v, "p2p_overlap", (value for value, _ in P2P_CHOICES)) != "schedule":
         knobs["p2p_overlap"] = v["p2p_overlap"]

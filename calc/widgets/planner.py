@@ -404,7 +404,7 @@ def _python(v: dict[str, str]) -> str:
 
     _, fields = _plan_fields(v)
     kw: dict[str, object] = {}
-    shares = ("safety_margin", "matmul_efficiency", "oversubscription", *SHARE_KNOBS)
+    shares = ("safety_margin", "matmul_efficiency", "oversubscription", "fp8_memory_passes", *SHARE_KNOBS)
     for key, text in fields.items():
         if key in SWITCH_KNOBS:
             kw[key] = True  # set only when on (step_knobs)
