@@ -74,6 +74,7 @@ OK: dict[tuple[str, str], frozenset[str]] = {
     ("plan", "p2p_overlap"): frozenset({"0"}),  # a choice: the pipeline's sends exposed
     ("plan", "pod_gpus"): _BLANK,  # blank: one non-blocking fabric
     ("plan", "oversubscription"): frozenset({"1.5"}),  # 1:1.5 above the pods
+    ("plan", "fp8_memory_passes"): frozenset({"0", "1.5"}),  # FP8's casts: none, or a measured count of passes
     # Real-valued fields take 1.5.
     **dict.fromkeys(_REAL, frozenset({"1.5"})),
     ("serving-memory", "reserved_pct"): frozenset({"0", "1.5"}),
