@@ -147,7 +147,7 @@ def plan(
     interleaving on more than 2); ``short_cp_gain``: [`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN], what CP
     must save below 32K tokens. ``dtype="fp8"``: linear layers at the FP8 peak, memory as BF16 (FP8 weights stand in
     for the BF16 ones). ``matmul_efficiency`` to ``fp8_memory_passes``: [`step_time`][calc.timing.steptime.step_time]'s;
-    ``pod_gpus``, ``oversubscription``: the network's; ``stack`` to ``compile``: the Layout's; ``on_first``: a callback.
+    ``pod_gpus``, ``oversubscription``: the network's; ``stack`` to ``compile``: the Layout's; ``on_first(kept)``: once.
 
     Returns:
         ``{"layouts", "rejected", "rejected_by_reason", "searched", "candidates", "evaluated", "assumptions"}``,
