@@ -142,12 +142,13 @@ def test_a_pod_size_with_oversubscription_slows_a_plan_that_spans_pods() -> None
 
 def test_the_forms_knob_defaults_are_the_engines() -> None:
     """The form types plan's defaults (their modules pull in the step-time model, which the form does not import)."""
-    from calc.timing.efficiency import FP8_MEMORY_PASSES, STRAGGLER_PER_DOUBLING
+    from calc.timing.efficiency import FP8_MEMORY_PASSES, MAX_PASSES, STRAGGLER_PER_DOUBLING
     from calc.timing.overlap import TP_OVERLAP
-    from calc.widgets._plan_knobs import FP8_PASSES_DEFAULT, STRAGGLER_DEFAULT, TP_OVERLAP_DEFAULT
+    from calc.widgets._plan_knobs import FP8_PASSES_DEFAULT, MAX_FP8_PASSES, STRAGGLER_DEFAULT, TP_OVERLAP_DEFAULT
 
     assert (float(TP_OVERLAP_DEFAULT), float(STRAGGLER_DEFAULT)) == (TP_OVERLAP, STRAGGLER_PER_DOUBLING)
     assert float(FP8_PASSES_DEFAULT) == FP8_MEMORY_PASSES
+    assert MAX_FP8_PASSES == MAX_PASSES
 
 
 def test_the_forms_precisions_and_efficiencies_are_the_planners() -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "EAGER_MEMORY_PASSES",
     "FP8_MEMORY_PASSES",
     "MATMUL_EFFICIENCY_BY_GPU",
+    "MAX_PASSES",
     "STRAGGLER_FROM_GPUS",
     "STRAGGLER_PER_DOUBLING",
     "attention_efficiency",
@@ -127,6 +128,10 @@ float32 intermediates), where ``torch.compile`` fuses them; the compiled run kee
 pairs (``benchmarks/llama3_h100_202412_torchtitan.md`` Tables 1 and 3: Llama 3.1 8B FSDP on 8 and 128 H100s,
 5,762 against 6,667 and 5,605 against 6,514 tokens/s per GPU): with 22 passes each eager row's error equals its
 compiled twin's within half a point. Megatron-LM's fused Transformer Engine kernels need no compiler."""
+
+MAX_PASSES: int = 1000
+"""The most element-wise HBM passes ``step_time`` and ``plan`` take (``memory_passes``, ``fp8_memory_passes``): a
+bound on typing, far above any stack's (the defaults are 10 to 22)."""
 
 STRAGGLER_FROM_GPUS: int = 256
 """Job size from which the straggler / congestion allowance starts (no allowance at or below it)."""

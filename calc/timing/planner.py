@@ -56,7 +56,7 @@ from typing import Any
 from calc.errors import CalcError
 from calc.hardware import GPU
 from calc.models.architecture import Architecture
-from calc.timing.efficiency import FP8_MEMORY_PASSES, STRAGGLER_PER_DOUBLING
+from calc.timing.efficiency import FP8_MEMORY_PASSES, MAX_PASSES, STRAGGLER_PER_DOUBLING
 from calc.timing.overlap import TP_OVERLAP
 from calc.timing.plan_context import context, result
 from calc.timing.plan_report import least_fits, no_layout, state_bytes, tp_across
@@ -370,7 +370,8 @@ def plan_from_fields(
                 raise CalcError(key, "must be true or false (1 or 0)", text)
             kw[key] = text.lower() in ("1", "true", "yes")
         elif key == "fp8_memory_passes":
-            kw[key] = float(parse_decimal(text, key, "must be a number from 0 to 1000", minimum=0, maximum=1000))
+            rule = f"must be a number from 0 to {MAX_PASSES}"
+            kw[key] = float(parse_decimal(text, key, rule, minimum=0, maximum=MAX_PASSES))
         elif key in _SHARE_FIELDS or key == "oversubscription":
             try:
                 kw[key] = float(text)

@@ -57,6 +57,7 @@ from calc.timing._breakdown import _rows, _straggler_rows
 from calc.timing._stage import _column_weights, _elementwise_bytes, _op_recomputed_weights, _row_weights
 from calc.timing.efficiency import (
     FP8_MEMORY_PASSES,
+    MAX_PASSES,
     STRAGGLER_PER_DOUBLING,
     elementwise_passes,
     matmul_efficiency_for,
@@ -130,9 +131,9 @@ def _passes_of(layout: Layout, dtype: str, given: float | None, fp8: float) -> t
 
 
 def _passes(value: object, field_name: str) -> float:
-    """``value`` as a count of HBM passes: a number from 0 to 1,000."""
-    rule = "must be a number from 0 to 1000"
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 <= float(value) <= 1000:
+    """``value`` as a count of HBM passes, from 0 to [`MAX_PASSES`][calc.timing.efficiency.MAX_PASSES]."""
+    rule = f"must be a number from 0 to {MAX_PASSES}"
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 <= float(value) <= MAX_PASSES:
         raise CalcError(field_name, rule, value)
     return float(value)
 
@@ -378,7 +379,7 @@ def _stage_compute(
     layout: Layout,
     rates: tuple[float, float],
     hbm: float,
-    memory_passes: float | tuple[float, float],
+    memory_passes: tuple[float, float],
     counts: tuple[int, ...] | None = None,
 ) -> _Compute:
     """FLOPs per micro-batch and the busiest stage's seconds per micro-batch (module docstring: Narayanan et al.
@@ -395,7 +396,7 @@ def _compute_of(
     shape: tuple[int, int, int, int, str, bool, bool],
     rates: tuple[float, float],
     hbm: float,
-    memory_passes: float | tuple[float, float],
+    memory_passes: tuple[float, float],
     counts: tuple[int, ...],
 ) -> _Compute:
     """[`_stage_compute`][] of the layout's ``shape``: ``(tp, cp, micro_batch, seq_len, recompute,
@@ -404,7 +405,7 @@ def _compute_of(
     moe_layers = arch.num_moe_layers
     kinds = [(False, arch.num_layers - moe_layers)] + ([(True, moe_layers)] if moe_layers else [])
     model_fwd = hw_mm = hw_attn = mem_bytes = cast_bytes = 0
-    passes, casts = memory_passes if isinstance(memory_passes, tuple) else (memory_passes, 0.0)
+    passes, casts = memory_passes  # over the stored activations, and over them without scores for FP8's casts
     col = [min(w) for w in zip(*(_column_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
     row = [min(w) for w in zip(*(_row_weights(arch, moe=moe) for moe, count in kinds if count), strict=True)]
     for moe, count in kinds:

@@ -46,7 +46,8 @@ FP8_PASSES_DEFAULT = "10"
 """``calc.timing.efficiency.FP8_MEMORY_PASSES`` as the form types it (held equal by the same test)."""
 
 MAX_FP8_PASSES = 1000
-"""The most HBM passes the form takes for FP8's casts (``step_time`` takes up to 1,000 too)."""
+"""``calc.timing.efficiency.MAX_PASSES``, the most HBM passes the form takes for FP8's casts (held equal by the
+same test)."""
 
 _SHARES = {"attention_efficiency": (Fraction(1, 20), ""), "tp_overlap": (Fraction(0), TP_OVERLAP_DEFAULT)}
 _SHARES["straggler_per_doubling"] = (Fraction(0), STRAGGLER_DEFAULT)
