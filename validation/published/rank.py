@@ -80,7 +80,7 @@ def _kwargs(row: dict[str, Any]) -> dict[str, Any]:
     if len(stages) == 1:
         kw["zero_stage"] = stages[0]
     knobs = row.get("knobs", {})
-    passed = ("overlap_param_gather", "tp_comm_overlap", "tp_dgrad_overlap", "compile", "loss")
+    passed = ("overlap_param_gather", "tp_comm_overlap", "tp_dgrad_overlap", "p2p_overlap", "compile", "loss")
     kw |= {k: knobs[k] for k in passed if k in knobs}
     if "pipeline_rules" in row.get("framework", {}):
         kw["pipeline_rules"] = row["framework"]["pipeline_rules"]
