@@ -25,7 +25,7 @@ from calc.memory.layout_spec import Layout
 from calc.memory.pipeline_split import split_layers
 from calc.models.architecture import Architecture
 
-__all__ = ["StagePlan", "stage_layers", "stage_plan"]
+__all__ = ["StagePlan", "layer_params", "stage_layers", "stage_plan"]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -123,6 +123,19 @@ def stage_layers(
 def _stage_params(arch: Architecture, layout: Layout, layers: list[int], stage: int) -> tuple[int, int]:
     """(dense params, routed-expert params) one GPU of ``stage`` holds, after TP and EP."""
     return _params_of(arch, layout.tp, layout.pp, layout.ep, tuple(layers), stage)
+
+
+def layer_params(arch: Architecture, layer: int, *, tp: int = 1, ep: int = 1) -> int:
+    """Parameters one GPU holds of transformer layer ``layer`` (no embedding or output layer): its attention and
+    MLP split over ``tp``, routed experts over ``ep × tp``, norms and router replicated.
+
+    Examples:
+        >>> from calc.models.presets import preset
+        >>> arch = preset("llama3-8b")
+        >>> layer_params(arch, 0) == 8 * layer_params(arch, 0, tp=8) - 7 * 2 * arch.hidden_size
+        True
+    """
+    return sum(_params_of(arch, tp, 1, ep, (layer,), -1))
 
 
 @memoized()  # the planner sizes the same stage for every ZeRO stage, recomputation and micro-batch

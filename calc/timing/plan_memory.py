@@ -10,6 +10,7 @@ from calc.errors import CalcError
 from calc.memory.layout import Layout, stage_memory
 from calc.memory.model_state import CONVENTIONS
 from calc.memory.overheads import peak_memory
+from calc.memory.stage_plan import layer_params
 from calc.models.architecture import Architecture
 from calc.timing.steptime import _elementwise_bytes
 
@@ -48,6 +49,24 @@ def _memory_floor(
         per_layer = _elementwise_bytes(s, cand.mb, arch.hidden_size, arch.num_heads, cand.tp, cand.cp, tp_sp, True)
     in_flight = min(cand.pp, batch // (cand.dp * cand.mb))
     return floor + per_layer * (arch.num_layers // cand.pp) * in_flight // 2
+
+
+def _unsharded_floor(arch: Architecture, cand: _Candidate) -> int:
+    """A lower bound on what FSDP without resharding after forward holds beyond the sharded state through the
+    backward: 2 B of bf16 weights and 4 B of fp32 gradients per parameter of the stage, unsharded
+    (``calc.memory.overhead_items``, ``fsdp_unsharded_params`` and ``fsdp_unsharded_grads``), counted for the
+    lightest stage's layers at the lightest layer kind (no embedding or output layer).
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> from calc.models.presets import preset
+        >>> cand = SimpleNamespace(tp=8, pp=16, ep=1, counts=(7,) + (8,) * 14 + (7,))
+        >>> round(_unsharded_floor(preset("llama3.1-405b"), cand) / 2**30, 1)  # 7 layers of 405B over TP 8
+        15.6
+    """
+    kinds = {arch.is_moe_layer(i): i for i in range(arch.num_layers)}  # one layer of each kind present
+    lightest = min(layer_params(arch, i, tp=cand.tp, ep=cand.ep) for i in kinds.values())
+    return 6 * lightest * min(cand.counts, default=0)
 
 
 def _interleaved_extra(cand: _Candidate, activations: int) -> int:

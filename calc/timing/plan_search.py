@@ -35,7 +35,7 @@ from calc.timing.efficiency import (
     matmul_efficiency_for,
     straggler_allowance,
 )
-from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor
+from calc.timing.plan_memory import _interleaved_extra, _memory, _memory_floor, _unsharded_floor
 from calc.timing.plan_space import SHORT_CP_GAIN, _counts, _divisors, _interleaves, _search_space, _slot_flags, short_cp
 from calc.timing.steptime import MEMORY_PASSES, StepTime, _bubble, _peaks, _stage_compute, step_time
 
@@ -128,6 +128,7 @@ class _Ctx:
     memo: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
     bounds: dict[tuple[Any, ...], float] = field(default_factory=dict)  # state_bound's compute per micro-batch
     allowance: float | None = None  # 1 + the straggler allowance, once per plan
+    reshards: dict[int, bool] = field(default_factory=dict)  # pp -> whether FSDP reshards after forward
     on_first: Callable[[list[dict[str, Any]]], object] | None = None
 
     @property
@@ -263,6 +264,13 @@ class _Outcome:
         self.rejected.append({**row, "zero_stage": z, "recompute": r, "reason": why, "bound_s": bound_s})
 
 
+def _reshards(x: _Ctx, pp: int) -> bool:
+    """Whether FSDP / ZeRO-3 reshards after forward on ``pp`` stages (the knob, else the stack's default)."""
+    if pp not in x.reshards:
+        x.reshards[pp] = Layout(pp=pp, stack=x.stack, **x.stack_knobs).reshards_after_forward
+    return x.reshards[pp]
+
+
 def _try_state(x: _Ctx, cand: _Candidate, z: int, r: str, row: dict[str, Any], out: _Outcome) -> bool:
     """Evaluate ``cand`` at ZeRO ``z`` and recomputation ``r``; ``True`` when it fits (the state is kept)."""
     twin = out.twin
@@ -270,6 +278,8 @@ def _try_state(x: _Ctx, cand: _Candidate, z: int, r: str, row: dict[str, Any], o
         out.too_slow = True
         return False
     floor = _memory_floor(x.arch, cand, z, r, x.s, x.batch, x.convention, x.dist)
+    if z == 3 and cand.dp * cand.cp > 1 and not _reshards(x, cand.pp):  # ZeRO-3's weights stay gathered
+        floor += _unsharded_floor(x.arch, cand)
     if floor > x.capacity:  # sized before the layout is built: most states of a large model stop here
         if out.least is None or floor < out.least[2]:
             out.least = (z, r, floor)
@@ -348,7 +358,8 @@ def _reject_memory(x: _Ctx, cand: _Candidate, row: dict[str, Any], out: _Outcome
     if out.nearest is None and out.least is not None:
         z, r, floor = out.least
         why = (
-            f"does not fit: stage 0 needs at least {_gb1(floor)} before any overhead ({usable}), "
+            f"does not fit: stage 0 needs at least {_gb1(floor)} before the allocator's, NCCL's and CUDA's overheads "
+            f"({usable}), "
             f"even with ZeRO-{z} and {_recompute_words(r)}"
         )
         out.rejected.append({**row, "zero_stage": z, "recompute": r, "memory_bytes": floor, "bound_s": cand.bound,
