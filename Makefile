@@ -70,10 +70,13 @@ lint: setup
 # One strict build per `make test`, shared by every layer: tests/conftest.py::built_site uses $(TEST_SITE)
 # when LC_BUILT_SITE names it (and builds its own otherwise). Built with the default site_url, as `make build`.
 TEST_SITE := $(STAMPS)/test-site
+# Not --quiet: MkDocs drops warnings below ERROR before --strict counts them, so a quiet strict build passes with
+# broken references. The log is kept; a failed build prints it without its INFO lines.
 test-site: setup
 	rm -rf $(TEST_SITE) $(TEST_SITE).done
-	@start=$$(date +%s%N); env -u SITE_URL $(BIN)/mkdocs build --strict --quiet --site-dir $(TEST_SITE) \
-	  && echo "site built in $$(( ($$(date +%s%N) - start) / 1000000 )) ms" && touch $(TEST_SITE).done
+	@start=$$(date +%s%N); env -u SITE_URL $(BIN)/mkdocs build --strict --site-dir $(TEST_SITE) > $(TEST_SITE).log 2>&1 \
+	  || { grep -v '^INFO' $(TEST_SITE).log >&2; exit 1; }; \
+	echo "site built in $$(( ($$(date +%s%N) - start) / 1000000 )) ms" && touch $(TEST_SITE).done
 
 # pytest-xdist (pinned): one pass of every test on JOBS workers (default: one per core), each handed whole test
 # files (a class of the Pyodide suite is a unit of its own), slowest first (tests/conftest.py::LAYERS: the Pyodide

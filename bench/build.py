@@ -47,7 +47,8 @@ def _figure(seconds: float, loads: list[float]) -> dict[str, object]:
 
 def _timed_build(clone: Path, dest: Path) -> dict[str, object]:
     loads, started = [os.getloadavg()[0]], time.monotonic()
-    cmd = [str(clone / ".venv" / "bin" / "python"), "-m", "mkdocs", "build", "--strict", "--quiet"]
+    # Never quiet: it hides the warnings --strict counts (tests/test_house.py::test_no_build_is_quiet).
+    cmd = [str(clone / ".venv" / "bin" / "python"), "-m", "mkdocs", "build", "--strict"]
     proc = subprocess.run(
         [*cmd, "--site-dir", str(dest)], check=False, cwd=clone, env=_env(), capture_output=True, text=True
     )

@@ -330,8 +330,18 @@ def table(results: dict[str, object]) -> str:
 
 def build_site(dest: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | {"NO_MKDOCS_2_WARNING": "1"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(dest)]
-    subprocess.run(cmd, cwd=ROOT, env=env, check=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        str(dest),
+    ]  # never quiet: tests/test_house.py::test_no_build_is_quiet
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"the strict build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
 
 
 def run(site: Path, runs: int, only: tuple[str, ...]) -> dict[str, object]:

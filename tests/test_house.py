@@ -286,3 +286,19 @@ def test_contributing_maps_every_package_and_folder():
     for kind in ("preset", "calculator field", "new calculator", "prose number", "chart", "exercise",
                  "validation row", "published run"):  # fmt: skip
         assert f"### A {kind}" in text or f"### An {kind}" in text, kind
+
+
+def test_no_build_is_quiet():
+    """MkDocs' quiet flag sets its logger to ERROR, so the warnings ``--strict`` counts never reach its counter: a
+    quiet strict build passes with a broken reference (it did, with two, until this test). No command here runs
+    mkdocs with it; a build that must be quiet captures its output instead."""
+    flags = ("-" + "-quiet", " -" + "q ")  # spelled apart so this file does not list itself
+    files = [ROOT / "Makefile", *ROOT.glob("tools/*.py"), *ROOT.glob("bench/*.py"), *ROOT.glob("tests/*.py")]
+    files += [p for p in ROOT.glob(".ci/*") if p.is_file()]
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in files
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if "mkdocs" in line and any(f in line for f in flags)
+    ]
+    assert not found, f"mkdocs run quiet (its warnings never fail --strict): {found}"

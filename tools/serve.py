@@ -295,7 +295,8 @@ def serving(
 
 
 def _build_command(dest: Path, dirty: bool = False) -> list[str]:
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--quiet", "--site-dir", str(dest)]
+    # Never quiet: it hides the warnings --strict counts (tests/test_house.py::test_no_build_is_quiet).
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--site-dir", str(dest)]
     # --dirty warns that it is dirty, which --strict would turn into a failure: a quick build is never strict.
     return cmd + (["--dirty", "--no-strict"] if dirty else ["--strict"])
 

@@ -143,8 +143,8 @@ def plan(
 
     Pinned arguments restrict the search (module docstring); ``None`` searches. ``gradient_accumulation=False``: each
     rank's batch is one micro-batch outside pipeline parallelism (torchtitan before pytorch/torchtitan#1238).
-    ``pipeline_rules``: [`PIPELINE_RULES`][calc.timing.plan_space.PIPELINE_RULES] (``"megatron-2021"``: even stages,
-    interleaving on more than 2); ``short_cp_gain``: [`SHORT_CP_GAIN`][calc.timing.plan_space.SHORT_CP_GAIN], what CP
+    ``pipeline_rules``: ``calc.timing.plan_space.PIPELINE_RULES`` (``"megatron-2021"``: even stages,
+    interleaving on more than 2); ``short_cp_gain``: ``calc.timing.plan_space.SHORT_CP_GAIN``, what CP
     must save below 32K tokens. ``dtype="fp8"``: linear layers at the FP8 peak, memory as BF16 (FP8 weights stand in
     for the BF16 ones). ``matmul_efficiency`` to ``fp8_memory_passes``: [`step_time`][calc.timing.steptime.step_time]'s;
     ``pod_gpus``, ``oversubscription``: the network's; ``stack`` to ``compile``: the Layout's; ``on_first(kept)``: once.
