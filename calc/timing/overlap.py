@@ -28,11 +28,16 @@ the frameworks do, each rule a named knob with its default and source.
   the row-parallel output gradients with their input-gradient GEMMs and the input-gradient reduce-scatters with
   the column-parallel weight gradients (the ``dgrad`` overlap above, which it replaces). A call shows its first
   chunk and whatever outlasts its GEMM, plus ``prefetch_interference`` of what it hides.
-* **CP and EP**: on the critical path (no overlap modelled; DualPipe's all-to-all overlap is a schedule).
+* **CP and EP**: on the critical path, but for EP under DualPipe (``dualpipe``): DeepSeek-V3 pairs a forward and
+  a backward chunk so that "both all-to-all and PP communication can be fully hidden" (DeepSeek-AI 2024,
+  arXiv:2412.19437, Sec. 3.2.1). An all-to-all hides under the stage's compute, and the SMs it runs on
+  ([`DUALPIPE_COMM_SMS`][calc.timing.overlap.DUALPIPE_COMM_SMS]) slow that compute: that share of what it hides
+  shows. What outlasts the compute shows whole.
 * **Pipeline p2p** (``p2p_overlap``): Megatron-LM overlaps the interleaved schedule's sends with compute
   (``--overlap-p2p-communication``, on by default with interleaving; Llama 3 runs its sends asynchronously,
-  Dubey et al. 2024 Sec. 3.3.2): the bandwidth of one send per step shows, and every send's NCCL latency (a
-  chunk waits for its input however early it was sent). Plain 1F1B's sends are exposed.
+  Dubey et al. 2024 Sec. 3.3.2; DualPipe hides them with its all-to-alls): the bandwidth of one send per step
+  shows, and every send's NCCL latency (a chunk waits for its input however early it was sent). Plain 1F1B's sends
+  are exposed.
 * **Data-parallel gradients**: the reduce-scatter (or all-reduce) overlaps the backward it follows except its
   last bucket (``dp_bucket_params``, Megatron-LM's ``max(40M, 1M × dp)``).
 * **ZeRO-1/2 parameter all-gather** (``overlap_param_gather``, default off): Megatron-LM's
@@ -55,7 +60,7 @@ from calc.errors import CalcError
 from calc.memory.layout import Layout
 from calc.parallel.comm import StepComm
 
-__all__ = ["PREFETCH_INTERFERENCE", "TP_OVERLAP", "dgrad_overlap_default", "exposed_communication"]
+__all__ = ["DUALPIPE_COMM_SMS", "PREFETCH_INTERFERENCE", "TP_OVERLAP", "dgrad_overlap_default", "exposed_communication"]
 
 TP_OVERLAP: float = 0.0
 """Default share of TP communication hidden behind compute: 0, as Megatron-LM's ``--tp-comm-overlap`` is off
@@ -68,6 +73,13 @@ collective) that still costs time although it runs under compute.
 NCCL's kernels take SMs and HBM bandwidth from the matmuls they overlap (Zhao et al. 2023, PyTorch FSDP,
 arXiv:2304.11277, Sec. 3.3 and 7.2: overlapped communication slows the concurrent computation); 0.2 is assumed.
 0 is a perfect overlap, 1 none."""
+
+
+DUALPIPE_COMM_SMS: float = 20 / 132
+"""Share of the GPU's SMs DualPipe's communication kernels take: DeepSeek-V3 gives them 20 of an H800's 132
+("only 20 SMs are sufficient to fully utilize the bandwidths of IB and NVLink", DeepSeek-AI 2024,
+arXiv:2412.19437, Sec. 3.2.2). The compute they run under has the rest, so a hidden second of all-to-all still
+costs this share of a second."""
 
 
 def dgrad_overlap_default(stack: str) -> bool:
@@ -108,6 +120,7 @@ def exposed_communication(
     prefetch_interference: float = PREFETCH_INTERFERENCE,
     wgrad_s: tuple[float, float] | None = None,
     userbuffers: tuple[tuple[float, float], tuple[float, float]] | None = None,
+    dualpipe: bool = False,
 ) -> dict[str, tuple[float, str]]:
     """Exposed seconds of each collective of ``step`` and why (the rules in the module docstring).
 
@@ -115,7 +128,7 @@ def exposed_communication(
     ``wgrad_s``: one layer's weight-gradient GEMM seconds per micro-batch for its two column-parallel linears
     (QKV, the MLP's first matmul), under which Megatron hides the backward TP ``dgrad`` collectives; ``None``:
     nothing hidden there. ``userbuffers``: Transformer Engine's TP overlap is on, with one layer's column- and
-    row-parallel GEMM seconds per micro-batch (each pair as ``wgrad_s``).
+    row-parallel GEMM seconds per micro-batch (each pair as ``wgrad_s``). ``dualpipe``: the schedule is DualPipe.
 
     Examples:
         >>> from calc.parallel.comm import step_communication
@@ -129,7 +142,8 @@ def exposed_communication(
     """
     tp_hidden = share(tp_overlap, "tp_overlap")
     kappa = share(prefetch_interference, "prefetch_interference")
-    p2p = layout.interleave > 1 if p2p_overlap is None else bool(p2p_overlap)
+    p2p = (layout.interleave > 1 or dualpipe) if p2p_overlap is None else bool(p2p_overlap)
+    m = layout.num_microbatches or 1
     out: dict[str, tuple[float, str]] = {}
     backward_last = t_mb * 2 / 3
     for term in step.terms:
@@ -145,7 +159,7 @@ def exposed_communication(
         elif term.group == "cp":
             out[name] = (t, "on the critical path of every attention layer")
         elif term.group == "ep":
-            out[name] = (t, "on the critical path of every MoE layer")
+            out[name] = _ep_exposed(t, m * t_mb, dualpipe)
         elif term.group == "pp":
             # Overlapped, each send still waits its NCCL latency before the next chunk can start; the bandwidth of
             # all but one send hides under compute.
@@ -159,7 +173,6 @@ def exposed_communication(
             exposed = term.calls * (one * bucket + max(0.0, one * (1 - bucket) - backward_last))
             out[name] = (exposed, "overlapped with the backward pass except the last bucket")
         elif name.endswith("param-all-gather") and layout.effective_zero_stage == 3:
-            m = layout.num_microbatches or 1
             fwd, bwd = min(m, term.calls), max(0, term.calls - m)
             lat = term.latency_s / max(1, term.calls)
             gathered = _prefetched(fwd, bwd, one, t_mb, layers_ps, kappa, lat)
@@ -171,6 +184,23 @@ def exposed_communication(
         else:
             out[name] = (t, "after the optimizer step, exposed")
     return out
+
+
+def _ep_exposed(t: float, compute_s: float, dualpipe: bool) -> tuple[float, str]:
+    """Exposed seconds of ``t`` seconds of EP all-to-all, and why: all of it, or under DualPipe what outlasts the
+    stage's ``compute_s`` plus [`DUALPIPE_COMM_SMS`][calc.timing.overlap.DUALPIPE_COMM_SMS] of what hides.
+
+    Examples:
+        >>> _ep_exposed(2.0, 10.0, False)[0], round(_ep_exposed(2.0, 10.0, True)[0], 4)
+        (2.0, 0.303)
+        >>> round(_ep_exposed(12.0, 10.0, True)[0], 4)  # 2 s outlast the compute; the 10 s under it cost 20/132
+        3.5152
+    """
+    if not dualpipe:
+        return t, "on the critical path of every MoE layer"
+    hidden = min(t, compute_s)
+    why = "under DualPipe's paired forward and backward chunks, less the 20 of 132 SMs it takes (DeepSeek-V3)"
+    return t - hidden + hidden * DUALPIPE_COMM_SMS, why
 
 
 def _dgrad_hidden(term: object, layout: Layout, wgrad_s: tuple[float, float] | None, kappa: float) -> tuple[float, str]:

@@ -269,7 +269,8 @@ def step_time(
     exposed = exposed_communication(step, layout, c.t_mb, c.layers, bucket_params=dp_bucket_params,
         prefetch_interference=prefetch_interference, tp_overlap=tp_overlap, overlap_param_gather=overlap_param_gather,
         p2p_overlap=p2p_overlap, wgrad_s=c.wgrad if _dgrad(tp_dgrad_overlap, layout) else None,
-        userbuffers=(c.wgrad, c.rgemm) if _bool_arg(tp_comm_overlap, "tp_comm_overlap") else None)  # fmt: skip
+        userbuffers=(c.wgrad, c.rgemm) if _bool_arg(tp_comm_overlap, "tp_comm_overlap") else None,
+        dualpipe=schedule == "dualpipe")  # fmt: skip
     # fsum: exact in any order (a set's follows the hash seed) and on 3.11 too, so Pyodide prints CPython's digits
     critical = math.fsum(exposed[n][0] for n in {t.name for t in step.terms if t.group in ("tp", "cp", "ep")})
     bubble = _bubble(layout.pp, m, layout.interleave, schedule) * (compute + critical)
@@ -279,8 +280,7 @@ def step_time(
     total = busy * (1 + allowance)
     rows = _rows(c, (m, layout.pp, layout.interleave, schedule), (eff, attn_eff, peak, attn_peak, passes), compute,
                  bubble, step, exposed) + _straggler_rows(layout.gpus or 1, allowance, per_doubling, busy)  # fmt: skip
-    flat = {k: s for k, (s, _) in exposed.items()}
-    return _result(layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, flat, peak,
+    return _result(layout, c.model_mb * m * layout.dp, c.hw_mb * m * layout.dp, total, compute, bubble, exposed, peak,
                    rows)  # fmt: skip
 
 
@@ -475,11 +475,12 @@ def _result(
     total: float,
     compute: float,
     bubble: float,
-    exposed: dict[str, float],
+    exposed: dict[str, tuple[float, str]],
     peak: float,
     rows: list[tuple[str, float, str]],
 ) -> StepTime:
-    """The [`StepTime`][calc.timing.steptime.StepTime] of a step of ``total`` seconds: throughput and utilizations."""
+    """The [`StepTime`][calc.timing.steptime.StepTime] of a step of ``total`` seconds (``exposed``: each
+    collective's exposed seconds and why): throughput and utilizations."""
     gpus = layout.gpus or 1
     per_gpu = model_flops / total / gpus
     hw_per_gpu = hardware_flops / total / gpus
@@ -487,7 +488,7 @@ def _result(
         step_time_s=total,
         compute_s=compute,
         bubble_s=bubble,
-        exposed_s=exposed,
+        exposed_s={k: s for k, (s, _) in exposed.items()},
         tokens_per_s=(layout.global_batch or 0) * layout.seq_len / total,
         model_flops=model_flops,
         hardware_flops=hardware_flops,

@@ -9,12 +9,17 @@ Named examples, with the inputs the pages state next to them:
 * **ZeRO Table 1:** 7.5B, 128B and 1T parameters at DP 1 ... 1024 (Rajbhandari et al. 2020, Table 1).
 * **CP and 3D:** Llama 3 405B (preset ``llama3.1-405b``) in the layouts of Llama 3 paper Table 4.
 * **EP:** Mixtral 8x7B (preset ``mixtral-8x7b``) with 8-way expert parallelism, sequence 4096.
+* **DualPipe:** DeepSeek-V3 (preset ``deepseek-v3``) in its report's layout (DeepSeek-AI 2024, arXiv:2412.19437,
+  Sec. 3.2: 16-way PP, 64-way EP over 8 nodes, ZeRO-1 data parallelism on 2,048 GPUs), 4,096 tokens, batch 15,360,
+  FP8, no recomputation (the report recomputes only RMSNorm and the MLA up-projections), on H100 SXMs with
+  InfiniBand NDR (the engine's defaults; the report's H800s have the same compute).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from functools import cache
 
 from calc import format_bytes, format_count, gpu, model_state_bytes
 from calc.memory.activations import activation_bytes_per_layer, held_chunks_peak
@@ -23,8 +28,10 @@ from calc.models.presets import preset
 from calc.parallel.comm import bus_factor, collective_bytes_sent, collective_time_s, interconnect, step_communication
 from calc.parallel.pipeline import bubble_fraction, pipeline_schedule, schedule_in_flight
 from calc.timing.compute import megatron_flops_per_iteration, utilization
+from calc.timing.overlap import DUALPIPE_COMM_SMS
+from calc.timing.steptime import StepTime, step_time
 from calc.units import parse_count
-from prose_numbers import model_dropout
+from prose_numbers import model_dropout, trained_layout
 
 BF16 = 2
 """Bytes per element sent on the wire (bf16 activations, gradients and weights)."""
@@ -147,6 +154,16 @@ _EP_SEQ = 4096
 _EP_MSG = _B * _EP_SEQ * _MIX.experts_per_token * _MIX.hidden_size * BF16
 
 
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s"
+
+
+def _dsv3_part(schedule: str, part: str) -> str:
+    """One figure of [`_dsv3`][]: the step, its exposed all-to-all, or its bubble, in seconds."""
+    st = _dsv3(schedule)
+    return _seconds({"step": st.step_time_s, "a2a": st.exposed_s["ep-all-to-all"], "bubble": st.bubble_s}[part])
+
+
 def _mix_params_per_gpu() -> int:
     experts = _MIX.expert_params_per_layer * _MIX.num_moe_layers
     return _MIX.param_count - experts + -(-experts // _EP)
@@ -161,6 +178,14 @@ def _dp_activations(dp: int) -> int:
     """
     arch = preset("llama2-7b")
     return layout_memory(arch, Layout(dp=dp, seq_len=4096, micro_batch=1, dropout=model_dropout(arch))).activations
+
+
+@cache
+def _dsv3(schedule: str) -> StepTime:
+    """DeepSeek-V3's pre-training layout (module docstring) under ``schedule``."""
+    lay = trained_layout("deepseek-v3", dp=128, pp=16, ep=64, zero_stage=1, global_batch=15360, seq_len=4096,
+                         micro_batch=1, recompute="none")  # fmt: skip
+    return step_time(preset("deepseek-v3"), lay, gpu="h100-sxm", dtype="fp8", schedule=schedule)
 
 
 NUMBERS: dict[str, Callable[[], str]] = {
@@ -262,6 +287,13 @@ NUMBERS: dict[str, Callable[[], str]] = {
     ),
     # ---- expert.md
     "par-ep-msg": lambda: format_bytes(_EP_MSG),
+    **{
+        f"par-dsv3-{name}-{part}": (lambda name=name, part=part: _dsv3_part(name, part))
+        for name in ("1f1b", "dualpipe")
+        for part in ("step", "a2a", "bubble")
+    },
+    "par-dsv3-compute": lambda: _seconds(_dsv3("dualpipe").compute_s),
+    "par-dsv3-sms": lambda: _pct(DUALPIPE_COMM_SMS),
     "par-ep-a2a-sent": lambda: format_bytes(collective_bytes_sent("all-to-all", _EP_MSG, _EP)),
     "par-ep-layer-sent": lambda: format_bytes(4 * collective_bytes_sent("all-to-all", _EP_MSG, _EP)),
     "par-ep-mix-params": lambda: format_count(_MIX.param_count),
