@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -259,3 +261,29 @@ def test_the_straggler_row_states_the_rate_it_used():
     assert "3.0% per doubling above 256 GPUs (as given)" in rows["straggler and congestion"]
     rows = {r[0]: r[2] for r in step_time(preset("narayanan-145.6b"), lay).breakdown}
     assert "1.5% per doubling above 256 GPUs (calc.timing.efficiency, fitted)" in rows["straggler and congestion"]
+
+
+# DeepSeek-AI 2024 (arXiv:2412.19437) Sec. 3.2: PP 16 under DualPipe, EP 64 over 8 nodes, ZeRO-1 DP, 2,048 GPUs.
+_DSV3 = Layout(dp=128, pp=16, ep=64, zero_stage=1, global_batch=15360, seq_len=4096, micro_batch=1, recompute="none",
+               flash_attention=True, dropout=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("global_batch", [15360, 8192, 4096])
+def test_dualpipe_hides_the_all_to_all_under_compute_less_its_sms(global_batch):
+    from calc.timing.overlap import DUALPIPE_COMM_SMS
+
+    lay = replace(_DSV3, global_batch=global_batch)
+    plain = step_time(preset("deepseek-v3"), lay, gpu="h100-sxm", dtype="fp8", schedule="1f1b")
+    dual = step_time(preset("deepseek-v3"), lay, gpu="h100-sxm", dtype="fp8", schedule="dualpipe")
+    t, compute = plain.exposed_s["ep-all-to-all"], dual.compute_s
+    assert dual.compute_s == plain.compute_s and t > 0
+    hidden = min(t, compute)
+    assert dual.exposed_s["ep-all-to-all"] == pytest.approx(t - hidden + DUALPIPE_COMM_SMS * hidden, rel=1e-12)
+    assert dual.exposed_s["pp-p2p"] < plain.exposed_s["pp-p2p"]  # its sends overlap too
+    assert dual.step_time_s < plain.step_time_s
+
+
+def test_dualpipe_leaves_a_dense_model_s_all_to_all_alone():
+    lay = Layout(dp=8, pp=4, global_batch=64, seq_len=4096, flash_attention=True, dropout=False)
+    st = step_time(preset("llama3-8b"), lay, gpu="h100-sxm", schedule="dualpipe")
+    assert "ep-all-to-all" not in st.exposed_s
