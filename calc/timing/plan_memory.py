@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from calc.errors import CalcError
+from calc.memo import memoized
 from calc.memory.layout import Layout, stage_memory
 from calc.memory.model_state import CONVENTIONS
 from calc.memory.overheads import peak_memory
@@ -64,9 +65,14 @@ def _unsharded_floor(arch: Architecture, cand: _Candidate) -> int:
         >>> round(_unsharded_floor(preset("llama3.1-405b"), cand) / 2**30, 1)  # 7 layers of 405B over TP 8
         15.6
     """
+    return 6 * _lightest_layer(arch, cand.tp, cand.ep) * min(cand.counts, default=0)
+
+
+@memoized(maxsize=64)  # asked for every ZeRO-3 state a plan sizes; a plan has a few (tp, ep) pairs
+def _lightest_layer(arch: Architecture, tp: int, ep: int) -> int:
+    """Parameters one GPU holds of the lightest transformer layer kind (dense or MoE) at ``tp`` and ``ep``."""
     kinds = {arch.is_moe_layer(i): i for i in range(arch.num_layers)}  # one layer of each kind present
-    lightest = min(layer_params(arch, i, tp=cand.tp, ep=cand.ep) for i in kinds.values())
-    return 6 * lightest * min(cand.counts, default=0)
+    return min(layer_params(arch, i, tp=tp, ep=ep) for i in kinds.values())
 
 
 def _interleaved_extra(cand: _Candidate, activations: int) -> int:
